@@ -1,0 +1,64 @@
+"""Reading the handshake's challenge file safely.
+
+The viewer names a file holding a UUID; whoever can read it is the local user. The path comes from
+the network, so the file must be a regular file (not a symlink, FIFO or device), owned by us, and
+small; it is opened with O_NOFOLLOW | O_NONBLOCK so neither a symlink nor a FIFO can trick or block us.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+MAX_CHALLENGE_BYTES = 1024
+
+
+class ChallengeError(Exception):
+    """The challenge file cannot be used; the message says why."""
+
+
+def read_challenge(path: str) -> str:
+    """Return the file's content with surrounding whitespace stripped, or raise ChallengeError."""
+    if not isinstance(path, str) or not path:
+        raise ChallengeError("no challenge path given")
+    if "\0" in path:
+        raise ChallengeError("challenge path contains a NUL byte")
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        raise ChallengeError(f"challenge file {path!r} does not exist") from None
+    except OSError as exc:
+        raise ChallengeError(f"cannot stat challenge file {path!r}: {exc.strerror}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise ChallengeError(f"challenge file {path!r} is a symbolic link")
+    if not stat.S_ISREG(st.st_mode):
+        raise ChallengeError(f"challenge file {path!r} is not a regular file")
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise ChallengeError(f"cannot open challenge file {path!r}: {exc.strerror}") from None
+    try:
+        st = os.fstat(fd)  # what we opened, not what the path named a moment ago
+        if not stat.S_ISREG(st.st_mode):
+            raise ChallengeError(f"challenge file {path!r} is not a regular file")
+        if st.st_uid != os.getuid():
+            raise ChallengeError(
+                f"challenge file {path!r} is owned by uid {st.st_uid}, not by us (uid {os.getuid()})"
+            )
+        if st.st_size > MAX_CHALLENGE_BYTES:
+            raise ChallengeError(f"challenge file {path!r} is too big ({st.st_size} bytes)")
+        data = os.read(fd, MAX_CHALLENGE_BYTES + 1)
+    except OSError as exc:
+        raise ChallengeError(f"cannot read challenge file {path!r}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_CHALLENGE_BYTES:
+        raise ChallengeError(f"challenge file {path!r} is too big")
+    try:
+        text = data.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise ChallengeError(f"challenge file {path!r} is not UTF-8 text") from None
+    if not text:
+        raise ChallengeError(f"challenge file {path!r} is empty")
+    return text

@@ -1,0 +1,82 @@
+"""What the session layer tells the layer above it."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import attrs
+
+from slfs.protocol.types import (
+    CompilationResult,
+    ObjectUnpublish,
+    ObjectUpdate,
+    PublishedObject,
+    RuntimeDebug,
+    RuntimeError_,
+    SyntaxChange,
+)
+
+
+@attrs.frozen
+class SessionInfo:
+    viewer_name: str
+    viewer_version: str
+    agent_id: str
+    agent_name: str
+    syntax_id: str
+    features: dict[str, bool]
+    endpoint: str
+
+
+class SessionListener(Protocol):
+    """Implemented by the model layer. Every method is synchronous, quick, and must not block;
+    they are called from the session's reader task in the order the viewer's frames arrived."""
+
+    def on_connected(self, info: SessionInfo, objects: list[PublishedObject]) -> None: ...
+    def on_disconnected(self, reason: str) -> None: ...
+    def on_publish(self, obj: PublishedObject) -> None: ...
+    def on_unpublish(self, msg: ObjectUnpublish) -> None: ...
+    def on_update(self, msg: ObjectUpdate) -> None: ...
+    def on_runtime_debug(self, msg: RuntimeDebug) -> None: ...
+    def on_runtime_error(self, msg: RuntimeError_) -> None: ...
+    def on_syntax_change(self, msg: SyntaxChange) -> None: ...
+    def on_compiled(self, msg: CompilationResult) -> None: ...
+    def on_editor_command(self, command: str, params: dict[str, Any]) -> None: ...
+    def on_state(self, state: str, detail: str) -> None: ...
+
+
+class NullListener:
+    """A listener that ignores everything (handy for tools and tests)."""
+
+    def on_connected(self, info: SessionInfo, objects: list[PublishedObject]) -> None:
+        pass
+
+    def on_disconnected(self, reason: str) -> None:
+        pass
+
+    def on_publish(self, obj: PublishedObject) -> None:
+        pass
+
+    def on_unpublish(self, msg: ObjectUnpublish) -> None:
+        pass
+
+    def on_update(self, msg: ObjectUpdate) -> None:
+        pass
+
+    def on_runtime_debug(self, msg: RuntimeDebug) -> None:
+        pass
+
+    def on_runtime_error(self, msg: RuntimeError_) -> None:
+        pass
+
+    def on_syntax_change(self, msg: SyntaxChange) -> None:
+        pass
+
+    def on_compiled(self, msg: CompilationResult) -> None:
+        pass
+
+    def on_editor_command(self, command: str, params: dict[str, Any]) -> None:
+        pass
+
+    def on_state(self, state: str, detail: str) -> None:
+        pass

@@ -1,0 +1,644 @@
+"""The WebSocket session with the viewer: connect, authenticate, serve, call, reconnect.
+
+One connection at a time. Per connection there is one reader task that never awaits a handler:
+responses wake their callers, notifications go to the (synchronous) listener in arrival order, and
+requests from the viewer are answered by tasks spawned in the connection's nursery. Frames are sent
+under one lock so they never interleave. When the link drops every pending call fails with
+NotConnected, the listener hears about it, and run() reconnects with capped, jittered backoff.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import attrs
+import trio
+from trio_websocket import (
+    ConnectionClosed,
+    HandshakeError,
+    WebSocketConnection,
+    open_websocket,
+)
+
+from slfs.protocol import codec
+from slfs.protocol.errors import (
+    AUTH_REQUIRED,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    ProtocolError,
+    RpcError,
+)
+from slfs.protocol.jsonrpc import (
+    Notification,
+    Request,
+    Response,
+    encode_error,
+    encode_notification,
+    encode_request,
+    encode_result,
+    parse_message,
+)
+from slfs.protocol.types import (
+    CompilationResult,
+    ObjectListResponse,
+    ObjectPublish,
+    ObjectUnpublish,
+    ObjectUpdate,
+    RuntimeDebug,
+    RuntimeError_,
+    SessionDisconnect,
+    SessionHandshake,
+    SessionOk,
+    SyntaxChange,
+)
+
+from . import challenge as _challenge
+from .commands import command_list, validate_command
+from .errors import CallTimeout, NotConnected
+from .ids import IdAllocator
+from .listener import SessionInfo, SessionListener
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+CLIENT_NAME = "slfs"
+CLIENT_VERSION = "1.0"
+PROTOCOL_VERSION = "1.0"
+
+# Our timeouts sit above the viewer's own (content.save allows 60 s for a script upload).
+DEFAULT_TIMEOUT = 30.0
+METHOD_TIMEOUTS: dict[str, float] = {
+    "object.content.get": 40.0,
+    "object.item.create": 40.0,
+    "object.content.save": 70.0,
+}
+
+MAX_MESSAGE_SIZE = 64 * 1024 * 1024  # the viewer sends at most 16 MiB
+
+CONNECTING = "connecting"
+CONNECTED = "connected"
+DISCONNECTED = "disconnected"
+
+_CLOSED_ERRORS = (ConnectionClosed, trio.BrokenResourceError, trio.ClosedResourceError)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def timeout_for(method: str) -> float:
+    return METHOD_TIMEOUTS.get(method, DEFAULT_TIMEOUT)
+
+
+@attrs.define
+class _Pending:
+    method: str
+    event: trio.Event = attrs.field(factory=trio.Event)
+    result: Any = None
+    error: RpcError | None = None
+    # Run synchronously by the reader when the response arrives, before any later frame is handled.
+    on_response: Callable[[Response], None] | None = None
+
+
+class _Connection:
+    """One WebSocket connection to the viewer and everything that lives and dies with it."""
+
+    def __init__(self, session: ViewerSession, ws: WebSocketConnection, nursery: trio.Nursery) -> None:
+        self.session = session
+        self.ws = ws
+        self.nursery = nursery
+        self.pending: dict[int, _Pending] = {}
+        self.send_lock = trio.Lock()
+        self.closed = False
+        self.close_reason = ""
+        self.disconnect_note = ""  # what a session.disconnect notification said
+        self.handshake: SessionHandshake | None = None
+        self.session_ok = False  # session.ok received
+        self.ready = False  # object.list answered and on_connected delivered
+
+    # --- teardown -------------------------------------------------------------------------------
+
+    def abort(self, reason: str) -> None:
+        """Tear the connection down (sync; safe from anywhere)."""
+        if not self.close_reason:
+            self.close_reason = reason
+        self.nursery.cancel_scope.cancel()
+
+    def fail_pending(self, reason: str) -> None:
+        self.closed = True
+        pending, self.pending = self.pending, {}
+        for waiter in pending.values():
+            if not waiter.event.is_set():
+                waiter.error = NotConnected(f"Connection closed: {reason}")
+                waiter.event.set()
+
+    # --- sending --------------------------------------------------------------------------------
+
+    async def send(self, text: str) -> None:
+        async with self.send_lock:
+            await self.ws.send_message(text)
+
+    async def notify(self, method: str, params: Any = None) -> None:
+        await self.send(encode_notification(method, params))
+
+    async def call(
+        self,
+        method: str,
+        params: Any = None,
+        timeout: float | None = None,
+        on_response: Callable[[Response], None] | None = None,
+    ) -> Any:
+        if self.closed:
+            raise NotConnected(f"Connection closed: {self.close_reason or 'closed'}")
+        if timeout is None:
+            timeout = timeout_for(method)
+        rid = self.session._ids.allocate(self.pending)
+        waiter = _Pending(method, on_response=on_response)
+        self.pending[rid] = waiter
+        try:
+            with trio.move_on_after(timeout) as scope:
+                try:
+                    await self.send(encode_request(rid, method, params))
+                except _CLOSED_ERRORS:
+                    raise NotConnected(f"Connection closed while sending {method}") from None
+                log.debug("call %s id=%s sent", method, rid)
+                await waiter.event.wait()
+            if scope.cancelled_caught and not waiter.event.is_set():
+                log.warning("call %s id=%s timed out after %g s", method, rid, timeout)
+                raise CallTimeout(method, timeout)
+        finally:
+            if self.pending.get(rid) is waiter:
+                del self.pending[rid]
+        if waiter.error is not None:
+            raise waiter.error
+        return waiter.result
+
+    # --- reading --------------------------------------------------------------------------------
+
+    async def read_loop(self) -> None:
+        """Read frames until the connection closes; sets close_reason."""
+        while True:
+            try:
+                frame = await self.ws.get_message()
+            except ConnectionClosed as exc:
+                code = exc.reason.code if exc.reason is not None else None
+                text = (exc.reason.reason or "") if exc.reason is not None else ""
+                reason = f"viewer closed the connection (code {code}{': ' + text if text else ''})"
+                if self.disconnect_note:
+                    reason = f"{self.disconnect_note}; {reason}"
+                if not self.close_reason:
+                    self.close_reason = reason
+                return
+            self.handle_frame(frame)
+
+    def handle_frame(self, frame: str | bytes) -> None:
+        if isinstance(frame, bytes):
+            try:
+                frame = frame.decode("utf-8")
+            except UnicodeDecodeError:
+                log.warning("ignoring a binary frame that is not UTF-8 (%d bytes)", len(frame))
+                return
+        try:
+            msg = parse_message(frame)
+        except ProtocolError as exc:
+            log.warning("ignoring an invalid frame from the viewer: %s: %.200r", exc, frame)
+            return
+        if isinstance(msg, Response):
+            self.handle_response(msg)
+        elif isinstance(msg, Request):
+            self.nursery.start_soon(self.serve_request, msg)
+        else:
+            self.session._handle_notification(self, msg)
+
+    def handle_response(self, msg: Response) -> None:
+        waiter = self.pending.pop(msg.id, None) if isinstance(msg.id, int) else None
+        if waiter is None:
+            if msg.error is not None:
+                log.warning("viewer sent an error for unknown id %r: %s", msg.id, msg.error)
+            else:
+                log.warning("ignoring a response with unknown id %r", msg.id)
+            return
+        if msg.error is not None:
+            log.debug("call %s id=%r failed: %s", waiter.method, msg.id, msg.error)
+            waiter.error = msg.error
+        else:
+            waiter.result = msg.result
+        if waiter.on_response is not None:
+            try:
+                waiter.on_response(msg)
+            except Exception:
+                log.exception("handling the response to %s failed", waiter.method)
+        waiter.event.set()
+
+    # --- serving the viewer's calls -----------------------------------------------------------------
+
+    async def serve_request(self, req: Request) -> None:
+        handler = self.session._methods.get(req.method)
+        try:
+            if handler is None:
+                raise RpcError.standard(METHOD_NOT_FOUND, req.method)
+            result = await handler(self, req.params)
+            reply = encode_result(req.id, result)
+        except RpcError as err:
+            log.info("answering %s id=%r with error %s", req.method, req.id, err)
+            reply = encode_error(req.id, err)
+        except Exception as exc:
+            log.exception("handler for %s failed", req.method)
+            reply = encode_error(req.id, RpcError.standard(INTERNAL_ERROR, str(exc) or type(exc).__name__))
+        try:
+            await self.send(reply)
+        except _CLOSED_ERRORS:
+            log.info("could not answer %s id=%r: connection closed", req.method, req.id)
+
+
+Handler = Callable[[_Connection, Any], Awaitable[Any]]
+
+
+class ViewerSession:
+    """The client side of the viewer's external-editor WebSocket."""
+
+    def __init__(
+        self,
+        listener: SessionListener,
+        host: str = "127.0.0.1",
+        port: int = 9020,
+        *,
+        ping_interval: float = 30.0,
+        backoff_min: float = 0.5,
+        backoff_max: float = 10.0,
+        live_sync: bool = False,
+        ping_timeout: float = 10.0,
+        handshake_timeout: float = 45.0,
+        connect_timeout: float = 10.0,
+    ) -> None:
+        self.listener = listener
+        self.host = host
+        self.port = port
+        self.ping_interval = ping_interval
+        self.ping_timeout = ping_timeout
+        self.backoff_min = backoff_min
+        self.backoff_max = backoff_max
+        self.live_sync = live_sync
+        self.handshake_timeout = handshake_timeout
+        self.connect_timeout = connect_timeout
+        self.state = DISCONNECTED
+        self.state_detail = "not started"
+        self.info: SessionInfo | None = None
+        self.last_error = ""
+        self._ids = IdAllocator()
+        self._conn: _Connection | None = None
+        self._state_changed = trio.Event()
+        self._methods: dict[str, Handler] = {
+            "session.handshake": self._serve_handshake,
+            "system.ping": self._serve_ping,
+            "system.getVersion": self._serve_version,
+            "system.status": self._serve_status,
+            "system.listMethods": self._serve_list_methods,
+            "command.list": self._serve_command_list,
+            "command.execute": self._serve_command_execute,
+        }
+
+    @property
+    def endpoint(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"ws://{self.host}:{self.port}/"
+
+    # --- public API -----------------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Connect, serve and reconnect until cancelled."""
+        task_status.started()
+        backoff = self.backoff_min
+        try:
+            while True:
+                self._set_state(CONNECTING, f"connecting to {self.url}")
+                reached_ok = await self._connect_once()
+                if reached_ok:
+                    backoff = self.backoff_min
+                delay = random.uniform(backoff / 2, backoff)
+                log.info("reconnecting to %s in %.2f s", self.url, delay)
+                await trio.sleep(delay)
+                backoff = min(backoff * 2, self.backoff_max)
+        finally:
+            if self.info is not None:
+                self.info = None
+                self._listen("on_disconnected", "session stopped")
+            self._set_state(DISCONNECTED, "session stopped")
+
+    async def call(
+        self, method: str, params: dict[str, Any] | None = None, *, timeout: float | None = None
+    ) -> Any:
+        """Call a viewer method and return its raw result (None when the viewer omitted it).
+
+        Raises RpcError for the viewer's error, NotConnected at once when not connected (and when the
+        link drops while the call is pending), CallTimeout when no answer came in time."""
+        conn = self._conn
+        if self.state != CONNECTED or conn is None or not conn.ready or conn.closed:
+            raise NotConnected(f"Not connected to the viewer ({self.state}: {self.state_detail})")
+        return await conn.call(method, params, timeout)
+
+    async def call_typed(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        result_type: type[T],
+        *,
+        timeout: float | None = None,
+    ) -> T:
+        """call(), with the result parsed into `result_type`; a malformed result raises RpcError -32603."""
+        result = await self.call(method, params, timeout=timeout)
+        try:
+            return codec.from_json(result_type, result)
+        except ProtocolError as exc:
+            log.warning("malformed result of %s: %s", method, exc)
+            raise RpcError.standard(INTERNAL_ERROR, f"malformed result of {method}: {exc}") from None
+
+    async def wait_state(self, state: str, timeout: float | None = None) -> None:
+        """Wait until the session is in `state` (raises trio.TooSlowError after `timeout`)."""
+        with trio.fail_after(timeout if timeout is not None else float("inf")):
+            while self.state != state:
+                await self._state_changed.wait()
+
+    async def wait_connected(self, timeout: float | None = None) -> SessionInfo:
+        """Wait for a ready session and return its info (raises trio.TooSlowError after `timeout`)."""
+        await self.wait_state(CONNECTED, timeout)
+        assert self.info is not None
+        return self.info
+
+    # --- state ----------------------------------------------------------------------------------
+
+    def _set_state(self, state: str, detail: str) -> None:
+        changed = (state, detail) != (self.state, self.state_detail)
+        self.state = state
+        self.state_detail = detail
+        if state == DISCONNECTED:
+            self.last_error = detail
+        if changed:
+            log.info("session %s: %s", state, detail)
+            self._listen("on_state", state, detail)
+        self._state_changed.set()
+        self._state_changed = trio.Event()
+
+    def _listen(self, name: str, *args: Any) -> None:
+        """Call a listener method; its failures are logged, never propagated."""
+        try:
+            getattr(self.listener, name)(*args)
+        except Exception:
+            log.exception("listener %s raised", name)
+
+    # --- one connection ---------------------------------------------------------------------------
+
+    async def _connect_once(self) -> bool:
+        """Run one connection to its end; True if the viewer accepted us (session.ok)."""
+        conn: _Connection | None = None
+        try:
+            async with open_websocket(
+                self.host,
+                self.port,
+                "/",
+                use_ssl=False,
+                max_message_size=MAX_MESSAGE_SIZE,
+                connect_timeout=self.connect_timeout,
+                disconnect_timeout=2.0,
+            ) as ws:
+                log.info("connected to %s, waiting for the handshake", self.url)
+                try:
+                    async with trio.open_nursery() as nursery:
+                        conn = _Connection(self, ws, nursery)
+                        self._conn = conn
+                        nursery.start_soon(self._handshake_watchdog, conn)
+                        await conn.read_loop()
+                        nursery.cancel_scope.cancel()
+                except trio.Cancelled:
+                    # run() is being cancelled: say goodbye, briefly and best-effort.
+                    if conn is not None and not conn.close_reason:
+                        with trio.CancelScope(shield=True), trio.move_on_after(1.0):
+                            try:
+                                bye = {"reason": 1, "message": "Editor closed"}
+                                await conn.notify("session.disconnect", bye)
+                            except _CLOSED_ERRORS:
+                                pass
+                    raise
+                finally:
+                    self._conn = None
+                    if conn is not None:
+                        conn.fail_pending(conn.close_reason or "session stopped")
+        except HandshakeError as exc:
+            if conn is not None:  # DisconnectionTimeout: closing took too long
+                log.warning("closing the connection timed out")
+                return self._connection_ended(conn)
+            cause = exc.__cause__ or exc.__context__
+            why = str(cause) if cause is not None else type(exc).__name__
+            detail = f"cannot reach the viewer at {self.url}: {why}"
+            self.last_error = detail
+            self._set_state(CONNECTING, f"{detail}; retrying")
+            return False
+        except (OSError, ConnectionClosed, trio.TooSlowError) as exc:
+            detail = f"connection to {self.url} failed: {exc!r}"
+            if conn is None:
+                self.last_error = detail
+                self._set_state(CONNECTING, f"{detail}; retrying")
+                return False
+        except Exception as exc:  # a bug somewhere below us: log it, never die
+            log.exception("session connection failed unexpectedly")
+            if conn is None:
+                self.last_error = f"unexpected error: {exc!r}"
+                self._set_state(CONNECTING, f"{self.last_error}; retrying")
+                return False
+            if not conn.close_reason:
+                conn.close_reason = f"unexpected error: {exc!r}"
+        assert conn is not None
+        return self._connection_ended(conn)
+
+    def _connection_ended(self, conn: _Connection) -> bool:
+        reason = conn.close_reason or "connection closed"
+        if conn.ready:
+            self.info = None
+            self._listen("on_disconnected", reason)
+        self._set_state(DISCONNECTED, reason)
+        return conn.session_ok
+
+    async def _handshake_watchdog(self, conn: _Connection) -> None:
+        await trio.sleep(self.handshake_timeout)
+        if not conn.session_ok:
+            log.warning("no session.ok within %g s", self.handshake_timeout)
+            conn.abort(f"the viewer did not complete the handshake within {self.handshake_timeout:g} s")
+
+    async def _after_session_ok(self, conn: _Connection, ok: SessionOk) -> None:
+        hs = conn.handshake or SessionHandshake()
+        info = SessionInfo(
+            viewer_name=hs.viewer_name,
+            viewer_version=hs.viewer_version,
+            agent_id=ok.agent_id or hs.agent_id or "",
+            agent_name=ok.agent_name or hs.agent_name or "",
+            syntax_id=hs.syntax_id or "",
+            features=dict(hs.features),
+            endpoint=self.endpoint,
+        )
+
+        def on_list(resp: Response) -> None:
+            # Runs in the reader, so on_connected comes before any frame that followed the answer.
+            if conn.closed:
+                return
+            if resp.error is not None:
+                if resp.error.code == METHOD_NOT_FOUND:
+                    log.warning("viewer has no object.list; starting with no published objects")
+                    objects = []
+                else:
+                    conn.abort(f"object.list failed: {resp.error}")
+                    return
+            else:
+                try:
+                    objects = codec.from_json(ObjectListResponse, resp.result).objects
+                except ProtocolError as exc:
+                    conn.abort(f"malformed object.list result: {exc}")
+                    return
+            conn.ready = True
+            self.info = info
+            who = f"{info.viewer_name} {info.viewer_version}".strip() or "the viewer"
+            self._set_state(CONNECTED, f"connected to {who} at {self.endpoint}")
+            log.info("session ready: agent %s, %d published object(s)", info.agent_name, len(objects))
+            self._listen("on_connected", info, objects)
+
+        try:
+            await conn.call("object.list", {}, None, on_response=on_list)
+        except CallTimeout as exc:
+            conn.abort(f"object.list failed: {exc.message}")
+            return
+        except RpcError:
+            pass  # handled in on_list (or the connection is gone)
+        if conn.ready:
+            await self._ping_loop(conn)
+
+    async def _ping_loop(self, conn: _Connection) -> None:
+        failures = 0
+        while True:
+            await trio.sleep(self.ping_interval)
+            try:
+                timeout = min(self.ping_timeout, self.ping_interval * 2)
+                await conn.call("system.ping", {"timestamp": now_ms()}, timeout)
+                failures = 0
+            except NotConnected:
+                return
+            except RpcError as exc:
+                failures += 1
+                log.warning("ping %d failed: %s", failures, exc)
+                if failures >= 2:
+                    conn.abort("the viewer stopped answering pings")
+                    return
+
+    # --- notifications ----------------------------------------------------------------------------
+
+    def _handle_notification(self, conn: _Connection, msg: Notification) -> None:
+        method = msg.method
+        try:
+            if method == "session.ok":
+                ok = codec.from_json(SessionOk, msg.params if isinstance(msg.params, dict) else None)
+                if conn.session_ok:
+                    log.warning("ignoring a second session.ok")
+                    return
+                conn.session_ok = True
+                log.info("viewer accepted the session")
+                conn.nursery.start_soon(self._after_session_ok, conn, ok)
+            elif method == "session.disconnect":
+                dis = codec.from_json(SessionDisconnect, msg.params)
+                conn.disconnect_note = f"viewer disconnected us (reason {dis.reason}: {dis.message})"
+                log.warning("%s", conn.disconnect_note)
+            elif method == "object.publish":
+                self._listen("on_publish", codec.from_json(ObjectPublish, msg.params).object)
+            elif method == "object.unpublish":
+                self._listen("on_unpublish", codec.from_json(ObjectUnpublish, msg.params))
+            elif method == "object.update":
+                self._listen("on_update", codec.from_json(ObjectUpdate, msg.params))
+            elif method == "runtime.debug":
+                self._listen("on_runtime_debug", codec.from_json(RuntimeDebug, msg.params))
+            elif method == "runtime.error":
+                self._listen("on_runtime_error", codec.from_json(RuntimeError_, msg.params))
+            elif method == "language.syntax.change":
+                self._listen("on_syntax_change", codec.from_json(SyntaxChange, msg.params))
+            elif method == "script.compiled":
+                self._listen("on_compiled", codec.from_json(CompilationResult, msg.params))
+            elif method == "script.unsubscribe":
+                log.info("ignoring script.unsubscribe (no live sync)")
+            else:
+                log.info("ignoring unknown notification %s", method)
+        except ProtocolError as exc:
+            log.warning("ignoring malformed %s notification: %s", method, exc)
+
+    # --- the methods we serve ---------------------------------------------------------------------
+
+    def _read_challenge(self, path: str) -> str:
+        return _challenge.read_challenge(path)
+
+    async def _serve_handshake(self, conn: _Connection, params: Any) -> Any:
+        try:
+            hs = codec.from_json(SessionHandshake, params)
+        except ProtocolError as exc:
+            log.warning("malformed handshake: %s", exc)
+            raise RpcError.standard(INVALID_PARAMS, str(exc)) from None
+        log.info(
+            "handshake from %s %s (protocol %s)", hs.viewer_name, hs.viewer_version, hs.protocol_version
+        )
+        answer: str | None = None
+        if hs.challenge is not None:
+            try:
+                answer = self._read_challenge(hs.challenge)
+            except _challenge.ChallengeError as exc:
+                log.error("refusing the handshake: %s", exc)
+                raise RpcError(AUTH_REQUIRED, f"Challenge file rejected: {exc}") from None
+        conn.handshake = hs
+        result: dict[str, Any] = {
+            "client_name": CLIENT_NAME,
+            "client_version": CLIENT_VERSION,
+            "protocol_version": PROTOCOL_VERSION,
+            "languages": ["lsl", "luau"],
+            "features": {
+                "object_publish": True,
+                "error_reporting": True,
+                "unified_diagnostics": True,
+                "commands": True,
+                "debugging": False,
+                "breakpoints": False,
+                "live_sync": self.live_sync,
+            },
+        }
+        if answer is not None:
+            result["challenge_response"] = answer
+        return result
+
+    async def _serve_ping(self, conn: _Connection, params: Any) -> Any:
+        timestamp = params.get("timestamp") if isinstance(params, dict) else None
+        return {"pong": "pong", "timestamp": timestamp, "server_time": now_ms()}
+
+    async def _serve_version(self, conn: _Connection, params: Any) -> Any:
+        return {"client_name": CLIENT_NAME, "client_version": CLIENT_VERSION}
+
+    async def _serve_status(self, conn: _Connection, params: Any) -> Any:
+        return {"status": "OK"}
+
+    async def _serve_list_methods(self, conn: _Connection, params: Any) -> Any:
+        return sorted(self._methods)
+
+    async def _serve_command_list(self, conn: _Connection, params: Any) -> Any:
+        return command_list()
+
+    async def _serve_command_execute(self, conn: _Connection, params: Any) -> Any:
+        command, args = validate_command(params)
+        log.info("viewer asks the editor to run %s", command)
+        try:
+            self.listener.on_editor_command(command, args)
+        except RpcError:
+            raise
+        except Exception as exc:
+            log.exception("listener on_editor_command raised")
+            raise RpcError.standard(INTERNAL_ERROR, f"{command} failed: {exc}") from None
+        return {"success": True}
