@@ -88,6 +88,12 @@ DISCONNECTED = "disconnected"
 _CLOSED_ERRORS = (ConnectionClosed, trio.BrokenResourceError, trio.ClosedResourceError)
 
 
+def _is_cancellation(exc: BaseException) -> bool:
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_is_cancellation(e) for e in exc.exceptions)
+    return isinstance(exc, trio.Cancelled)
+
+
 def now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -418,9 +424,9 @@ class ViewerSession:
                         nursery.start_soon(self._handshake_watchdog, conn)
                         await conn.read_loop()
                         nursery.cancel_scope.cancel()
-                except trio.Cancelled:
+                except BaseException as exc:
                     # run() is being cancelled: say goodbye, briefly and best-effort.
-                    if conn is not None and not conn.close_reason:
+                    if _is_cancellation(exc) and conn is not None and not conn.close_reason:
                         with trio.CancelScope(shield=True), trio.move_on_after(1.0):
                             try:
                                 bye = {"reason": 1, "message": "Editor closed"}
