@@ -1,0 +1,1207 @@
+"""The simulated viewer: a WebSocket JSON-RPC 2.0 server behaving like the Second Life viewer.
+
+See README.md for what it simulates and how. Version 1 follows the protocol document; version 2
+adds what newer viewers do (see the `v2` checks).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import trio
+from trio_websocket import ConnectionClosed, WebSocketConnection, WebSocketRequest, serve_websocket
+
+from slfs.protocol.errors import (
+    ACCESS_DENIED,
+    AUTH_REQUIRED,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    ProtocolError,
+    RpcError,
+)
+from slfs.protocol.jsonrpc import Notification, Request, Response, parse_object
+
+from . import syntax
+from .compiler import compile_source, runtime_events
+from .world import (
+    PERM_MODIFY,
+    SCRIPT_VMS,
+    SUBTYPE_LSL,
+    SUBTYPE_LUAU,
+    Item,
+    Perms,
+    Prim,
+    SimObject,
+    World,
+    item_from_json,
+    prim_from_json,
+)
+
+log = logging.getLogger("slfs.sim")
+
+NOTECARD_LIMIT = 65536
+NAME_LIMIT = 63
+DESCRIPTION_LIMIT = 127
+V2_PREAUTH_LIMIT = 64 * 1024
+V2_MESSAGE_LIMIT = 16 * 1024 * 1024
+V1_MESSAGE_LIMIT = 256 * 1024 * 1024
+V2_MAX_UNAUTHENTICATED = 4
+SESSION_FEATURES = {
+    "live_sync": False,
+    "compilation": True,
+    "syntax_cache": True,
+    "commands": True,
+    "unified_diagnostics": True,
+}
+# Methods the viewer handles asynchronously; calling them as a notification is an Invalid Request.
+ASYNC_METHODS = {"object.content.get", "object.content.save", "object.item.create"}
+RECOMPILE_TARGETS = ("luau", "lsl2", "mono", "auto")
+
+Handler = Callable[[dict[str, Any], "_Ctx"], Awaitable[Any]]
+
+
+def dumps(obj: Any) -> str:
+    """Viewer-style JSON: keys sorted, compact, UTF-8."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def invalid(detail: str) -> RpcError:
+    return RpcError.standard(INVALID_PARAMS, detail)
+
+
+def denied(message: str) -> RpcError:
+    return RpcError(ACCESS_DENIED, message)
+
+
+def correct_name(name: str, limit: int = NAME_LIMIT) -> str:
+    """The viewer's inventory name correction (bytes < 32 except LF, non-ASCII, '|' -> space)."""
+    raw = name.encode("utf-8")
+    fixed = bytes(0x20 if (b < 32 and b != 10) or b >= 128 or b == 0x7C else b for b in raw).decode("ascii")
+    return fixed.strip()[:limit]
+
+
+def cut_bytes(text: str, limit: int) -> str:
+    return text.encode("utf-8")[:limit].decode("utf-8", "ignore")
+
+
+def _int32(value: int) -> int:
+    value &= 0xFFFFFFFF
+    return value - (1 << 32) if value >= (1 << 31) else value
+
+
+class _Conn:
+    def __init__(self, ws: WebSocketConnection, number: int) -> None:
+        self.ws = ws
+        self.number = number
+        self.authenticated = False
+        self.closed = False
+        self.lock = trio.Lock()
+        self.pending: dict[str, tuple[trio.Event, list[Response]]] = {}
+        self.nursery: trio.Nursery | None = None
+
+    async def send(self, text: str) -> None:
+        if self.closed:
+            return
+        try:
+            async with self.lock:
+                await self.ws.send_message(text)
+        except (ConnectionClosed, trio.BrokenResourceError, trio.ClosedResourceError):
+            self.closed = True
+
+    async def close(self, code: int = 1000, reason: str | None = None) -> None:
+        self.closed = True
+        try:
+            await self.ws.aclose(code, reason)
+        except Exception:  # already gone
+            pass
+
+
+class _Ctx:
+    """Per-call context: the connection and actions to run once the response has gone out."""
+
+    def __init__(self, conn: _Conn) -> None:
+        self.conn = conn
+        self.after: list[Callable[[], Awaitable[None]]] = []
+
+
+class SimViewer:
+    """A simulated Second Life viewer serving the external-editor protocol on 127.0.0.1."""
+
+    def __init__(
+        self,
+        world: World,
+        viewer_version: int = 1,
+        latency_ms: float = 0,
+        method_latency_ms: dict[str, float] | None = None,
+        *,
+        handshake_timeout: float = 30.0,
+        publish_delay: float = 0.05,
+        apply_delay: float = 0.05,
+        create_delay: float = 0.02,
+        tmpdir: str | None = None,
+        viewer_version_string: str = "7.2.0.1",
+    ) -> None:
+        if viewer_version not in (1, 2):
+            raise ValueError("viewer_version must be 1 or 2")
+        self.world = world
+        self.viewer_version = viewer_version
+        self.latency_ms = latency_ms
+        self.method_latency_ms: dict[str, float] = dict(method_latency_ms or {})
+        self.handshake_timeout = handshake_timeout
+        self.publish_delay = publish_delay
+        self.apply_delay = apply_delay
+        self.create_delay = create_delay
+        self.tmpdir = tmpdir or tempfile.gettempdir()
+        self.viewer_version_string = viewer_version_string
+        self.syntax_id = "e2a4f6b8-1c3d-4e5f-8a9b-0c1d2e3f4a5b"
+        self.port: int | None = None
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.notifications_sent: list[tuple[str, dict[str, Any]]] = []
+        self.challenge_files: list[str] = []  # every challenge file written (all deleted by now)
+        self._conns: list[_Conn] = []
+        self._conn_counter = 0
+        self._rpc_counter = 1000
+        self._fail_next: dict[str, list[RpcError]] = {}
+        self._creating: set[str] = set()
+        self._last_inventory: dict[tuple[str, str], str] = {}
+        self._nursery: trio.Nursery | None = None
+        self._listen_scope: trio.CancelScope | None = None
+        self._handlers: dict[str, Handler] = {
+            "system.ping": self._m_ping,
+            "system.getVersion": self._m_get_version,
+            "system.status": self._m_status,
+            "system.listMethods": self._m_list_methods,
+            "language.syntax.id": self._m_syntax_id,
+            "language.syntax": self._m_syntax,
+            "language.syntax.cache": self._m_syntax_cache,
+            "language.syntax.get": self._m_syntax_get,
+            "script.subscribe": self._m_subscribe,
+            "script.unsubscribe": self._m_unsubscribe,
+            "script.list": self._m_script_list,
+            "object.list": self._m_object_list,
+            "object.request": self._m_object_request,
+            "object.unpublish": self._m_object_unpublish,
+            "object.content.get": self._m_content_get,
+            "object.content.save": self._m_content_save,
+            "object.item.create": self._m_item_create,
+            "object.item.delete": self._m_item_delete,
+            "object.item.modify": self._m_item_modify,
+            "object.modify": self._m_object_modify,
+            "object.script.set_running": self._m_set_running,
+            "object.script.reset": self._m_reset,
+            "command.list": self._m_command_list,
+            "command.execute": self._m_command_execute,
+        }
+
+    @property
+    def v2(self) -> bool:
+        return self.viewer_version >= 2
+
+    # ============================================================================================
+    # serving
+    # ============================================================================================
+
+    async def serve(self, port: int = 0, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
+        """Serve until cancelled; `await nursery.start(sim.serve, 0)` returns the port."""
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                server = await nursery.start(self._listen, port)
+                self.port = server.port
+                task_status.started(self.port)
+                await trio.sleep_forever()
+        finally:
+            self._nursery = None
+            self._conns.clear()
+
+    async def _listen(self, port: int, *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
+        """The listener, in its own cancel scope; connections live in the outer nursery."""
+        scope = trio.CancelScope()
+        self._listen_scope = scope
+        with scope:
+            await serve_websocket(
+                self._handle,
+                "127.0.0.1",
+                port,
+                None,
+                handler_nursery=self._nursery,
+                max_message_size=V2_PREAUTH_LIMIT if self.v2 else V1_MESSAGE_LIMIT,
+                task_status=task_status,
+            )
+
+    def stop_accepting(self) -> None:
+        """Stop listening (new connections are refused); existing connections stay."""
+        if self._listen_scope is not None:
+            self._listen_scope.cancel()
+            self._listen_scope = None
+
+    async def resume(self) -> None:
+        """Listen again on the same port."""
+        assert self._nursery is not None and self.port is not None
+        if self._listen_scope is None:
+            await self._nursery.start(self._listen, self.port)
+
+    @property
+    def connections(self) -> int:
+        """Number of authenticated connections."""
+        return sum(1 for c in self._conns if c.authenticated and not c.closed)
+
+    async def disconnect_all(self, code: int = 1001) -> None:
+        """Close every connection (a client should reconnect)."""
+        for conn in list(self._conns):
+            await conn.close(code, "Viewer going away")
+
+    async def wait_connections(self, n: int = 1) -> None:
+        """Wait until at least `n` connections are authenticated."""
+        while self.connections < n:
+            await trio.sleep(0.01)
+
+    def fail_next(self, method: str, error: RpcError) -> None:
+        """Answer the next call of `method` with `error` instead of handling it."""
+        self._fail_next.setdefault(method, []).append(error)
+
+    async def _handle(self, request: WebSocketRequest) -> None:
+        if any(k.lower() == b"origin" for k, _ in request.headers):
+            await request.reject(403)
+            return
+        ws = await request.accept()
+        self._conn_counter += 1
+        conn = _Conn(ws, self._conn_counter)
+        if self.v2 and sum(1 for c in self._conns if not c.authenticated) >= V2_MAX_UNAUTHENTICATED:
+            await conn.close(1013, "Try again later")
+            return
+        self._conns.append(conn)
+        try:
+            async with trio.open_nursery() as cn:
+                conn.nursery = cn
+                cn.start_soon(self._handshake, conn)
+                await self._reader(conn)
+                cn.cancel_scope.cancel()
+        finally:
+            conn.closed = True
+            if conn in self._conns:
+                self._conns.remove(conn)
+            for event, _box in conn.pending.values():
+                event.set()
+
+    async def _reader(self, conn: _Conn) -> None:
+        while True:
+            try:
+                frame = await conn.ws.get_message()
+            except ConnectionClosed:
+                return
+            if isinstance(frame, bytes):
+                frame = frame.decode("utf-8", "replace")
+            await self._on_frame(conn, frame)
+
+    async def _on_frame(self, conn: _Conn, text: str) -> None:
+        try:
+            obj = json.loads(text)
+        except (ValueError, RecursionError):
+            await conn.send(self._error_text(None, RpcError.standard(PARSE_ERROR, "Invalid JSON")))
+            return
+        if isinstance(obj, list):
+            err = RpcError.standard(INVALID_REQUEST, "Batch requests are not supported")
+            await conn.send(self._error_text(None, err))
+            return
+        try:
+            msg = parse_object(obj)
+        except ProtocolError as exc:
+            log.debug("dropping invalid message: %s", exc)
+            return
+        if isinstance(msg, Response):
+            if isinstance(msg.id, str) and msg.id in conn.pending:
+                event, box = conn.pending.pop(msg.id)
+                box.append(msg)
+                event.set()
+            return
+        if isinstance(msg, Notification):
+            if msg.method == "session.disconnect":
+                await conn.close(1000)
+                return
+            if not conn.authenticated or msg.method not in self._handlers:
+                return
+            if msg.method in ASYNC_METHODS:
+                err = RpcError.standard(INVALID_REQUEST, f"{msg.method} must be called as a request")
+                await conn.send(self._error_text(None, err))
+                return
+            assert conn.nursery is not None
+            conn.nursery.start_soon(self._dispatch, conn, msg.method, msg.params, None, False)
+            return
+        assert isinstance(msg, Request)
+        if not conn.authenticated:
+            await conn.send(self._error_text(msg.id, RpcError(AUTH_REQUIRED, "Authentication required")))
+            return
+        assert conn.nursery is not None
+        conn.nursery.start_soon(self._dispatch, conn, msg.method, msg.params, msg.id, True)
+
+    def _error_text(self, rid: Any, err: RpcError) -> str:
+        return dumps({"jsonrpc": "2.0", "id": rid, "error": err.to_json()})
+
+    def _result_text(self, rid: Any, result: Any) -> str:
+        out: dict[str, Any] = {"jsonrpc": "2.0", "id": rid}
+        if result is not None:  # V1 and V2 both omit a null result
+            out["result"] = result
+        return dumps(out)
+
+    async def _dispatch(self, conn: _Conn, method: str, params: Any, rid: Any, answer: bool) -> None:
+        self.calls.append((method, params if isinstance(params, dict) else {}))
+        ctx = _Ctx(conn)
+        try:
+            delay = self.method_latency_ms.get(method, self.latency_ms)
+            if delay:
+                await trio.sleep(delay / 1000)
+            queued = self._fail_next.get(method)
+            if queued:
+                raise queued.pop(0)
+            handler = self._handlers.get(method)
+            if handler is None:
+                raise RpcError.standard(METHOD_NOT_FOUND, method)
+            if params is None:
+                params = {}
+            if not isinstance(params, dict):
+                raise invalid("params must be an object")
+            result = await handler(params, ctx)
+            text = self._result_text(rid, result)
+        except RpcError as err:
+            text = self._error_text(rid, err)
+        except Exception as exc:  # a bug in the sim: answer like the viewer would
+            log.exception("handler for %s failed", method)
+            text = self._error_text(rid, RpcError.standard(INTERNAL_ERROR, str(exc)))
+        if answer:
+            await conn.send(text)
+        for action in ctx.after:
+            if self._nursery is not None:
+                self._nursery.start_soon(action)
+
+    # --- viewer -> client -----------------------------------------------------------------------
+
+    def _next_rpc_id(self) -> str:
+        rid = f"rpc_{self._rpc_counter}"
+        self._rpc_counter += 1
+        return rid
+
+    async def call_client(self, conn: _Conn, method: str, params: Any, timeout: float = 120.0) -> Response:
+        """Send a request to one client; a Response (error -32001/-32000 on timeout/close)."""
+        rid = self._next_rpc_id()
+        event = trio.Event()
+        box: list[Response] = []
+        conn.pending[rid] = (event, box)
+        out: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            out["params"] = params
+        await conn.send(dumps(out))
+        with trio.move_on_after(timeout):
+            await event.wait()
+        conn.pending.pop(rid, None)
+        if box:
+            return box[0]
+        if conn.closed:
+            return Response(rid, None, RpcError(-32000, "Connection closed unexpectedly"))
+        return Response(rid, None, RpcError(-32001, "Request timed out"))
+
+    async def _notify(self, conn: _Conn, method: str, params: Any = None) -> None:
+        out: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            out["params"] = params
+        await conn.send(dumps(out))
+
+    async def broadcast(self, method: str, params: dict[str, Any]) -> None:
+        """Send a notification to every authenticated connection."""
+        self.notifications_sent.append((method, params))
+        for conn in list(self._conns):
+            if conn.authenticated and not conn.closed:
+                await self._notify(conn, method, params)
+
+    async def _handshake(self, conn: _Conn) -> None:
+        challenge = str(uuid.uuid4())
+        fd, path = tempfile.mkstemp(prefix="sl_script_challenge_", suffix=".tmp", dir=self.tmpdir)
+        self.challenge_files.append(path)
+        try:
+            os.fchmod(fd, 0o600)
+            os.write(fd, challenge.encode("ascii"))
+            os.close(fd)
+            params: dict[str, Any] = {
+                "server_version": "1.0.0",
+                "protocol_version": "1.0",
+                "viewer_name": "Second Life Simulated",
+                "viewer_version": self.viewer_version_string,
+                "challenge": path,
+                "languages": ["lsl", "luau"],
+                "syntax_id": self.syntax_id,
+                "features": dict(SESSION_FEATURES),
+            }
+            if not self.v2:
+                params["agent_id"] = self.world.agent_id
+                params["agent_name"] = self.world.agent_name
+            response = await self.call_client(conn, "session.handshake", params, timeout=self.handshake_timeout)
+        finally:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        if conn.closed:
+            return
+        err = response.error
+        if err is not None and err.code == -32001:
+            await self._disconnect(conn, 3, "Handshake timed out")
+            return
+        if err is not None and self.v2:
+            await self._disconnect(conn, 2, "Handshake failed")
+            return
+        result = response.result if isinstance(response.result, dict) else {}
+        answer = result.get("challenge_response")
+        if err is not None or not isinstance(answer, str) or answer != challenge:
+            await self._disconnect(conn, 2, "Invalid challenge response")
+            return
+        conn.authenticated = True
+        if self.v2:
+            conn.ws._max_message_size = V2_MESSAGE_LIMIT
+            await self._notify(conn, "session.ok", {"agent_id": self.world.agent_id,
+                                                    "agent_name": self.world.agent_name})
+        else:
+            await self._notify(conn, "session.ok")
+
+    async def _disconnect(self, conn: _Conn, reason: int, message: str) -> None:
+        await self._notify(conn, "session.disconnect", {"reason": reason, "message": message})
+        await conn.close(1000)
+
+    # ============================================================================================
+    # world helpers and outgoing notifications
+    # ============================================================================================
+
+    def item(self, item_id: str) -> Item:
+        found = self.world.find_item(item_id)
+        if found is None:
+            raise KeyError(item_id)
+        return found[2]
+
+    def prim_of(self, item_id: str) -> Prim:
+        found = self.world.find_item(item_id)
+        if found is None:
+            raise KeyError(item_id)
+        return found[1]
+
+    def object_of(self, prim_or_item_id: str) -> SimObject:
+        found = self.world.find_prim(prim_or_item_id)
+        if found is not None:
+            return found[0]
+        item = self.world.find_item(prim_or_item_id)
+        if item is None:
+            raise KeyError(prim_or_item_id)
+        return item[0]
+
+    def _wire_object(self, obj: SimObject) -> dict[str, Any]:
+        return obj.to_wire(revision=self.v2, owner_id=self.world.agent_id)
+
+    def _remember_inventories(self, obj: SimObject) -> None:
+        for prim in obj.prims():
+            self._last_inventory[(obj.object_id, prim.prim_id)] = dumps(
+                [i.to_wire(revision=self.v2) for i in prim.explorable()])
+
+    async def publish(self, object_id: str) -> None:
+        """Publish now (a republish sends object.unpublish {reason: republish} first)."""
+        obj = self.world.objects[object_id.lower()]
+        if obj.published:
+            await self.broadcast("object.unpublish", {"object_id": obj.object_id, "reason": "republish"})
+        obj.published = True
+        self._remember_inventories(obj)
+        await self.broadcast("object.publish", {"object": self._wire_object(obj)})
+
+    async def unpublish(self, object_id: str, reason: str = "user") -> None:
+        obj = self.world.objects[object_id.lower()]
+        if not obj.published:
+            return
+        obj.published = False
+        await self.broadcast("object.unpublish", {"object_id": obj.object_id, "reason": reason})
+
+    async def send_inventory_update(self, obj: SimObject, prim: Prim) -> None:
+        """Root: {object_id, inventory}; child: changes.linked_objects.modified[{link_id, inventory}]."""
+        if not obj.published:
+            return
+        inventory = [i.to_wire(revision=self.v2) for i in prim.explorable()]
+        key = (obj.object_id, prim.prim_id)
+        text = dumps(inventory)
+        if self.v2 and self._last_inventory.get(key) == text:
+            return  # V2 suppresses an update identical to the last one sent
+        self._last_inventory[key] = text
+        if prim is obj.root:
+            await self.broadcast("object.update", {"object_id": obj.object_id, "inventory": inventory})
+        else:
+            await self.broadcast("object.update", {"object_id": obj.object_id, "changes": {
+                "linked_objects": {"modified": [{"link_id": prim.prim_id, "inventory": inventory}]}}})
+
+    async def send_name_update(self, obj: SimObject, prim: Prim, *, name: bool = True,
+                               description: bool = False) -> None:
+        if not obj.published or not (name or description):
+            return
+        if prim is obj.root:
+            params: dict[str, Any] = {"object_id": obj.object_id}
+            if name:
+                params["object_name"] = prim.name
+            if description:
+                params["object_description"] = prim.description
+        else:
+            mod: dict[str, Any] = {"link_id": prim.prim_id}
+            if name:
+                mod["link_name"] = prim.name
+            if description:
+                mod["link_description"] = prim.description
+            params = {"object_id": obj.object_id, "changes": {"linked_objects": {"modified": [mod]}}}
+        await self.broadcast("object.update", params)
+
+    async def send_linkset_update(self, obj: SimObject) -> None:
+        if not obj.published:
+            return
+        self._remember_inventories(obj)
+        await self.broadcast("object.update", {"object_id": obj.object_id,
+                                               "linked_objects": obj.linked_wire(revision=self.v2)})
+
+    async def set_content(self, item_id: str, text: str) -> None:
+        """An in-world edit by someone else: new content, new revision, an inventory update."""
+        obj, prim, item = self._find(item_id)
+        self._store_content(item, text)
+        if item.is_script and not compile_source(item.content, item.language):
+            item.compiled_content = item.content
+        await self.send_inventory_update(obj, prim)
+
+    async def rename_item(self, item_id: str, name: str) -> None:
+        obj, prim, item = self._find(item_id)
+        item.name = name
+        await self.send_inventory_update(obj, prim)
+
+    async def rename_prim(self, prim_id: str, name: str, description: str | None = None) -> None:
+        found = self.world.find_prim(prim_id)
+        if found is None:
+            raise KeyError(prim_id)
+        obj, prim = found
+        prim.name = name
+        if description is not None:
+            prim.description = description
+        await self.send_name_update(obj, prim, name=True, description=description is not None)
+
+    async def add_item(self, prim_id: str, name: str, type: str = "notecard", *, content: str = "",
+                       subtype: int | None = None, vm: str | None = None, running: bool = False,
+                       permissions: dict[str, int] | None = None, item_id: str | None = None,
+                       description: str = "") -> Item:
+        """Add an item in-world (no renaming); sends the inventory update. Returns the item."""
+        found = self.world.find_prim(prim_id)
+        if found is None:
+            raise KeyError(prim_id)
+        obj, prim = found
+        data: dict[str, Any] = {"item_id": item_id or str(uuid.uuid4()), "name": name, "type": type,
+                                "content": content, "running": running, "description": description,
+                                "revision": self.world.next_revision()}
+        if subtype is not None:
+            data["subtype"] = subtype
+        if vm is not None:
+            data["vm"] = vm
+        if permissions is not None:
+            data["permissions"] = permissions
+        item = item_from_json(data, self.world)
+        if item.is_script and not compile_source(item.content, item.language):
+            item.compiled_content = item.content
+        prim.inventory.append(item)
+        await self.send_inventory_update(obj, prim)
+        return item
+
+    async def remove_item(self, item_id: str) -> None:
+        obj, prim, item = self._find(item_id)
+        prim.inventory.remove(item)
+        await self.send_inventory_update(obj, prim)
+
+    async def link(self, object_id: str, child: dict[str, Any]) -> Prim:
+        """Link a prim (world-format dict: link_id, link_name, ...) as the last child.
+
+        If `link_id` names an object of the world, that object is linked in (unpublished with
+        reason "linked" and removed as an object)."""
+        obj = self.world.objects[object_id.lower()]
+        link_id = str(child["link_id"]).lower()
+        other = self.world.objects.get(link_id)
+        if other is not None and other is not obj:
+            if other.published:
+                await self.unpublish(link_id, reason="linked")
+            del self.world.objects[link_id]
+            obj.children.append(other.root)
+            obj.children.extend(other.children)
+            prim = other.root
+        else:
+            prim = prim_from_json(child, self.world, root=False)
+            obj.children.append(prim)
+        await self.send_linkset_update(obj)
+        return prim
+
+    async def unlink(self, object_id: str, link_id: str) -> SimObject:
+        """Unlink a child; it becomes an unpublished object of its own. Links are renumbered."""
+        obj = self.world.objects[object_id.lower()]
+        prim = next(c for c in obj.children if c.prim_id == link_id.lower())
+        obj.children.remove(prim)
+        new = SimObject(prim, [], False)
+        self.world.objects[prim.prim_id] = new
+        await self.send_linkset_update(obj)
+        return new
+
+    async def emit_debug(self, item_id: str, message: str, channel: str = "owner_say") -> None:
+        """A line said by a script (runtime.debug); lost unless the object is published."""
+        obj, prim, item = self._find(item_id)
+        if obj.published:
+            params = self._runtime_base(obj, prim, item, message, channel)
+            await self.broadcast("runtime.debug", params)
+
+    async def emit_error(self, item_id: str, message: str, line: int = 0, column: int = 0, *,
+                         error: str | None = None, stack: list[str] | None = None,
+                         channel: str = "debug") -> None:
+        """A runtime error (runtime.error); lost unless the object is published."""
+        obj, prim, item = self._find(item_id)
+        if not obj.published:
+            return
+        params = self._runtime_base(obj, prim, item, message, channel)
+        params.update(error=error if error is not None else message, line=line, column=column,
+                      stack=list(stack or []))
+        await self.broadcast("runtime.error", params)
+
+    def _runtime_base(self, obj: SimObject, prim: Prim, item: Item, message: str, channel: str) -> dict[str, Any]:
+        return {
+            "object_id": obj.object_id,
+            "prim_id": prim.prim_id,
+            "item_id": item.item_id,
+            "object_name": obj.name,
+            "message": message,
+            "channel": channel,
+            "item": {"root_id": obj.object_id, "prim_id": prim.prim_id, "item_id": item.item_id,
+                     "name": item.name, "language": item.language},
+        }
+
+    async def run_script(self, item_id: str) -> None:
+        """What a (re)started script says: owner-says and the SIM_RUNTIME_ERROR marker."""
+        obj, prim, item = self._find(item_id)
+        if not item.is_script or not item.running or item.compiled_content is None:
+            return
+        for ev in runtime_events(item.compiled_content, item.language):
+            if ev.kind == "debug":
+                await self.emit_debug(item.item_id, ev.message, "owner_say")
+                continue
+            if item.language == "luau":
+                message = f"{item.name}:{ev.line}: {ev.message}"
+                stack = [f"{item.name}:{ev.line}"]
+            else:
+                message = f"Script run-time error\n{ev.message}"
+                stack = []
+            await self.emit_error(item.item_id, message, ev.line, 0, error=ev.message, stack=stack)
+            if not item.faulted:
+                item.faulted = True
+                await self.send_inventory_update(obj, prim)
+            break
+
+    async def send_syntax_change(self, syntax_id: str | None = None) -> str:
+        self.syntax_id = syntax_id or str(uuid.uuid4())
+        await self.broadcast("language.syntax.change", {"id": self.syntax_id})
+        return self.syntax_id
+
+    def _find(self, item_id: str) -> tuple[SimObject, Prim, Item]:
+        found = self.world.find_item(item_id)
+        if found is None:
+            raise KeyError(item_id)
+        return found
+
+    def _store_content(self, item: Item, text: str) -> None:
+        if item.is_script:
+            text = text.split("\x00", 1)[0]
+        elif item.type == "notecard":
+            text = cut_bytes(text, NOTECARD_LIMIT)
+        item.content = text
+        item.revision = self.world.next_revision()
+
+    def _later(self, ctx: _Ctx, delay: float, fn: Callable[[], Awaitable[None]]) -> None:
+        async def run() -> None:
+            await trio.sleep(delay)
+            await fn()
+
+        ctx.after.append(run)
+
+    # ============================================================================================
+    # validation
+    # ============================================================================================
+
+    @staticmethod
+    def _str(params: dict[str, Any], key: str) -> str | None:
+        value = params.get(key)
+        return value.lower() if isinstance(value, str) and value else None
+
+    def _common(self, params: dict[str, Any], *, write: bool, read_script: bool = False,
+                property_check: bool = False) -> tuple[SimObject, Prim, Item]:
+        """The shared item validator, in the documented order."""
+        prim_id, item_id = self._str(params, "prim_id"), self._str(params, "item_id")
+        if prim_id is None or item_id is None:
+            raise invalid("prim_id and item_id are required")
+        if property_check and not any(k in params for k in ("name", "description", "permissions")):
+            raise invalid("At least one property (name, description, or permissions) must be specified")
+        found = self.world.find_prim(prim_id)
+        if found is None:
+            raise invalid("Prim not found")
+        obj, prim = found
+        if not obj.published:
+            raise denied("Object is not published")
+        item = prim.find(item_id)
+        if item is None:
+            raise invalid("Item not found in prim inventory")
+        if item.type not in ("script", "notecard"):
+            raise invalid("Item is not a script or notecard")
+        if read_script and item.is_script and not (item.permissions.can_copy and item.permissions.can_modify):
+            raise denied("Insufficient permissions")
+        if write:
+            if not item.permissions.can_modify:
+                raise denied("Insufficient permissions")
+            if not prim.permissions.can_modify:
+                raise denied("No modify permission on object")
+        return obj, prim, item
+
+    def _script_target(self, params: dict[str, Any]) -> tuple[SimObject, Prim, Item]:
+        """set_running / reset: their own validator."""
+        prim_id, item_id = self._str(params, "prim_id"), self._str(params, "item_id")
+        if prim_id is None or item_id is None:
+            raise invalid("prim_id and item_id are required")
+        found = self.world.find_prim(prim_id)
+        if found is None:
+            raise invalid("Prim not found")
+        obj, prim = found
+        if not obj.published:
+            raise denied("Object is not published")
+        item = prim.find(item_id)
+        if item is None:
+            raise invalid("Script not found in prim inventory")
+        if not item.is_script:
+            raise invalid("Item is not a script")
+        if not item.permissions.can_modify:
+            raise denied("No modify permission on script")
+        return obj, prim, item
+
+    # ============================================================================================
+    # methods
+    # ============================================================================================
+
+    async def _m_ping(self, params: dict[str, Any], ctx: _Ctx) -> Any:
+        stamp = params.get("timestamp", 0)
+        return {"pong": "pong", "timestamp": stamp, "server_time": _int32(int(time.time() * 1000))}
+
+    async def _m_get_version(self, params: dict[str, Any], ctx: _Ctx) -> Any:
+        return {"client_name": "Second Life Simulated", "client_version": self.viewer_version_string}
+
+    async def _m_status(self, params: dict[str, Any], ctx: _Ctx) -> Any:
+        return {"status": "OK"}
+
+    async def _m_list_methods(self, params: dict[str, Any], ctx: _Ctx) -> Any:
+        return sorted(self._handlers)
+
+    async def _m_syntax_id(self, params: dict[str, Any], ctx: _Ctx) -> Any:
+        return {"id": self.syntax_id}
+
+    async def _m_syntax(self, params: dict[str, Any], ctx: _Ctx) -> Any:
+        kind = params.get("kind")
+        if not isinstance(kind, str) or not kind:
+            raise invalid("No syntax category specified")
+        defs = {"defs.lsl": syntax.LSL_DEFS, "defs.lua": syntax.LUA_DEFS}.get(kind)
+        if defs is None:
+            raise invalid("Unknown syntax category requested")
+        return {"id": self.syntax_id, "defs": defs, "success": True}
+
+    async def _m_syntax_cache(self, params: dict[str, Any], ctx: _Ctx) -> Any:
+        return {"files": sorted(syntax.CACHE_FILES), "success": True}
+
+    async def _m_syntax_get(self, params: dict[str, Any], ctx: _Ctx) -> Any:
+        name = params.get("filename")
+        if not isinstance(name, str) or not name:
+            raise invalid("No filename specified")
+        text = syntax.CACHE_FILES.get(name)
+        if text is None:
+            raise invalid("Requested syntax cache file not found")
+        if params.get("as_json") is True:
+            try:
+                return {"content": json.loads(text), "success": True}
+            except ValueError:
+                raise RpcError.standard(INTERNAL_ERROR, "Failed to load and format syntax cache file.") from None
+        return {"content": text, "success": True}
+
+    async def _m_subscribe(self, params: dict[str, Any], ctx: _Ctx) -> Any:
+        script_id = params.get("script_id")
+        return {"script_id": script_id if isinstance(script_id, str) else "", "success": False,
+                "status": 2, "message": "No subscription found for script"}
+
+    async def _m_unsubscribe(self, params: dict[str, Any], ctx: _Ctx) -> Any:
+        return None
+
+    async def _m_script_list(self, params: dict[str, Any], ctx: _Ctx) -> Any:
+        return {"temp_dir": self.tmpdir, "script_ids": [], "success": True}
+
+    async def _m_object_list(self, params: dict[str, Any], ctx: _Ctx) -> Any:
+        return {"objects": [self._wire_object(o) for o in self.world.objects.values() if o.published]}
+
+    async def _m_object_request(self, params: dict[str, Any], ctx: _Ctx) -> Any:
+        object_id = self._str(params, "object_id")
+        if object_id is None:
+            raise invalid("No object_id specified")
+        obj = self.world.objects.get(object_id)
+        if obj is None:
+            raise invalid("Object not found")
+        if not obj.root.permissions.can_modify:
+            raise denied("Permission denied")
+        oid = obj.object_id
+
+        async def do_publish() -> None:
+            if oid in self.world.objects:
+                await self.publish(oid)
+
+        self._later(ctx, self.publish_delay, do_publish)
+        return {"success": True}
+
+    async def _m_object_unpublish(self, params: dict[str, Any], ctx: _Ctx) -> Any:
+        object_id = self._str(params, "object_id")
+        if object_id is None:
+            raise invalid("No object_id specified")
+        obj = self.world.objects.get(object_id)
+        if obj is None or not obj.published:
+            raise invalid("Object is not published")
+        obj.published = False
+        note = {"object_id": obj.object_id, "reason": "manual"}
+        if self.v2:
+            await self.broadcast("object.unpublish", note)
+        else:
+            async def after() -> None:
+                await self.broadcast("object.unpublish", note)
+
+            ctx.after.append(after)
+        return {"success": True, "object_id": obj.object_id}
+
+    async def _m_content_get(self, params: dict[str, Any], ctx: _Ctx) -> Any:
+        _obj, prim, item = self._common(params, write=False, read_script=True)
+        content = item.content.split("\x00", 1)[0] if item.is_script else item.content
+        out: dict[str, Any] = {"success": True, "prim_id": prim.prim_id, "item_id": item.item_id, "content": content}
+        if self.v2:
+            out["encoding"] = "utf-8"
+            if item.type == "notecard":
+                out["embedded_items"] = []
+        return out
+
+    async def _m_content_save(self, params: dict[str, Any], ctx: _Ctx) -> Any:
+        obj, prim, item = self._common(params, write=True)
+        content = params.get("content")
+        if not isinstance(content, str):
+            raise invalid("content is required")
+        vm = params.get("vm")
+        running = params.get("running")
+        if self.v2 and item.is_script and vm is not None and vm not in SCRIPT_VMS:
+            raise invalid("vm must be 'luau', 'mono', or 'lsl2'")
+        if item.type == "notecard":
+            if self.v2 and len(content.encode("utf-8")) > NOTECARD_LIMIT:
+                raise invalid(f"Notecard is too large (more than {NOTECARD_LIMIT} bytes)")
+            self._store_content(item, content)
+            await self.send_inventory_update(obj, prim)
+            return {"success": True, "prim_id": prim.prim_id, "item_id": item.item_id}
+        if isinstance(vm, str) and vm in SCRIPT_VMS:
+            if item.subtype == SUBTYPE_LUAU and vm != "luau":
+                raise invalid("vm must be 'luau' for a Luau script")
+            item.vm = vm
+        self._store_content(item, content)
+        diagnostics = compile_source(item.content, item.language)
+        out: dict[str, Any] = {"success": True, "prim_id": prim.prim_id, "item_id": item.item_id,
+                               "compiled": not diagnostics}
+        if diagnostics:
+            out["diagnostics"] = diagnostics
+        else:
+            item.compiled_content = item.content
+            item.faulted = False
+            if isinstance(running, bool):
+                item.running = running
+        item_id = item.item_id
+        restart = not diagnostics and item.running
+
+        async def after() -> None:
+            await trio.sleep(self.apply_delay)
+            found = self.world.find_item(item_id)
+            if found is None:
+                return
+            await self.send_inventory_update(found[0], found[1])
+            if restart:
+                await self.run_script(item_id)
+
+        ctx.after.append(after)
+        return out
+
+    async def _m_item_create(self, params: dict[str, Any], ctx: _Ctx) -> Any:
+        kind = params.get("type")
+        if kind not in ("script", "notecard"):
+            raise invalid(f"Unsupported item type: {kind if isinstance(kind, str) else ''}")
+        prim_id = self._str(params, "prim_id")
+        if prim_id is None:
+            raise invalid("prim_id is required")
+        found = self.world.find_prim(prim_id)
+        if found is None:
+            raise invalid("Prim not found")
+        obj, prim = found
+        name = params.get("name")
+        if not isinstance(name, str) or not name:
+            raise invalid("name is required")
+        vm = params.get("vm")
+        if kind == "script" and vm not in SCRIPT_VMS:
+            raise invalid("vm must be 'luau', 'mono', or 'lsl2'")
+        if not obj.published:
+            raise denied("Object is not published")
+        if prim.prim_id in self._creating:
+            raise RpcError.standard(INVALID_REQUEST, "An item.create is already in flight for this prim")
+        self._creating.add(prim.prim_id)
+        try:
+            await trio.sleep(self.create_delay)
+            taken = {i.name for i in prim.inventory}
+            final = name
+            n = 1
+            while final in taken:
+                final = f"{name} {n}"
+                n += 1
+            item = Item(item_id=str(uuid.uuid4()), name=final, type=kind, permissions=Perms(),
+                        creator_id=self.world.agent_id, revision=self.world.next_revision())
+            if kind == "script":
+                item.vm = vm
+                item.subtype = SUBTYPE_LUAU if vm == "luau" else SUBTYPE_LSL
+                item.content = DEFAULT_LUAU if vm == "luau" else DEFAULT_LSL
+                item.compiled_content = item.content
+                item.running = True
+            else:
+                text = params.get("text")
+                item.content = cut_bytes(text, NOTECARD_LIMIT) if isinstance(text, str) else ""
+            prim.inventory.append(item)
+        finally:
+            self._creating.discard(prim.prim_id)
+        await self.send_inventory_update(obj, prim)
+        out = item.to_wire(revision=self.v2)
+        if not self.v2:  # older viewers answer without the run state and revision
+            for key in ("running", "faulted", "revision"):
+                out.pop(key, None)
+        out["prim_id"] = prim.prim_id
+        return out
+
+    async def _m_item_delete(self, params: dict[str, Any], ctx: _Ctx) -> Any:
+        obj, prim, item = self._common(params, write=True)
+        prim.inventory.remove(item)
+        await self.send_inventory_update(obj, prim)  # before the response, as viewers do
+        return {"success": True, "prim_id": prim.prim_id, "item_id": item.item_id}
+
+    async def _m_item_modify(self, params: dict[str, Any], ctx: _Ctx) -> Any:
+        obj, prim, item = self._common(params, write=True, property_check=True)
+        name = params.get("name")
+        description = params.get("description")
+        perms = params.get("permissions")
+        item_id = item.item_id
+
+        async def apply() -> None:
+            found = self.world.find_item(item_id)
+            if found is None:
+                return
+            o, p, it = found
+            changed = False
+            if isinstance(name, str):
+                fixed = correct_name(name)
+                if fixed and fixed != it.name:
+                    it.name = fixed
+                    changed = True
+            if isinstance(description, str):
+                fixed = cut_bytes(description, DESCRIPTION_LIMIT)
+                if fixed != it.description:
+                    it.description = fixed
+                    changed = True
+            if isinstance(perms, dict) and isinstance(perms.get("next_owner"), int):
+                it.permissions.next_owner = perms["next_owner"]
+                changed = True
+            if changed:
+                await self.send_inventory_update(o, p)
+
+        self._later(ctx, self.apply_delay, apply)
+        return {"success": True, "prim_id": prim.prim_id, "item_id": item.item_id}
+
+    async def _m_object_modify(self, params: dict[str, Any], ctx: _Ctx) -> Any:
+        prim_id = self._str(params, "prim_id")
+        if prim_id is None:
+            raise invalid("prim_id is required")
+        if not any(k in params for k in ("name", "description", "permissions")):
+            raise invalid("At least one property (name, description, or permissions) must be specified")
+        found = self.world.find_prim(prim_id)
+        if found is None:
+            raise invalid("Prim not found")
+        obj, prim = found
+        if not obj.published:
+            raise denied("Object is not published")
+        if not prim.permissions.can_modify:
+            raise denied("No modify permission on object")
+        name = params.get("name")
+        description = params.get("description")
+        perms = params.get("permissions")
+
+        async def apply() -> None:
+            name_changed = desc_changed = False
+            if isinstance(name, str):
+                fixed = correct_name(name)
+                if fixed and fixed != prim.name:
+                    prim.name = fixed
+                    name_changed = True
+            if isinstance(description, str):
+                fixed = cut_bytes(description, DESCRIPTION_LIMIT)
+                if fixed != prim.description:
+                    prim.description = fixed
+                    desc_changed = True
+            if isinstance(perms, dict) and isinstance(perms.get("next_owner"), int):
+                prim.permissions.next_owner = perms["next_owner"]  # no update shape carries this
+            await self.send_name_update(obj, prim, name=name_changed, description=desc_changed)
+
+        self._later(ctx, self.apply_delay, apply)
+        return {"success": True, "prim_id": prim.prim_id}
+
+    async def _m_set_running(self, params: dict[str, Any], ctx: _Ctx) -> Any:
+        obj, prim, item = self._script_target(params)
+        running = params.get("running") is True  # missing means stop
+        item_id = item.item_id
+
+        async def apply() -> None:
+            found = self.world.find_item(item_id)
+            if found is None:
+                return
+            o, p, it = found
+            if it.running != running or not self.v2:
+                it.running = running
+                await self.send_inventory_update(o, p)
+
+        self._later(ctx, self.apply_delay, apply)
+        return {"success": True}
+
+    async def _m_reset(self, params: dict[str, Any], ctx: _Ctx) -> Any:
+        _obj, _prim, item = self._script_target(params)
+        item_id = item.item_id
+
+        async def apply() -> None:
+            found = self.world.find_item(item_id)
+            if found is None:
+                return
+            o, p, it = found
+            if it.faulted:
+                it.faulted = False
+                await self.send_inventory_update(o, p)
+            await self.run_script(item_id)
+
+        self._later(ctx, self.apply_delay, apply)
+        return {"success": True}
+
+    async def _m_command_list(self, params: dict[str, Any], ctx: _Ctx) -> Any:
+        oid = {"type": "string", "required": True, "description": "UUID of the in-world object"}
+        return {"commands": [
+            {"command": "viewer.camera.focus", "description": "Zoom camera to an in-world object.",
+             "params": {"object_id": oid}},
+            {"command": "viewer.object.save_back_to_contents",
+             "description": "Save an in-world object back to source object contents.", "params": {"object_id": oid}},
+            {"command": "viewer.script.recompile_all",
+             "description": "Recompile all scripts in an in-world object using the selected target.",
+             "params": {"object_id": oid, "target": {"type": "string", "required": True,
+                                                     "description": "luau, lsl2, mono or auto"}}},
+            {"command": "viewer.script.reset_all", "description": "Reset all scripts in an in-world object.",
+             "params": {"object_id": oid}},
+            {"command": "viewer.teleport", "description": "Teleport agent to an in-world object.",
+             "params": {"object_id": oid}},
+        ]}
+
+    async def _m_command_execute(self, params: dict[str, Any], ctx: _Ctx) -> Any:
+        command = params.get("command")
+        if not isinstance(command, str) or not command:
+            raise invalid("command is required")
+        known = ("viewer.teleport", "viewer.camera.focus", "viewer.object.save_back_to_contents",
+                 "viewer.script.reset_all", "viewer.script.recompile_all")
+        if command not in known:
+            raise invalid(f"Unknown command: {command}")
+        args = params.get("params")
+        args = args if isinstance(args, dict) else {}
+        object_id = self._str(args, "object_id")
+        if object_id is None:
+            raise invalid("object_id is required")
+        found = self.world.find_prim(object_id)
+        if found is None:
+            raise invalid("Object not found")
+        obj = found[0]
+        if command == "viewer.script.recompile_all":
+            target = args.get("target")
+            if target not in RECOMPILE_TARGETS:
+                raise invalid("target must be 'luau', 'lsl2', 'mono', or 'auto'")
+            if not obj.root.permissions.can_modify:
+                raise denied("Permission denied")
+            oid = obj.object_id
+
+            async def recompile() -> None:
+                await trio.sleep(self.apply_delay)
+                for prim in obj.prims():
+                    touched = False
+                    for it in prim.inventory:
+                        if not it.is_script or not it.permissions.can_modify:
+                            continue
+                        if target == "luau":
+                            it.vm = "luau"
+                        elif target in ("lsl2", "mono") and it.subtype != SUBTYPE_LUAU:
+                            it.vm = target
+                        if not compile_source(it.content, it.language):
+                            it.compiled_content = it.content
+                            it.faulted = False
+                            it.running = True
+                        it.revision = self.world.next_revision()
+                        touched = True
+                    if touched and oid in self.world.objects:
+                        await self.send_inventory_update(obj, prim)
+
+            ctx.after.append(recompile)
+            return {"success": True}
+        if command == "viewer.script.reset_all":
+            if not obj.root.permissions.can_modify:
+                raise denied("Permission denied")
+
+            async def reset_all() -> None:
+                await trio.sleep(self.apply_delay)
+                for prim in obj.prims():
+                    for it in prim.inventory:
+                        if it.is_script and it.running:
+                            await self.run_script(it.item_id)
+
+            ctx.after.append(reset_all)
+            return {"success": True}
+        if command == "viewer.object.save_back_to_contents":
+            if not obj.root.permissions.can_modify:
+                raise denied("Permission denied")
+            return {"success": True, "result": {"object_id": obj.object_id}}
+        return {"success": True}
+
+
+DEFAULT_LSL = """default
+{
+    state_entry()
+    {
+        llSay(0, "Hello, Avatar!");
+    }
+
+    touch_start(integer total_number)
+    {
+        llSay(0, "Touched.");
+    }
+}
+"""
+
+DEFAULT_LUAU = """-- New Luau script
+ll.Say(0, "Hello, Avatar!")
+
+function touch_start(total_number)
+    ll.Say(0, "Touched.")
+end
+"""
+
+_ = PERM_MODIFY  # re-exported for convenience of tests

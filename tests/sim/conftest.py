@@ -1,0 +1,130 @@
+"""Helpers for the simulated-viewer conformance tests: a raw JSON-RPC client over a real socket."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+import trio
+from trio_websocket import WebSocketConnection, open_websocket_url
+
+from slfs.sim import SimViewer, sample_world
+
+
+class RawClient:
+    """Speaks JSON-RPC by hand; keeps every frame received, in order, in `frames`."""
+
+    def __init__(self, ws: WebSocketConnection) -> None:
+        self.ws = ws
+        self.frames: list[dict[str, Any]] = []
+        self._seen = 0
+        self._next_id = 1
+        self.handshake_params: dict[str, Any] = {}
+        self.session_ok: dict[str, Any] = {}
+
+    async def recv(self) -> dict[str, Any]:
+        if self._seen < len(self.frames):
+            self._seen += 1
+            return self.frames[self._seen - 1]
+        frame = await self.ws.get_message()
+        msg = json.loads(frame)
+        self.frames.append(msg)
+        self._seen += 1
+        return msg
+
+    async def send(self, obj: Any) -> None:
+        await self.ws.send_message(obj if isinstance(obj, str) else json.dumps(obj))
+
+    async def request(self, method: str, params: Any = None, *, with_params: bool = True) -> int:
+        rid = self._next_id
+        self._next_id += 1
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if with_params:
+            msg["params"] = {} if params is None else params
+        await self.send(msg)
+        return rid
+
+    async def response(self, rid: Any) -> dict[str, Any]:
+        """Read until the response with id `rid` (other frames stay in `frames`)."""
+        while True:
+            msg = await self.recv()
+            if "method" not in msg and msg.get("id") == rid:
+                return msg
+
+    async def call(self, method: str, params: Any = None) -> dict[str, Any]:
+        return await self.response(await self.request(method, params))
+
+    async def result(self, method: str, params: Any = None) -> Any:
+        resp = await self.call(method, params)
+        assert "error" not in resp, resp
+        return resp.get("result")
+
+    async def error(self, method: str, params: Any = None) -> tuple[int, str]:
+        resp = await self.call(method, params)
+        assert "error" in resp, resp
+        return resp["error"]["code"], resp["error"]["message"]
+
+    async def notification(self, method: str) -> dict[str, Any]:
+        while True:
+            msg = await self.recv()
+            if msg.get("method") == method and "id" not in msg:
+                return msg.get("params") or {}
+
+    def received(self, method: str) -> list[dict[str, Any]]:
+        return [m.get("params") or {} for m in self.frames if m.get("method") == method and "id" not in m]
+
+    async def handshake(self, answer: str | None = None, *, use_file: bool = True) -> dict[str, Any]:
+        """Answer session.handshake (with the challenge file's content unless `answer` is given)."""
+        msg = await self.recv()
+        assert msg["method"] == "session.handshake", msg
+        params = msg["params"]
+        self.handshake_params = params
+        if answer is None and use_file:
+            with open(params["challenge"], encoding="ascii") as f:
+                answer = f.read()
+        result = {"client_name": "test", "client_version": "1.0", "protocol_version": "1.0",
+                  "languages": ["lsl", "luau"], "features": {"object_publish": True, "commands": True}}
+        if answer is not None:
+            result["challenge_response"] = answer
+        await self.send({"jsonrpc": "2.0", "id": msg["id"], "result": result})
+        return params
+
+    async def login(self) -> None:
+        await self.handshake()
+        self.session_ok = await self.notification("session.ok")
+
+
+StartSim = Callable[..., Awaitable[SimViewer]]
+
+
+@pytest.fixture
+async def start_sim(nursery: trio.Nursery) -> StartSim:
+    """Start a sim on a free port; it is cancelled with the test's nursery."""
+
+    async def start(**kwargs: Any) -> SimViewer:
+        world = kwargs.pop("world", None) or sample_world()
+        kwargs.setdefault("publish_delay", 0.01)
+        kwargs.setdefault("apply_delay", 0.01)
+        sim = SimViewer(world, **kwargs)
+        await nursery.start(sim.serve, 0)
+        return sim
+
+    return start
+
+
+@asynccontextmanager
+async def raw(sim: SimViewer, *, login: bool = True, headers: list[tuple[str, str]] | None = None
+              ) -> AsyncIterator[RawClient]:
+    async with open_websocket_url(f"ws://127.0.0.1:{sim.port}/any/path", extra_headers=headers) as ws:
+        client = RawClient(ws)
+        if login:
+            await client.login()
+        yield client
+
+
+@pytest.fixture
+def connect() -> Callable[..., Any]:
+    return raw
