@@ -326,12 +326,13 @@ class ViewerSession:
         backoff = self.backoff_min
         try:
             while True:
-                self._set_state(CONNECTING, f"connecting to {self.url}")
+                if self.state != CONNECTING:
+                    self._set_state(CONNECTING, f"connecting to {self.url}")
                 reached_ok = await self._connect_once()
                 if reached_ok:
                     backoff = self.backoff_min
                 delay = random.uniform(backoff / 2, backoff)
-                log.info("reconnecting to %s in %.2f s", self.url, delay)
+                log.debug("reconnecting to %s in %.2f s", self.url, delay)
                 await trio.sleep(delay)
                 backoff = min(backoff * 2, self.backoff_max)
         finally:

@@ -212,6 +212,7 @@ async def test_viewer_absent_then_started() -> None:
             assert session.state == "connecting"
             assert "cannot reach" in session.last_error
             assert "connected" not in rec.names()
+            assert len(rec.states) == 2  # retries with the same failure are not re-announced
             await nursery.start(fake.serve)
             await session.wait_connected(5)
             assert [s for s, _ in rec.states][-1] == "connected"
