@@ -201,7 +201,10 @@ class _Connection:
                 if not self.close_reason:
                     self.close_reason = reason
                 return
-            self.handle_frame(frame)
+            try:
+                self.handle_frame(frame)
+            except Exception:  # a bug below us must not kill the reader
+                log.exception("failed to handle a frame from the viewer: %.200r", frame)
 
     def handle_frame(self, frame: str | bytes) -> None:
         if isinstance(frame, bytes):

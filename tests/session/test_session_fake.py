@@ -531,3 +531,20 @@ async def test_shutdown_says_goodbye() -> None:
             notes = fake.conn.notifications
             await rec.wait_for(lambda: any(m["method"] == "session.disconnect" for m in notes))
             outer.cancel_scope.cancel()
+
+
+async def test_listener_failures_do_not_break_the_session() -> None:
+    fake = FakeViewer()
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            port = await nursery.start(fake.serve)
+            rec = Recorder()
+            rec.raise_in.update({"connected", "state", "publish"})
+            session = ViewerSession(rec, "127.0.0.1", port, **FAST)
+            await nursery.start(session.run)
+            await session.wait_connected(5)
+            await fake.conn.notify("object.publish", {"object": fake.objects[0]})
+            await rec.wait_for(lambda: "publish" in rec.names())
+            assert session.state == "connected"
+            assert await session.call("object.list", {}) == {"objects": fake.objects}
+            nursery.cancel_scope.cancel()
