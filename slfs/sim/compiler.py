@@ -89,6 +89,11 @@ def _lsl_code_mask(text: str) -> tuple[list[str], str | None, tuple[int, int]]:
     return out, None, (0, 0)
 
 
+def _in_for_header(lines: list[str], opener: tuple[str, int, int]) -> bool:
+    kind, row, col = opener
+    return kind == "(" and re.search(r"\bfor\s*$", lines[row - 1][: col - 1]) is not None
+
+
 def _compile_lsl(text: str) -> list[dict[str, Any]]:
     lines, err, pos = _lsl_code_mask(text)
     if err:
@@ -100,6 +105,8 @@ def _compile_lsl(text: str) -> list[dict[str, Any]]:
             return _lsl_diag(r, m.start() + 1, "Syntax error")
         for c, ch in enumerate(line, start=1):
             if ch in _BAD_LSL_CHARS:
+                return _lsl_diag(r, c, "Syntax error")
+            if ch == ";" and stack and stack[-1][0] in "([" and not _in_for_header(lines, stack[-1]):
                 return _lsl_diag(r, c, "Syntax error")
             if ch in "([{":
                 stack.append((ch, r, c))
@@ -154,7 +161,7 @@ def _luau_tokens(text: str) -> list[_Tok]:
                 close = "]" + m.group(1) + "]"
                 end = text.find(close, i + m.end())
                 if end < 0:
-                    raise _LuauError(row, "Expected ']]' (to close '[[' at line %d), got <eof>" % row)
+                    raise _LuauError(row, f"Expected ']]' (to close '[[' at line {row}), got <eof>")
                 row += text.count("\n", i, end)
                 i = end + len(close)
                 continue
@@ -222,9 +229,13 @@ def _check_luau(toks: list[_Tok]) -> None:
             continue
         if t in ")]}" and len(t) == 1:
             if not brackets or brackets[-1][0] != _PAIRS[t]:
-                raise _LuauError(tok.row, f"Expected <eof>, got '{t}'" if not brackets else
-                                 f"Expected '{dict((v, k) for k, v in _PAIRS.items())[brackets[-1][0]]}' "
-                                 f"(to close '{brackets[-1][0]}' at line {brackets[-1][1]}), got '{t}'")
+                raise _LuauError(
+                    tok.row,
+                    f"Expected <eof>, got '{t}'"
+                    if not brackets
+                    else f"Expected '{dict((v, k) for k, v in _PAIRS.items())[brackets[-1][0]]}' "
+                    f"(to close '{brackets[-1][0]}' at line {brackets[-1][1]}), got '{t}'",
+                )
             brackets.pop()
             continue
         if t == "<eof>":

@@ -211,7 +211,9 @@ class SimViewer:
     # serving
     # ============================================================================================
 
-    async def serve(self, port: int = 0, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
+    async def serve(
+        self, port: int = 0, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED
+    ) -> None:
         """Serve until cancelled; `await nursery.start(sim.serve, 0)` returns the port."""
         try:
             async with trio.open_nursery() as nursery:
@@ -224,7 +226,9 @@ class SimViewer:
             self._nursery = None
             self._conns.clear()
 
-    async def _listen(self, port: int, *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
+    async def _listen(
+        self, port: int, *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED
+    ) -> None:
         """The listener, in its own cancel scope; connections live in the outer nursery."""
         scope = trio.CancelScope()
         self._listen_scope = scope
@@ -444,7 +448,9 @@ class SimViewer:
             if not self.v2:
                 params["agent_id"] = self.world.agent_id
                 params["agent_name"] = self.world.agent_name
-            response = await self.call_client(conn, "session.handshake", params, timeout=self.handshake_timeout)
+            response = await self.call_client(
+                conn, "session.handshake", params, timeout=self.handshake_timeout
+            )
         finally:
             try:
                 os.unlink(path)
@@ -467,8 +473,9 @@ class SimViewer:
         conn.authenticated = True
         if self.v2:
             conn.ws._max_message_size = V2_MESSAGE_LIMIT
-            await self._notify(conn, "session.ok", {"agent_id": self.world.agent_id,
-                                                    "agent_name": self.world.agent_name})
+            await self._notify(
+                conn, "session.ok", {"agent_id": self.world.agent_id, "agent_name": self.world.agent_name}
+            )
         else:
             await self._notify(conn, "session.ok")
 
@@ -507,7 +514,8 @@ class SimViewer:
     def _remember_inventories(self, obj: SimObject) -> None:
         for prim in obj.prims():
             self._last_inventory[(obj.object_id, prim.prim_id)] = dumps(
-                [i.to_wire(revision=self.v2) for i in prim.explorable()])
+                [i.to_wire(revision=self.v2) for i in prim.explorable()]
+            )
 
     async def publish(self, object_id: str) -> None:
         """Publish now (a republish sends object.unpublish {reason: republish} first)."""
@@ -538,11 +546,19 @@ class SimViewer:
         if prim is obj.root:
             await self.broadcast("object.update", {"object_id": obj.object_id, "inventory": inventory})
         else:
-            await self.broadcast("object.update", {"object_id": obj.object_id, "changes": {
-                "linked_objects": {"modified": [{"link_id": prim.prim_id, "inventory": inventory}]}}})
+            await self.broadcast(
+                "object.update",
+                {
+                    "object_id": obj.object_id,
+                    "changes": {
+                        "linked_objects": {"modified": [{"link_id": prim.prim_id, "inventory": inventory}]}
+                    },
+                },
+            )
 
-    async def send_name_update(self, obj: SimObject, prim: Prim, *, name: bool = True,
-                               description: bool = False) -> None:
+    async def send_name_update(
+        self, obj: SimObject, prim: Prim, *, name: bool = True, description: bool = False
+    ) -> None:
         if not obj.published or not (name or description):
             return
         if prim is obj.root:
@@ -564,8 +580,9 @@ class SimViewer:
         if not obj.published:
             return
         self._remember_inventories(obj)
-        await self.broadcast("object.update", {"object_id": obj.object_id,
-                                               "linked_objects": obj.linked_wire(revision=self.v2)})
+        await self.broadcast(
+            "object.update", {"object_id": obj.object_id, "linked_objects": obj.linked_wire(revision=self.v2)}
+        )
 
     async def set_content(self, item_id: str, text: str) -> None:
         """An in-world edit by someone else: new content, new revision, an inventory update."""
@@ -590,18 +607,34 @@ class SimViewer:
             prim.description = description
         await self.send_name_update(obj, prim, name=True, description=description is not None)
 
-    async def add_item(self, prim_id: str, name: str, type: str = "notecard", *, content: str = "",
-                       subtype: int | None = None, vm: str | None = None, running: bool = False,
-                       permissions: dict[str, int] | None = None, item_id: str | None = None,
-                       description: str = "") -> Item:
+    async def add_item(
+        self,
+        prim_id: str,
+        name: str,
+        type: str = "notecard",
+        *,
+        content: str = "",
+        subtype: int | None = None,
+        vm: str | None = None,
+        running: bool = False,
+        permissions: dict[str, int] | None = None,
+        item_id: str | None = None,
+        description: str = "",
+    ) -> Item:
         """Add an item in-world (no renaming); sends the inventory update. Returns the item."""
         found = self.world.find_prim(prim_id)
         if found is None:
             raise KeyError(prim_id)
         obj, prim = found
-        data: dict[str, Any] = {"item_id": item_id or str(uuid.uuid4()), "name": name, "type": type,
-                                "content": content, "running": running, "description": description,
-                                "revision": self.world.next_revision()}
+        data: dict[str, Any] = {
+            "item_id": item_id or str(uuid.uuid4()),
+            "name": name,
+            "type": type,
+            "content": content,
+            "running": running,
+            "description": description,
+            "revision": self.world.next_revision(),
+        }
         if subtype is not None:
             data["subtype"] = subtype
         if vm is not None:
@@ -658,19 +691,30 @@ class SimViewer:
             params = self._runtime_base(obj, prim, item, message, channel)
             await self.broadcast("runtime.debug", params)
 
-    async def emit_error(self, item_id: str, message: str, line: int = 0, column: int = 0, *,
-                         error: str | None = None, stack: list[str] | None = None,
-                         channel: str = "debug") -> None:
+    async def emit_error(
+        self,
+        item_id: str,
+        message: str,
+        line: int = 0,
+        column: int = 0,
+        *,
+        error: str | None = None,
+        stack: list[str] | None = None,
+        channel: str = "debug",
+    ) -> None:
         """A runtime error (runtime.error); lost unless the object is published."""
         obj, prim, item = self._find(item_id)
         if not obj.published:
             return
         params = self._runtime_base(obj, prim, item, message, channel)
-        params.update(error=error if error is not None else message, line=line, column=column,
-                      stack=list(stack or []))
+        params.update(
+            error=error if error is not None else message, line=line, column=column, stack=list(stack or [])
+        )
         await self.broadcast("runtime.error", params)
 
-    def _runtime_base(self, obj: SimObject, prim: Prim, item: Item, message: str, channel: str) -> dict[str, Any]:
+    def _runtime_base(
+        self, obj: SimObject, prim: Prim, item: Item, message: str, channel: str
+    ) -> dict[str, Any]:
         return {
             "object_id": obj.object_id,
             "prim_id": prim.prim_id,
@@ -678,8 +722,13 @@ class SimViewer:
             "object_name": obj.name,
             "message": message,
             "channel": channel,
-            "item": {"root_id": obj.object_id, "prim_id": prim.prim_id, "item_id": item.item_id,
-                     "name": item.name, "language": item.language},
+            "item": {
+                "root_id": obj.object_id,
+                "prim_id": prim.prim_id,
+                "item_id": item.item_id,
+                "name": item.name,
+                "language": item.language,
+            },
         }
 
     async def run_script(self, item_id: str) -> None:
@@ -738,8 +787,9 @@ class SimViewer:
         value = params.get(key)
         return value.lower() if isinstance(value, str) and value else None
 
-    def _common(self, params: dict[str, Any], *, write: bool, read_script: bool = False,
-                property_check: bool = False) -> tuple[SimObject, Prim, Item]:
+    def _common(
+        self, params: dict[str, Any], *, write: bool, read_script: bool = False, property_check: bool = False
+    ) -> tuple[SimObject, Prim, Item]:
         """The shared item validator, in the documented order."""
         prim_id, item_id = self._str(params, "prim_id"), self._str(params, "item_id")
         if prim_id is None or item_id is None:
@@ -829,13 +879,19 @@ class SimViewer:
             try:
                 return {"content": json.loads(text), "success": True}
             except ValueError:
-                raise RpcError.standard(INTERNAL_ERROR, "Failed to load and format syntax cache file.") from None
+                raise RpcError.standard(
+                    INTERNAL_ERROR, "Failed to load and format syntax cache file."
+                ) from None
         return {"content": text, "success": True}
 
     async def _m_subscribe(self, params: dict[str, Any], ctx: _Ctx) -> Any:
         script_id = params.get("script_id")
-        return {"script_id": script_id if isinstance(script_id, str) else "", "success": False,
-                "status": 2, "message": "No subscription found for script"}
+        return {
+            "script_id": script_id if isinstance(script_id, str) else "",
+            "success": False,
+            "status": 2,
+            "message": "No subscription found for script",
+        }
 
     async def _m_unsubscribe(self, params: dict[str, Any], ctx: _Ctx) -> Any:
         return None
@@ -876,6 +932,7 @@ class SimViewer:
         if self.v2:
             await self.broadcast("object.unpublish", note)
         else:
+
             async def after() -> None:
                 await self.broadcast("object.unpublish", note)
 
@@ -885,7 +942,12 @@ class SimViewer:
     async def _m_content_get(self, params: dict[str, Any], ctx: _Ctx) -> Any:
         _obj, prim, item = self._common(params, write=False, read_script=True)
         content = item.content.split("\x00", 1)[0] if item.is_script else item.content
-        out: dict[str, Any] = {"success": True, "prim_id": prim.prim_id, "item_id": item.item_id, "content": content}
+        out: dict[str, Any] = {
+            "success": True,
+            "prim_id": prim.prim_id,
+            "item_id": item.item_id,
+            "content": content,
+        }
         if self.v2:
             out["encoding"] = "utf-8"
             if item.type == "notecard":
@@ -913,8 +975,12 @@ class SimViewer:
             item.vm = vm
         self._store_content(item, content)
         diagnostics = compile_source(item.content, item.language)
-        out: dict[str, Any] = {"success": True, "prim_id": prim.prim_id, "item_id": item.item_id,
-                               "compiled": not diagnostics}
+        out: dict[str, Any] = {
+            "success": True,
+            "prim_id": prim.prim_id,
+            "item_id": item.item_id,
+            "compiled": not diagnostics,
+        }
         if diagnostics:
             out["diagnostics"] = diagnostics
         else:
@@ -967,8 +1033,14 @@ class SimViewer:
             while final in taken:
                 final = f"{name} {n}"
                 n += 1
-            item = Item(item_id=str(uuid.uuid4()), name=final, type=kind, permissions=Perms(),
-                        creator_id=self.world.agent_id, revision=self.world.next_revision())
+            item = Item(
+                item_id=str(uuid.uuid4()),
+                name=final,
+                type=kind,
+                permissions=Perms(),
+                creator_id=self.world.agent_id,
+                revision=self.world.next_revision(),
+            )
             if kind == "script":
                 item.vm = vm
                 item.subtype = SUBTYPE_LUAU if vm == "luau" else SUBTYPE_LSL
@@ -996,7 +1068,7 @@ class SimViewer:
         return {"success": True, "prim_id": prim.prim_id, "item_id": item.item_id}
 
     async def _m_item_modify(self, params: dict[str, Any], ctx: _Ctx) -> Any:
-        obj, prim, item = self._common(params, write=True, property_check=True)
+        _obj, prim, item = self._common(params, write=True, property_check=True)
         name = params.get("name")
         description = params.get("description")
         perms = params.get("permissions")
@@ -1065,7 +1137,7 @@ class SimViewer:
         return {"success": True, "prim_id": prim.prim_id}
 
     async def _m_set_running(self, params: dict[str, Any], ctx: _Ctx) -> Any:
-        obj, prim, item = self._script_target(params)
+        _obj, _prim, item = self._script_target(params)
         running = params.get("running") is True  # missing means stop
         item_id = item.item_id
 
@@ -1100,27 +1172,54 @@ class SimViewer:
 
     async def _m_command_list(self, params: dict[str, Any], ctx: _Ctx) -> Any:
         oid = {"type": "string", "required": True, "description": "UUID of the in-world object"}
-        return {"commands": [
-            {"command": "viewer.camera.focus", "description": "Zoom camera to an in-world object.",
-             "params": {"object_id": oid}},
-            {"command": "viewer.object.save_back_to_contents",
-             "description": "Save an in-world object back to source object contents.", "params": {"object_id": oid}},
-            {"command": "viewer.script.recompile_all",
-             "description": "Recompile all scripts in an in-world object using the selected target.",
-             "params": {"object_id": oid, "target": {"type": "string", "required": True,
-                                                     "description": "luau, lsl2, mono or auto"}}},
-            {"command": "viewer.script.reset_all", "description": "Reset all scripts in an in-world object.",
-             "params": {"object_id": oid}},
-            {"command": "viewer.teleport", "description": "Teleport agent to an in-world object.",
-             "params": {"object_id": oid}},
-        ]}
+        return {
+            "commands": [
+                {
+                    "command": "viewer.camera.focus",
+                    "description": "Zoom camera to an in-world object.",
+                    "params": {"object_id": oid},
+                },
+                {
+                    "command": "viewer.object.save_back_to_contents",
+                    "description": "Save an in-world object back to source object contents.",
+                    "params": {"object_id": oid},
+                },
+                {
+                    "command": "viewer.script.recompile_all",
+                    "description": "Recompile all scripts in an in-world object using the selected target.",
+                    "params": {
+                        "object_id": oid,
+                        "target": {
+                            "type": "string",
+                            "required": True,
+                            "description": "luau, lsl2, mono or auto",
+                        },
+                    },
+                },
+                {
+                    "command": "viewer.script.reset_all",
+                    "description": "Reset all scripts in an in-world object.",
+                    "params": {"object_id": oid},
+                },
+                {
+                    "command": "viewer.teleport",
+                    "description": "Teleport agent to an in-world object.",
+                    "params": {"object_id": oid},
+                },
+            ]
+        }
 
     async def _m_command_execute(self, params: dict[str, Any], ctx: _Ctx) -> Any:
         command = params.get("command")
         if not isinstance(command, str) or not command:
             raise invalid("command is required")
-        known = ("viewer.teleport", "viewer.camera.focus", "viewer.object.save_back_to_contents",
-                 "viewer.script.reset_all", "viewer.script.recompile_all")
+        known = (
+            "viewer.teleport",
+            "viewer.camera.focus",
+            "viewer.object.save_back_to_contents",
+            "viewer.script.reset_all",
+            "viewer.script.recompile_all",
+        )
         if command not in known:
             raise invalid(f"Unknown command: {command}")
         args = params.get("params")

@@ -9,23 +9,52 @@ from typing import Any
 LSL_DEFS: dict[str, Any] = {
     "llsd-lsl-syntax-version": 2,
     "constants": {
-        "PI": {"type": "float", "value": "3.14159265", "tooltip": "3.14159265 - The number of radians in a semi-circle."},
+        "PI": {
+            "type": "float",
+            "value": "3.14159265",
+            "tooltip": "3.14159265 - The number of radians in a semi-circle.",
+        },
         "TRUE": {"type": "integer", "value": "1", "tooltip": "An integer constant for boolean comparisons."},
         "FALSE": {"type": "integer", "value": "0", "tooltip": "An integer constant for boolean comparisons."},
-        "DEBUG_CHANNEL": {"type": "integer", "value": "2147483647", "tooltip": "Chat channel reserved for script debugging."},
+        "DEBUG_CHANNEL": {
+            "type": "integer",
+            "value": "2147483647",
+            "tooltip": "Chat channel reserved for script debugging.",
+        },
     },
-    "controls": {"default": {"tooltip": "All scripts must have a default state."}, "state": {}, "jump": {}, "return": {}},
+    "controls": {
+        "default": {"tooltip": "All scripts must have a default state."},
+        "state": {},
+        "jump": {},
+        "return": {},
+    },
     "events": {
         "state_entry": {"arguments": [], "tooltip": "Triggered on any state transition and startup."},
-        "touch_start": {"arguments": [{"num_detected": {"type": "integer"}}], "tooltip": "Triggered by the start of agent clicking on task."},
+        "touch_start": {
+            "arguments": [{"num_detected": {"type": "integer"}}],
+            "tooltip": "Triggered by the start of agent clicking on task.",
+        },
         "timer": {"arguments": [], "tooltip": "Result of the llSetTimerEvent library function call."},
-        "listen": {"arguments": [{"channel": {"type": "integer"}}, {"name": {"type": "string"}},
-                                 {"id": {"type": "key"}}, {"message": {"type": "string"}}]},
+        "listen": {
+            "arguments": [
+                {"channel": {"type": "integer"}},
+                {"name": {"type": "string"}},
+                {"id": {"type": "key"}},
+                {"message": {"type": "string"}},
+            ]
+        },
     },
     "functions": {
-        "llOwnerSay": {"arguments": [{"msg": {"type": "string"}}], "energy": 10.0, "sleep": 0.0,
-                       "tooltip": "Says Text to owner only, if owner is in region."},
-        "llSay": {"arguments": [{"channel": {"type": "integer"}}, {"msg": {"type": "string"}}], "energy": 10.0},
+        "llOwnerSay": {
+            "arguments": [{"msg": {"type": "string"}}],
+            "energy": 10.0,
+            "sleep": 0.0,
+            "tooltip": "Says Text to owner only, if owner is in region.",
+        },
+        "llSay": {
+            "arguments": [{"channel": {"type": "integer"}}, {"msg": {"type": "string"}}],
+            "energy": 10.0,
+        },
         "llSetTimerEvent": {"arguments": [{"sec": {"type": "float"}}], "energy": 10.0},
         "llGetOwner": {"arguments": [], "return": "key", "energy": 10.0},
         "llResetScript": {"arguments": [], "energy": 10.0},
@@ -46,8 +75,10 @@ LUA_DEFS: dict[str, Any] = {
 }
 
 DOCS_JSON: dict[str, Any] = {
-    "@roblox/global/ll.OwnerSay": {"documentation": "Says Text to owner only, if owner is in region.",
-                                   "params": [{"name": "msg", "documentation": "The text."}]},
+    "@roblox/global/ll.OwnerSay": {
+        "documentation": "Says Text to owner only, if owner is in region.",
+        "params": [{"name": "msg", "documentation": "The text."}],
+    },
     "@roblox/global/ll.Say": {"documentation": "Says Text on Channel.", "params": []},
 }
 

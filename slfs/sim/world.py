@@ -243,7 +243,9 @@ class World:
 def _perms(data: Any) -> Perms:
     if not isinstance(data, dict):
         return Perms()
-    return Perms(owner=int(data.get("owner", PERM_ALL)), next_owner=int(data.get("next_owner", DEFAULT_NEXT_OWNER)))
+    return Perms(
+        owner=int(data.get("owner", PERM_ALL)), next_owner=int(data.get("next_owner", DEFAULT_NEXT_OWNER))
+    )
 
 
 def item_from_json(data: dict[str, Any], world: World) -> Item:
@@ -274,8 +276,11 @@ def item_from_json(data: dict[str, Any], world: World) -> Item:
 
 
 def prim_from_json(data: dict[str, Any], world: World, *, root: bool) -> Prim:
-    id_key, name_key, desc_key = ("object_id", "object_name", "object_description") if root else (
-        "link_id", "link_name", "link_description")
+    id_key, name_key, desc_key = (
+        ("object_id", "object_name", "object_description")
+        if root
+        else ("link_id", "link_name", "link_description")
+    )
     return Prim(
         prim_id=str(data[id_key]).lower(),
         name=str(data.get(name_key, "Object")),

@@ -20,20 +20,31 @@ class RawClient:
     def __init__(self, ws: WebSocketConnection) -> None:
         self.ws = ws
         self.frames: list[dict[str, Any]] = []
-        self._seen = 0
+        self.unread: list[dict[str, Any]] = []
         self._next_id = 1
         self.handshake_params: dict[str, Any] = {}
         self.session_ok: dict[str, Any] = {}
 
-    async def recv(self) -> dict[str, Any]:
-        if self._seen < len(self.frames):
-            self._seen += 1
-            return self.frames[self._seen - 1]
-        frame = await self.ws.get_message()
-        msg = json.loads(frame)
+    async def _read(self) -> dict[str, Any]:
+        msg = json.loads(await self.ws.get_message())
         self.frames.append(msg)
-        self._seen += 1
         return msg
+
+    async def recv(self) -> dict[str, Any]:
+        """The next frame not yet consumed by recv/response/notification."""
+        if self.unread:
+            return self.unread.pop(0)
+        return await self._read()
+
+    async def _take(self, match: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        for i, msg in enumerate(self.unread):
+            if match(msg):
+                return self.unread.pop(i)
+        while True:
+            msg = await self._read()
+            if match(msg):
+                return msg
+            self.unread.append(msg)
 
     async def send(self, obj: Any) -> None:
         await self.ws.send_message(obj if isinstance(obj, str) else json.dumps(obj))
@@ -48,11 +59,8 @@ class RawClient:
         return rid
 
     async def response(self, rid: Any) -> dict[str, Any]:
-        """Read until the response with id `rid` (other frames stay in `frames`)."""
-        while True:
-            msg = await self.recv()
-            if "method" not in msg and msg.get("id") == rid:
-                return msg
+        """The response with id `rid` (other frames stay unread)."""
+        return await self._take(lambda m: "method" not in m and m.get("id") == rid)
 
     async def call(self, method: str, params: Any = None) -> dict[str, Any]:
         return await self.response(await self.request(method, params))
@@ -68,10 +76,8 @@ class RawClient:
         return resp["error"]["code"], resp["error"]["message"]
 
     async def notification(self, method: str) -> dict[str, Any]:
-        while True:
-            msg = await self.recv()
-            if msg.get("method") == method and "id" not in msg:
-                return msg.get("params") or {}
+        msg = await self._take(lambda m: m.get("method") == method and "id" not in m)
+        return msg.get("params") or {}
 
     def received(self, method: str) -> list[dict[str, Any]]:
         return [m.get("params") or {} for m in self.frames if m.get("method") == method and "id" not in m]
@@ -85,8 +91,13 @@ class RawClient:
         if answer is None and use_file:
             with open(params["challenge"], encoding="ascii") as f:
                 answer = f.read()
-        result = {"client_name": "test", "client_version": "1.0", "protocol_version": "1.0",
-                  "languages": ["lsl", "luau"], "features": {"object_publish": True, "commands": True}}
+        result = {
+            "client_name": "test",
+            "client_version": "1.0",
+            "protocol_version": "1.0",
+            "languages": ["lsl", "luau"],
+            "features": {"object_publish": True, "commands": True},
+        }
         if answer is not None:
             result["challenge_response"] = answer
         await self.send({"jsonrpc": "2.0", "id": msg["id"], "result": result})
@@ -116,8 +127,9 @@ async def start_sim(nursery: trio.Nursery) -> StartSim:
 
 
 @asynccontextmanager
-async def raw(sim: SimViewer, *, login: bool = True, headers: list[tuple[str, str]] | None = None
-              ) -> AsyncIterator[RawClient]:
+async def raw(
+    sim: SimViewer, *, login: bool = True, headers: list[tuple[str, str]] | None = None
+) -> AsyncIterator[RawClient]:
     async with open_websocket_url(f"ws://127.0.0.1:{sim.port}/any/path", extra_headers=headers) as ws:
         client = RawClient(ws)
         if login:
