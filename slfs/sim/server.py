@@ -34,7 +34,6 @@ from slfs.protocol.jsonrpc import Notification, Request, Response, parse_object
 from . import syntax
 from .compiler import compile_source, runtime_events
 from .world import (
-    PERM_MODIFY,
     SCRIPT_VMS,
     SUBTYPE_LSL,
     SUBTYPE_LUAU,
@@ -150,6 +149,7 @@ class SimViewer:
         create_delay: float = 0.02,
         tmpdir: str | None = None,
         viewer_version_string: str = "7.2.0.1",
+        client_ping_interval: float | None = None,
     ) -> None:
         if viewer_version not in (1, 2):
             raise ValueError("viewer_version must be 1 or 2")
@@ -163,6 +163,8 @@ class SimViewer:
         self.create_delay = create_delay
         self.tmpdir = tmpdir or tempfile.gettempdir()
         self.viewer_version_string = viewer_version_string
+        self.client_ping_interval = client_ping_interval
+        self.client_pings: list[Response] = []  # answers to the sim's own system.ping calls
         self.syntax_id = "e2a4f6b8-1c3d-4e5f-8a9b-0c1d2e3f4a5b"
         self.port: int | None = None
         self.calls: list[tuple[str, dict[str, Any]]] = []
@@ -478,6 +480,15 @@ class SimViewer:
             )
         else:
             await self._notify(conn, "session.ok")
+        if self.client_ping_interval and conn.nursery is not None:
+            conn.nursery.start_soon(self._ping_client, conn, self.client_ping_interval)
+
+    async def _ping_client(self, conn: _Conn, interval: float) -> None:
+        """Optionally call the client's system.ping now and then, as a viewer may."""
+        while not conn.closed:
+            await trio.sleep(interval)
+            stamp = int(time.time() * 1000)
+            self.client_pings.append(await self.call_client(conn, "system.ping", {"timestamp": stamp}, 30.0))
 
     async def _disconnect(self, conn: _Conn, reason: int, message: str) -> None:
         await self._notify(conn, "session.disconnect", {"reason": reason, "message": message})
@@ -969,10 +980,8 @@ class SimViewer:
             self._store_content(item, content)
             await self.send_inventory_update(obj, prim)
             return {"success": True, "prim_id": prim.prim_id, "item_id": item.item_id}
-        if isinstance(vm, str) and vm in SCRIPT_VMS:
-            if item.subtype == SUBTYPE_LUAU and vm != "luau":
-                raise invalid("vm must be 'luau' for a Luau script")
-            item.vm = vm
+        if isinstance(vm, str) and vm in SCRIPT_VMS and item.subtype != SUBTYPE_LUAU:
+            item.vm = vm  # a native Luau script always targets luau
         self._store_content(item, content)
         diagnostics = compile_source(item.content, item.language)
         out: dict[str, Any] = {
@@ -1302,5 +1311,3 @@ function touch_start(total_number)
     ll.Say(0, "Touched.")
 end
 """
-
-_ = PERM_MODIFY  # re-exported for convenience of tests

@@ -312,3 +312,16 @@ async def test_v2_fifth_unauthenticated_connection_refused(start_sim, connect) -
                 with pytest.raises(ConnectionClosed) as info:
                     await c5.recv()
                 assert info.value.reason.code == 1013
+
+
+async def test_sim_pings_client_when_asked(start_sim, connect) -> None:
+    with trio.fail_after(10):
+        sim = await start_sim(client_ping_interval=0.05)
+        async with connect(sim) as c:
+            msg = await c.recv()
+            assert msg["method"] == "system.ping" and msg["id"].startswith("rpc_")
+            assert isinstance(msg["params"]["timestamp"], int)
+            await c.send({"jsonrpc": "2.0", "id": msg["id"], "result": {"pong": "pong"}})
+            while not sim.client_pings:
+                await trio.sleep(0.01)
+            assert sim.client_pings[0].result == {"pong": "pong"}
