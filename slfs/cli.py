@@ -1,0 +1,153 @@
+"""The `slfs` command line."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+
+from . import __version__
+from .daemon import Daemon, read_registry, registry_path, run_foreground, spawn_background, unmount
+from .model.options import Options, parse_options
+
+log = logging.getLogger("slfs")
+
+DEFAULT_PORT = 9020
+
+
+def _default_port() -> int:
+    try:
+        return int(os.environ.get("SLFS_PORT", DEFAULT_PORT))
+    except ValueError:
+        return DEFAULT_PORT
+
+
+def setup_logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    if not verbose:
+        for noisy in ("trio-websocket", "trio_websocket"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="slfs", description="Mount what the Second Life viewer publishes.")
+    p.add_argument("--version", action="version", version=f"slfs {__version__}")
+    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    m = sub.add_parser("mount", help="mount the viewer's published objects")
+    m.add_argument("mountpoint")
+    m.add_argument("-f", "--foreground", action="store_true", help="stay in the foreground")
+    m.add_argument("--host", default="127.0.0.1")
+    m.add_argument("--port", type=int, default=_default_port())
+    m.add_argument("-o", dest="options", action="append", default=[], metavar="OPT[,OPT...]")
+    m.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)
+
+    u = sub.add_parser("umount", help="unmount")
+    u.add_argument("mountpoint")
+
+    d = sub.add_parser("demo", help="mount the built-in simulated viewer's sample world")
+    d.add_argument("mountpoint", nargs="?")
+    d.add_argument("-o", dest="options", action="append", default=[], metavar="OPT[,OPT...]")
+
+    sub.add_parser("sim", help="run the simulated viewer (slfs sim --help)", add_help=False)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "sim":
+        from .sim.cli import main as sim_main
+
+        return sim_main(argv[1:])
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    setup_logging(args.verbose)
+    if args.command == "mount":
+        return cmd_mount(args, argv)
+    if args.command == "umount":
+        return cmd_umount(args.mountpoint)
+    if args.command == "demo":
+        return cmd_demo(args)
+    parser.print_help()
+    return 2
+
+
+def _options(raw: list[str]) -> Options | None:
+    try:
+        return parse_options(raw)
+    except ValueError as exc:
+        print(f"slfs: {exc}", file=sys.stderr)
+        return None
+
+
+def cmd_mount(args: argparse.Namespace, argv: list[str]) -> int:
+    options = _options(args.options)
+    if options is None:
+        return 2
+    if not args.foreground:
+        child = [a for a in argv if a not in ("-v", "--verbose")]
+        child.insert(child.index("mount") + 1, "-f")
+        if args.verbose:
+            child.insert(0, "-v")
+        return spawn_background(child, args.mountpoint)
+    daemon = Daemon(args.mountpoint, args.host, args.port, options)
+    return run_foreground(daemon, args.ready_fd)
+
+
+def cmd_umount(mountpoint: str) -> int:
+    real = os.path.realpath(mountpoint)
+    entry = next((e for e in read_registry() if e.get("mountpoint") == real), None)
+    if not unmount(real):
+        print(f"slfs: could not unmount {mountpoint} (is it busy? see: fuser -m {mountpoint})", file=sys.stderr)
+        return 1
+    if entry is not None:
+        # Wait for the daemon to finish its pending saves and exit.
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and registry_path(real).exists():
+            try:
+                os.kill(int(entry["pid"]), 0)
+            except OSError:
+                break
+            time.sleep(0.05)
+    return 0
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .sim import SimViewer, sample_world
+
+    options = _options(args.options)
+    if options is None:
+        return 2
+    mountpoint = Path(args.mountpoint or Path.home() / "slfs-demo").absolute()
+    mountpoint.mkdir(parents=True, exist_ok=True)
+    port = _free_port()
+    sim = SimViewer(sample_world())
+    daemon = Daemon(str(mountpoint), "127.0.0.1", port, options)
+
+    async def start_sim(nursery: object) -> None:
+        await nursery.start(sim.serve, port)  # type: ignore[attr-defined]
+
+    daemon.extensions.append(start_sim)
+    print(f"""slfs demo: simulated viewer on 127.0.0.1:{port}, mounted at {mountpoint}
+Try, in another terminal:
+  ls -l {mountpoint}                 # one folder per published object
+  cat {mountpoint}/*/*.lsl           # scripts
+  cat {mountpoint}/.slfs/status      # connection and counts
+  getfattr -d {mountpoint}/*/*.luau  # the in-world ids and state
+Press Ctrl-C here to unmount.""", flush=True)
+    return run_foreground(daemon)

@@ -1,0 +1,198 @@
+"""A mount's whole life: check the mountpoint, mount, serve, shut down in order, unmount."""
+
+from __future__ import annotations
+
+import errno
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pyfuse3
+import trio
+
+from . import paths
+from .fs.operations import Operations
+from .model.options import Options
+from .model.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+
+class MountError(Exception):
+    pass
+
+
+def fuse_options(options: Options) -> set[str]:
+    opts = set(pyfuse3.default_options)
+    opts |= {"fsname=slfs", "subtype=slfs"}
+    opts |= set(options.fuse)
+    return opts
+
+
+def is_mounted(mountpoint: str) -> bool:
+    real = os.path.realpath(mountpoint)
+    with open("/proc/self/mounts") as f:
+        return any(line.split()[1] == real for line in f if len(line.split()) > 1)
+
+
+def prepare_mountpoint(mountpoint: str) -> None:
+    """Refuse an unusable mountpoint with a clear reason; clear a stale one left by a crash."""
+    try:
+        os.stat(mountpoint)
+    except OSError as exc:
+        if exc.errno == errno.ENOTCONN:
+            log.warning("%s: stale mount of a crashed daemon (Transport endpoint is not connected); "
+                        "unmounting it", mountpoint)
+            if not unmount(mountpoint, lazy=True):
+                raise MountError(f"{mountpoint}: a stale mount is in the way and could not be removed; "
+                                 f"try: fusermount3 -u -z {mountpoint}") from None
+            os.stat(mountpoint)
+        elif exc.errno == errno.ENOENT:
+            raise MountError(f"{mountpoint}: no such directory") from None
+        else:
+            raise MountError(f"{mountpoint}: {exc.strerror}") from None
+    if not os.path.isdir(mountpoint):
+        raise MountError(f"{mountpoint}: not a directory")
+    if is_mounted(mountpoint):
+        raise MountError(f"{mountpoint}: something is already mounted here (slfs umount {mountpoint})")
+
+
+def unmount(mountpoint: str, *, lazy: bool = False) -> bool:
+    for cmd in (["fusermount3", "-u"], ["fusermount", "-u"], ["umount"]):
+        argv = [*cmd, *(["-z"] if lazy and cmd[0].startswith("fuse") else ["-l"] if lazy else []), mountpoint]
+        try:
+            res = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        except (FileNotFoundError, subprocess.TimeoutExpired):
+            continue
+        if res.returncode == 0:
+            return True
+        log.debug("%s: %s", " ".join(argv), res.stderr.strip())
+    return False
+
+
+def registry_path(mountpoint: str) -> Path:
+    return paths.runtime_dir() / "mounts" / f"{paths.mount_key(mountpoint)}.json"
+
+
+def read_registry() -> list[dict[str, Any]]:
+    """Running mounts (entries whose daemon died are skipped)."""
+    out = []
+    folder = paths.runtime_dir() / "mounts"
+    for p in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            entry = json.loads(p.read_text())
+            os.kill(int(entry["pid"]), 0)
+        except (OSError, ValueError, KeyError):
+            continue
+        out.append(entry)
+    return out
+
+
+class Daemon:
+    """One mount. `extra_tasks` run in the daemon's nursery (e.g. the demo's simulated viewer)."""
+
+    def __init__(self, mountpoint: str, host: str, port: int, options: Options) -> None:
+        self.mountpoint = os.path.realpath(mountpoint)
+        self.options = options
+        self.ws = Workspace(host, port, options)
+        self.ops = Operations(self.ws)
+        self.extensions: list[Callable[[trio.Nursery], Awaitable[None]]] = []
+
+    async def serve(self, ready: Callable[[str | None], None] = lambda _e: None) -> None:
+        prepare_mountpoint(self.mountpoint)
+        # Everything that touches the mountpoint's path happens before init: once mounted, a stat of
+        # it would wait for this very process to answer.
+        reg = registry_path(self.mountpoint)
+        pyfuse3.init(self.ops, self.mountpoint, fuse_options(self.options))
+        try:
+            async with trio.open_nursery() as nursery:
+                for ext in self.extensions:
+                    await ext(nursery)
+                await nursery.start(self.ws.run)
+                nursery.start_soon(self.ops.invalidator)
+                nursery.start_soon(self._watch_signals)
+                paths.ensure(reg.parent)
+                reg.write_text(json.dumps({"pid": os.getpid(), "mountpoint": self.mountpoint,
+                                           "endpoint": self.ws.session.endpoint, "started": time.time()}))
+                log.info("mounted %s (viewer at %s)", self.mountpoint, self.ws.session.endpoint)
+                ready(None)
+                await pyfuse3.main()
+                log.info("file system loop ended; shutting down")
+                nursery.cancel_scope.cancel()
+        finally:
+            reg.unlink(missing_ok=True)
+            pyfuse3.close(unmount=True)
+            log.info("unmounted %s; kernel references left: %d", self.mountpoint, self.ops.lookup_total())
+
+    async def _watch_signals(self) -> None:
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
+            async for signum in signals:
+                log.info("%s received: unmounting %s", signal.Signals(signum).name, self.mountpoint)
+                await self.before_exit()
+                pyfuse3.terminate()
+                return
+
+    async def before_exit(self) -> None:
+        """Hook: wait (bounded) for pending work before unmounting."""
+
+
+def run_foreground(daemon: Daemon, ready_fd: int | None = None) -> int:
+    def ready(error: str | None) -> None:
+        if ready_fd is not None:
+            try:
+                os.write(ready_fd, (f"error: {error}" if error else "ok").encode() + b"\n")
+                os.close(ready_fd)
+            except OSError:
+                pass
+
+    try:
+        trio.run(daemon.serve, ready)
+    except MountError as exc:
+        log.error("%s", exc)
+        ready(str(exc))
+        return 1
+    except RuntimeError as exc:  # pyfuse3.init failures (permissions, no /dev/fuse)
+        log.error("mount failed: %s", exc)
+        ready(f"mount failed: {exc}")
+        return 1
+    return 0
+
+
+def spawn_background(argv: list[str], mountpoint: str, timeout: float = 30.0) -> int:
+    """Start `slfs mount -f` detached and return once it reports the mount live (or failed)."""
+    log_dir = paths.ensure(paths.state_dir())
+    log_file = log_dir / f"mount-{paths.mount_key(mountpoint)}.log"
+    rfd, wfd = os.pipe()
+    with open(log_file, "ab") as logf:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "slfs", *argv, "--ready-fd", str(wfd)],
+            stdin=subprocess.DEVNULL, stdout=logf, stderr=logf, pass_fds=(wfd,), start_new_session=True,
+        )
+    os.close(wfd)
+    deadline = time.monotonic() + timeout
+    buf = b""
+    with os.fdopen(rfd, "rb") as r:
+        os.set_blocking(r.fileno(), True)
+        while time.monotonic() < deadline:
+            chunk = r.read1(4096) if hasattr(r, "read1") else r.read(4096)
+            if not chunk:
+                break
+            buf += chunk
+            if b"\n" in buf:
+                break
+    msg = buf.decode(errors="replace").strip()
+    if msg == "ok":
+        print(f"slfs: mounted {mountpoint} (pid {proc.pid}, log {log_file})")
+        return 0
+    if not msg:
+        code = proc.poll()
+        msg = f"daemon exited with status {code}" if code is not None else "no answer from the daemon"
+    print(f"slfs: {msg.removeprefix('error: ')} (log: {log_file})", file=sys.stderr)
+    return 1

@@ -1,0 +1,141 @@
+"""How in-world names become file names, and back.
+
+Rules (documented in slfs(5)):
+- `/` in any name is shown as U+2215 DIVISION SLASH and mapped back when a name is sent.
+- Scripts get `.lsl` (subtype 0) or `.luau` (subtype 1); notecards keep their name verbatim.
+- A child prim is a directory named `<link name>@<first 8 hex digits of its UUID>`: unique among
+  siblings however many share a name, and unchanged when link numbers move.
+- When several entries of one folder want the same file name (two objects called "Box", a notecard
+  `x.lsl` beside a script `x`, names differing only in `/` versus U+2215), the one whose UUID sorts
+  first keeps the plain name and the others get `@<uuid prefix>` before their extension. The tag is
+  derived from the UUID alone, so it is deterministic and never moves when unrelated entries come and
+  go; a tagged name maps back to its item through the tag.
+- Names the file system cannot hold (empty, `.`, `..`, `.slfs`, longer than 255 bytes) are tagged too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Protocol
+
+SLASH_STANDIN = "\u2215"
+CONTROL_DIR = ".slfs"
+SCRIPT_EXTENSIONS = {".lsl": 0, ".luau": 1}
+_TAG_LEN = 8
+_RESERVED = {"", ".", "..", CONTROL_DIR}
+MAX_NAME_BYTES = 255
+# Limits the viewer puts on inventory names.
+MAX_SL_NAME_BYTES = 63
+
+
+def to_fs(name: str) -> str:
+    """An in-world name as it appears on disk (without extension or tag)."""
+    return name.replace("/", SLASH_STANDIN).replace("\0", " ")
+
+
+def to_sl(name: str) -> str:
+    """A name from disk as it is sent to the viewer."""
+    return name.replace(SLASH_STANDIN, "/")
+
+
+def extension_for(item_type: str, subtype: int | None) -> str:
+    if item_type != "script":
+        return ""
+    return ".luau" if subtype == 1 else ".lsl"
+
+
+def item_file_name(name: str, item_type: str, subtype: int | None) -> str:
+    return to_fs(name) + extension_for(item_type, subtype)
+
+
+def tag_of(uuid: str, length: int = _TAG_LEN) -> str:
+    return uuid.replace("-", "")[:length].lower()
+
+
+def tagged(base: str, ext: str, uuid: str, length: int = _TAG_LEN) -> str:
+    return f"{base}@{tag_of(uuid, length)}{ext}"
+
+
+def prim_dir_name(link_name: str, prim_id: str) -> str:
+    return tagged(to_fs(link_name) or "prim", "", prim_id)
+
+
+def split_ext(file_name: str) -> tuple[str, str]:
+    """Split a file name into (stem, script extension); the extension is '' for notecards."""
+    for ext in SCRIPT_EXTENSIONS:
+        if file_name.endswith(ext) and len(file_name) > len(ext):
+            return file_name[: -len(ext)], ext
+    return file_name, ""
+
+
+_TAG_RE = re.compile(r"^(?P<stem>.*)@(?P<tag>[0-9a-f]{8,32})$")
+
+
+def strip_tag(stem: str) -> tuple[str, str | None]:
+    """`Box@1a2b3c4d` -> ('Box', '1a2b3c4d'); an untagged stem -> (stem, None)."""
+    m = _TAG_RE.match(stem)
+    if not m:
+        return stem, None
+    return m.group("stem"), m.group("tag")
+
+
+def fits_fs(name: str) -> bool:
+    return name not in _RESERVED and len(name.encode("utf-8", "surrogateescape")) <= MAX_NAME_BYTES
+
+
+class Named(Protocol):
+    """What the collision resolver needs of an entry."""
+
+    @property
+    def uuid(self) -> str: ...
+    @property
+    def wanted_base(self) -> str: ...   # file name without extension
+    @property
+    def wanted_ext(self) -> str: ...
+    @property
+    def always_tagged(self) -> bool: ...
+
+
+def resolve(entries: Iterable[Named], reserved: Iterable[str] = ()) -> dict[str, Named]:
+    """Give every entry a distinct file name; returns name -> entry.
+
+    Always-tagged entries (child prims) are placed first so an item can never take their name.
+    Among entries wanting the same name, the lowest UUID keeps it; the rest are tagged.
+    """
+    out: dict[str, Named] = {}
+    taken = set(reserved)
+    ordered = sorted(entries, key=lambda e: (not e.always_tagged, e.uuid))
+    wanted: dict[str, list[Named]] = {}
+    for e in ordered:
+        if e.always_tagged:
+            _place(out, taken, e, e.wanted_base, e.wanted_ext, tag_first=True)
+        else:
+            wanted.setdefault(e.wanted_base + e.wanted_ext, []).append(e)
+    for plain, group in sorted(wanted.items()):
+        for i, e in enumerate(group):
+            _place(out, taken, e, e.wanted_base, e.wanted_ext, tag_first=i > 0 or not fits_fs(plain))
+    return out
+
+
+def _place(out: dict[str, Named], taken: set[str], e: Named, base: str, ext: str, *, tag_first: bool) -> None:
+    candidates: list[str] = [] if tag_first else [base + ext]
+    length = _TAG_LEN
+    while length <= 32:
+        candidates.append(tagged(_shorten(base, ext), ext, e.uuid, length))
+        length += 8
+    for name in candidates:
+        if name not in taken and fits_fs(name):
+            taken.add(name)
+            out[name] = e
+            return
+    raise ValueError(f"cannot name entry {e.uuid}")  # two entries with one UUID: a viewer bug
+
+
+def _shorten(base: str, ext: str) -> str:
+    """Keep tagged names within NAME_MAX (in-world names are short; this guards odd payloads)."""
+    budget = MAX_NAME_BYTES - len(ext.encode()) - 34
+    raw = base.encode("utf-8", "surrogateescape")
+    if len(raw) <= budget:
+        return base
+    return raw[:budget].decode("utf-8", "ignore")

@@ -1,0 +1,60 @@
+"""Mount options (`-o name=value,...`), parsed and validated in one place."""
+
+from __future__ import annotations
+
+import attrs
+
+VM_CHOICES = ("mono", "lsl2", "luau")
+
+
+@attrs.frozen(kw_only=True)
+class Options:
+    prefetch: int = 16  # concurrent content fetches started by a prim's first listing; 0 disables
+    delete_grace: float = 3.0  # seconds an rm waits for a re-create before deleting in-world
+    vm: str = "mono"  # vm of new .lsl scripts
+    open_cmd: str | None = None  # argv template run on editor.open_file (never through a shell)
+    attr_timeout: float = 60.0  # kernel attribute/entry cache for names and sizes slfs knows
+    save_retries: int = 4  # transient "Item not found" retries of a save
+    shutdown_grace: float = 20.0  # how long SIGTERM waits for pending saves
+    fuse: tuple[str, ...] = ()  # options passed through to the kernel (allow_other, ...)
+
+
+_FLOAT = {"delete_grace", "attr_timeout", "shutdown_grace"}
+_INT = {"prefetch", "save_retries"}
+_PASSTHROUGH = {"allow_other", "allow_root", "default_permissions", "ro", "rw", "noatime", "auto_unmount"}
+
+
+def parse_options(items: list[str]) -> Options:
+    """Parse `-o` values (each may be a comma-separated list). Raises ValueError with the reason."""
+    kw: dict[str, object] = {}
+    fuse: list[str] = []
+    for group in items:
+        for opt in filter(None, (o.strip() for o in group.split(","))):
+            name, sep, value = opt.partition("=")
+            if name in _INT:
+                try:
+                    kw[name] = int(value)
+                except ValueError:
+                    raise ValueError(f"-o {name} needs an integer, got {value!r}") from None
+                if int(value) < 0:
+                    raise ValueError(f"-o {name} must not be negative")
+            elif name in _FLOAT:
+                try:
+                    kw[name] = float(value)
+                except ValueError:
+                    raise ValueError(f"-o {name} needs a number of seconds, got {value!r}") from None
+                if float(value) < 0:
+                    raise ValueError(f"-o {name} must not be negative")
+            elif name == "vm":
+                if value not in VM_CHOICES:
+                    raise ValueError(f"-o vm must be one of {', '.join(VM_CHOICES)}")
+                kw["vm"] = value
+            elif name == "open_cmd":
+                if not sep or not value.strip():
+                    raise ValueError("-o open_cmd needs a command, e.g. open_cmd='code -g {path}:{line}'")
+                kw["open_cmd"] = value
+            elif name in _PASSTHROUGH:
+                fuse.append(opt)
+            else:
+                raise ValueError(f"unknown mount option {name!r}")
+    return Options(fuse=tuple(fuse), **kw)  # type: ignore[arg-type]

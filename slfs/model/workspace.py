@@ -1,0 +1,255 @@
+"""The model's live side: the tree fed by the session, content fetched on demand, status.
+
+Concurrency (trio): code between two awaits is atomic. Session callbacks run on the session's
+reader task and only touch in-memory state; anything that needs I/O is started in the
+workspace's own nursery. Content fetches of one item are coalesced: the first caller fetches,
+the others wait on its event.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import trio
+
+from ..protocol.errors import RpcError
+from ..protocol.types import (
+    CompilationResult,
+    ContentGetResponse,
+    ObjectUnpublish,
+    ObjectUpdate,
+    PublishedObject,
+    RuntimeDebug,
+    RuntimeError_,
+    SyntaxChange,
+)
+from ..session import CONNECTED, NotConnected, SessionInfo, ViewerSession
+from .errors import FsError, from_rpc
+from .options import Options
+from .tree import Folder, Invalidation, Item, Tree
+
+log = logging.getLogger(__name__)
+
+
+@attrs.define
+class _Fetch:
+    done: trio.Event = attrs.field(factory=trio.Event)
+    error: FsError | None = None
+
+
+class Workspace:
+    """Everything the file system shows, kept current from the viewer."""
+
+    def __init__(self, host: str, port: int, options: Options | None = None, **session_kw: Any) -> None:
+        self.options = options or Options()
+        self._inval_send, self.invalidations = trio.open_memory_channel[Invalidation](math.inf)
+        self.tree = Tree(on_invalidate=self._invalidate)
+        self.tree.on_stale = self._on_stale
+        self.session = ViewerSession(self, host, port, **session_kw)
+        self.info: SessionInfo | None = None
+        self.state = "connecting"
+        self.state_detail = "starting"
+        self.last_error = ""
+        self.started_at = time.time()
+        self._fetches: dict[int, _Fetch] = {}
+        self._nursery: trio.Nursery | None = None
+        self._prefetch_limit = trio.CapacityLimiter(max(1, self.options.prefetch))
+        self.fetch_count = 0
+        # Hooks for the layers above (events, sidecars); each takes one event dict.
+        self.event_sinks: list[Callable[[dict[str, Any]], None]] = []
+
+    # --- life -------------------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            await nursery.start(self.session.run)
+            task_status.started()
+            await trio.sleep_forever()
+
+    def spawn(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Start a background task owned by the workspace (no-op before run())."""
+        if self._nursery is not None:
+            self._nursery.start_soon(fn, *args)
+
+    @property
+    def connected(self) -> bool:
+        return self.session.state == CONNECTED
+
+    def _invalidate(self, inv: Invalidation) -> None:
+        self._inval_send.send_nowait(inv)
+
+    def emit(self, kind: str, **fields: Any) -> None:
+        event = {"time": time.time(), "type": kind, **fields}
+        for sink in self.event_sinks:
+            try:
+                sink(event)
+            except Exception:
+                log.exception("event sink failed on %s", kind)
+
+    def note_error(self, message: str) -> None:
+        """Record a user-visible failure for `.slfs/status` and the log."""
+        self.last_error = f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {message}"
+        log.warning("%s", message)
+
+    # --- SessionListener --------------------------------------------------------------------
+
+    def on_connected(self, info: SessionInfo, objects: list[PublishedObject]) -> None:
+        self.info = info
+        self.tree.replace_all(objects)
+        log.info("connected to %s %s as %s: %d objects", info.viewer_name, info.viewer_version,
+                 info.agent_name, len(objects))
+        self.emit("connected", viewer=info.viewer_name, version=info.viewer_version,
+                  agent=info.agent_name, objects=len(objects))
+
+    def on_disconnected(self, reason: str) -> None:
+        self.emit("disconnected", reason=reason)
+
+    def on_state(self, state: str, detail: str) -> None:
+        self.state = state
+        self.state_detail = detail
+        if state == "disconnected":
+            self.last_error = f"{time.strftime('%Y-%m-%dT%H:%M:%S')} disconnected: {detail}"
+
+    def on_publish(self, obj: PublishedObject) -> None:
+        self.tree.publish(obj)
+        self.emit("publish", object_id=obj.object_id, name=obj.object_name)
+
+    def on_unpublish(self, msg: ObjectUnpublish) -> None:
+        if self.tree.unpublish(msg.object_id):
+            self.emit("unpublish", object_id=msg.object_id, reason=msg.reason)
+
+    def on_update(self, msg: ObjectUpdate) -> None:
+        if not self.tree.update(msg):
+            log.info("update for unpublished object %s ignored", msg.object_id)
+
+    def on_runtime_debug(self, msg: RuntimeDebug) -> None:
+        self.emit("runtime.debug", object_id=msg.object_id, prim_id=msg.prim_id, item_id=msg.item_id,
+                  object_name=msg.object_name, channel=msg.channel, message=msg.message)
+
+    def on_runtime_error(self, msg: RuntimeError_) -> None:
+        self.emit("runtime.error", object_id=msg.object_id, prim_id=msg.prim_id, item_id=msg.item_id,
+                  object_name=msg.object_name, message=msg.message, error=msg.error, line=msg.line,
+                  column=msg.column, stack=list(msg.stack))
+
+    def on_syntax_change(self, msg: SyntaxChange) -> None:
+        self.emit("syntax.change", id=msg.id)
+
+    def on_compiled(self, msg: CompilationResult) -> None:
+        self.emit("script.compiled", script_id=msg.script_id, success=msg.success)
+
+    def on_editor_command(self, command: str, params: dict[str, Any]) -> None:
+        self.emit("viewer.command", command=command, params=params)
+
+    # --- calls ------------------------------------------------------------------------------
+
+    async def call(self, what: str, method: str, params: dict[str, Any], result_type: type[Any] | None = None,
+                   *, timeout: float | None = None) -> Any:
+        """Call the viewer; every failure becomes an FsError with a clear errno and message."""
+        try:
+            if result_type is None:
+                return await self.session.call(method, params, timeout=timeout)
+            return await self.session.call_typed(method, params, result_type, timeout=timeout)
+        except NotConnected as exc:
+            raise FsError(errno.EIO, f"{what}: not connected to the viewer ({exc.message})") from None
+        except RpcError as exc:
+            raise from_rpc(exc, what) from None
+
+    # --- content ----------------------------------------------------------------------------
+
+    async def read_content(self, item: Item) -> bytes:
+        """The item's current content, fetched once and cached. Offline, the last known content."""
+        for _attempt in range(4):
+            if item.content is not None and item.content_valid:
+                return item.content
+            if not item.readable:
+                raise FsError(errno.EACCES, f"{self.tree.path_of(item)}: script is not readable "
+                              "(needs copy and modify permission)")
+            if not self.connected:
+                if item.content is not None:
+                    return item.content
+                raise FsError(errno.EIO, f"{self.tree.path_of(item)}: not connected to the viewer "
+                              f"({self.session.state_detail})")
+            fetch = self._fetches.get(item.inode)
+            if fetch is not None:
+                await fetch.done.wait()
+                if fetch.error is not None:
+                    raise fetch.error
+                continue
+            fetch = self._fetches[item.inode] = _Fetch()
+            try:
+                await self._fetch(item)
+            except FsError as exc:
+                fetch.error = exc
+                raise
+            finally:
+                fetch.done.set()
+                del self._fetches[item.inode]
+        if item.content is not None:
+            return item.content  # changing faster than we can read it: serve the newest we have
+        raise FsError(errno.EIO, f"{self.tree.path_of(item)}: content keeps changing")
+
+    async def _fetch(self, item: Item) -> None:
+        assert item.folder is not None
+        generation = item.generation
+        path = self.tree.path_of(item)
+        res: ContentGetResponse = await self.call(
+            f"read {path}", "object.content.get", {"prim_id": item.folder.uuid, "item_id": item.uuid},
+            ContentGetResponse,
+        )
+        self.fetch_count += 1
+        self.set_content(item, res.content.encode("utf-8", "replace"), valid=generation == item.generation)
+
+    def set_content(self, item: Item, data: bytes, *, valid: bool) -> None:
+        """Record content; mtime moves only when the bytes differ from what was known before."""
+        changed = item.content is not None and item.content != data
+        item.content = data
+        item.content_valid = valid
+        if changed:
+            item.mtime_ns = time.time_ns()
+        self.tree.invalidate_item(item, data=changed)
+
+    def _on_stale(self, item: Item) -> None:
+        # Refetch items someone has read, so sizes stay exact without a stat waiting on the viewer.
+        self.spawn(self._refetch, item)
+
+    async def _refetch(self, item: Item) -> None:
+        async with self._prefetch_limit:
+            if item.attached and not item.content_valid:
+                try:
+                    await self.read_content(item)
+                except FsError as exc:
+                    log.debug("refetch of %s failed: %s", item.uuid, exc)
+
+    def start_prefetch(self, folder: Folder) -> None:
+        """The first listing of a prim fetches its items, `prefetch` at a time."""
+        if folder.listed:
+            return
+        folder.listed = True
+        if self.options.prefetch <= 0 or not self.connected:
+            return
+        for item in list(folder.items.values()):
+            if item.readable and item.content is None:
+                self.spawn(self._refetch, item)
+
+    # --- status -----------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        info = self.info
+        out: dict[str, Any] = {
+            "state": self.state,
+            "state_detail": self.state_detail,
+            "endpoint": self.session.endpoint,
+        }
+        if info is not None:
+            out.update(viewer=info.viewer_name, viewer_version=info.viewer_version,
+                       agent=info.agent_name, agent_id=info.agent_id)
+        out.update(objects=len(self.tree.objects), items=self.tree.item_count, content_fetches=self.fetch_count)
+        out["last_error"] = self.last_error or "none"
+        return out
