@@ -136,6 +136,16 @@ class Daemon:
             async for signum in signals:
                 log.info("%s received: unmounting %s", signal.Signals(signum).name, self.mountpoint)
                 await self.before_exit()
+                # Unmount through the kernel while the loop still runs, so it hands back every
+                # reference (forget) before it ends the session; a busy mount is detached lazily.
+                for argv in (["fusermount3", "-u", self.mountpoint], ["fusermount3", "-u", "-z", self.mountpoint]):
+                    try:
+                        res = await trio.run_process(argv, check=False, capture_stdout=True, capture_stderr=True)
+                    except OSError:
+                        break
+                    if res.returncode == 0:
+                        return
+                    log.warning("%s: %s", " ".join(argv), res.stderr.decode(errors="replace").strip())
                 pyfuse3.terminate()
                 return
 

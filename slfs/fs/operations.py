@@ -79,6 +79,7 @@ class Operations(pyfuse3.Operations):
         self._fh = itertools.count(1)
         self._fault = os.environ.get(FAULT_ENV, "")
         self.mounted_at_ns = time.time_ns()
+        ws.extra_status = lambda: {"kernel_refs": self.lookup_total()}  # type: ignore[method-assign]
 
     # --- kernel cache invalidation ------------------------------------------------------------
 

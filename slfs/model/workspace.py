@@ -252,4 +252,9 @@ class Workspace:
                        agent=info.agent_name, agent_id=info.agent_id)
         out.update(objects=len(self.tree.objects), items=self.tree.item_count, content_fetches=self.fetch_count)
         out["last_error"] = self.last_error or "none"
+        out.update(self.extra_status())
         return out
+
+    def extra_status(self) -> dict[str, Any]:
+        """Hook for the layers above (pending saves, recovery folder, kernel references)."""
+        return {}
