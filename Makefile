@@ -1,0 +1,41 @@
+# slfs: set-up, demo, tests. `bash .ci/setup` does what `make setup` does, for machines without make.
+VENV ?= .venv
+BIN := $(VENV)/bin
+export SLFS_VENV := $(abspath $(VENV))
+
+.PHONY: setup demo test lint typecheck pytest bench clean
+
+# Debian packages that are missing (as root or with sudo), then $(VENV) with `pip install -e '.[test]'`.
+setup:
+	@bash .ci/setup
+
+# The built-in simulated viewer and its sample world, mounted at ~/slfs-demo (Ctrl-C unmounts).
+demo: setup
+	$(BIN)/slfs demo
+
+# ruff + mypy + the whole test suite. Runs all three and fails if any failed. `.ci/run` runs this.
+test: setup
+	@rc=0; \
+	echo "==> ruff check slfs tests"; $(BIN)/ruff check slfs tests || rc=1; \
+	echo "==> mypy slfs"; $(BIN)/mypy slfs || rc=1; \
+	echo "==> pytest -q"; $(BIN)/pytest -q || rc=1; \
+	exit $$rc
+
+lint: setup
+	$(BIN)/ruff check slfs tests
+	$(BIN)/mypy slfs
+
+typecheck: setup
+	$(BIN)/mypy slfs
+
+pytest: setup
+	$(BIN)/pytest -q
+
+# Benchmark scripts (not tests): each prints its figures.
+bench: setup
+	@set -e; found=0; for f in tests/bench/*.py; do \
+		[ -e "$$f" ] || continue; found=1; echo "==> $$f"; $(BIN)/python "$$f"; \
+	done; [ $$found = 1 ] || echo "no benchmarks under tests/bench/"
+
+clean:
+	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache .hypothesis
