@@ -1,0 +1,164 @@
+"""The daemon's life: -f and background mode, umount, a stale mountpoint; parallel readers."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+
+from e2e.harness import Mount, MountFactory, is_mounted
+from e2e.worlds import item, u
+from slfs.sim.world import world_from_json
+
+pytestmark = pytest.mark.fuse
+
+
+def registry(m: Mount) -> list[dict[str, object]]:
+    folder = Path(m.env["XDG_RUNTIME_DIR"]) / "slfs" / "mounts"
+    return [json.loads(p.read_text()) for p in folder.glob("*.json")] if folder.is_dir() else []
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie is dead for our purposes
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+async def test_foreground_signal_unmounts_cleanly(mounted: Mount, sig: int) -> None:
+    m = mounted
+    await m.run("ls", "-lR", m.mnt)
+    await m.run("cat", m.path("Hello Cube/Hello.lsl"))
+    code = await m.stop_daemon(sig)
+    assert code == 0
+    assert not is_mounted(m.mnt)
+    log = m.log_text()
+    refs = re.search(r"unmounted .*; kernel references left: (\d+)", log)
+    assert refs is not None, log
+    # slfs claims unmounting through the kernel hands every reference back (forget) first
+    assert int(refs.group(1)) == 0, f"clean unmount left {refs.group(1)} kernel references"
+    m.assert_clean_log()
+
+
+async def test_unmount_after_drop_caches_reports_zero_refs(mounted: Mount) -> None:
+    """When the kernel has forgotten everything before the unmount, the daemon's count is 0."""
+    m = mounted
+    if not os.access("/proc/sys/vm/drop_caches", os.W_OK):
+        pytest.skip("needs root to drop the kernel's caches")
+    await m.run("ls", "-lR", m.mnt)
+    await m.run("cat", m.path("Hello Cube/Hello.lsl"))
+    await m.sh("sync; echo 3 > /proc/sys/vm/drop_caches")
+    assert await m.stop_daemon() == 0
+    assert "kernel references left: 0" in m.log_text()
+
+
+async def test_background_mode_and_umount(mount_factory: MountFactory) -> None:
+    m = await mount_factory(start=False)
+    slfs = [sys.executable, "-m", "slfs"]
+    pid = None
+    try:
+        with trio.fail_after(20):
+            res = await m.run(*slfs, "mount", "--port", str(m.port), m.mnt)
+        assert b"mounted" in res.stdout
+        assert is_mounted(m.mnt)
+        entries = registry(m)
+        assert len(entries) == 1 and entries[0]["mountpoint"] == os.path.realpath(m.mnt)
+        pid = int(entries[0]["pid"])  # type: ignore[call-overload]
+        assert alive(pid)
+        await m.wait_live("connected")
+        assert "Hello Cube" in await m.out("ls", m.mnt)
+        with trio.fail_after(20):
+            await m.run(*slfs, "umount", m.mnt)
+        assert not is_mounted(m.mnt)
+        await m.wait_for(lambda: _dead(pid), 10, "daemon exited")
+        assert registry(m) == []
+        log = Path(m.env["XDG_STATE_HOME"]) / "slfs"
+        logs = list(log.glob("mount-*.log"))
+        assert logs and "Traceback" not in logs[0].read_text()
+    finally:
+        if pid is not None and alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+async def _dead(pid: int) -> bool:
+    return not alive(pid)
+
+
+async def test_background_mount_reports_failure(mount_factory: MountFactory) -> None:
+    m = await mount_factory(start=False)
+    res = await m.run(
+        sys.executable, "-m", "slfs", "mount", "--port", str(m.port), m.mnt / "nope", check=False
+    )
+    assert res.returncode == 1 and b"no such directory" in res.stderr
+
+
+async def test_stale_mountpoint_after_kill_9(mounted: Mount) -> None:
+    m = mounted
+    await m.run("ls", m.mnt)
+    await m.stop_daemon(signal.SIGKILL)
+    res = await m.run("ls", m.mnt, check=False)
+    assert res.returncode != 0 and b"Transport endpoint is not connected" in res.stderr
+    await m.start_daemon()
+    assert "Hello Cube" in await m.out("ls", m.mnt)
+    assert "stale mount" in m.log_text()
+
+
+def parallel_world() -> object:
+    items = [
+        item(u(i + 1), f"note {i}", content=f"note {i}\n" + f"{i:04d} " * (50 + 40 * i) + "\n")
+        for i in range(16)
+    ]
+    items += [
+        item(u(i + 101), f"s{i}", "script", f"// script {i} \u2713\n" * (10 + i) + "default { }\n")
+        for i in range(16)
+    ]
+    return world_from_json({"objects": [{"object_id": u(1, "b"), "object_name": "P", "inventory": items}]})
+
+
+async def test_32_parallel_readers(mount_factory: MountFactory) -> None:
+    world = parallel_world()
+    m = await mount_factory(world, sim_kwargs={"method_latency_ms": {"object.content.get": 30}})
+    assert m.sim is not None
+    want = {}
+    for it in m.sim.world.objects[u(1, "b")].root.inventory:
+        name = it.name + (".lsl" if it.type == "script" else "")
+        want[str(m.path("P", name))] = it.content.encode()
+    paths = sorted(want)
+    assert len(paths) == 32
+
+    def reader(i: int) -> list[tuple[str, bool]]:
+        out = []
+        # every thread reads its own file first (concurrent cold fetches), then a shared one
+        for path in (paths[i], paths[(i * 7) % 32], paths[0]):
+            res = subprocess.run(["cat", path], capture_output=True, timeout=30, check=False)
+            out.append((path, res.returncode == 0 and res.stdout == want[path]))
+        return out
+
+    results: list[list[tuple[str, bool]]] = [[] for _ in range(32)]
+
+    async def one(i: int) -> None:
+        results[i] = await trio.to_thread.run_sync(reader, i, limiter=trio.CapacityLimiter(1))
+
+    with trio.fail_after(60):
+        async with trio.open_nursery() as n:
+            for i in range(32):
+                n.start_soon(one, i)
+    bad = [(p, ok) for r in results for p, ok in r if not ok]
+    assert not bad
+    # one fetch per item: concurrent reads of one file were coalesced
+    gets = [p["item_id"] for meth, p in m.sim.calls if meth == "object.content.get"]
+    assert len(gets) == len(set(gets)) == 32
