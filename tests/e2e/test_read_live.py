@@ -76,13 +76,13 @@ async def test_publish_update_unpublish_visible_within_1s(mounted: Mount) -> Non
 async def _has(m: Mount, *folder: str, want: str | None = None, absent: str | None = None) -> bool:
     """`folder` lists `want` (which resolves by path) and neither lists nor resolves `absent`."""
     listing = await ls(m, *folder)
-    if want is not None:
-        if want not in listing or (await m.run("stat", m.path(*folder, want), check=False)).returncode != 0:
-            return False
-    if absent is not None:
-        if absent in listing or (await m.run("stat", m.path(*folder, absent), check=False)).returncode == 0:
-            return False
-    return True
+    if want is not None and (want not in listing or not await _resolves(m, *folder, want)):
+        return False
+    return absent is None or (absent not in listing and not await _resolves(m, *folder, absent))
+
+
+async def _resolves(m: Mount, *parts: str) -> bool:
+    return (await m.run("stat", m.path(*parts), check=False)).returncode == 0
 
 
 async def test_child_names_stable_across_link_unlink(mounted: Mount) -> None:
