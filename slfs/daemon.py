@@ -150,7 +150,13 @@ class Daemon:
                 return
 
     async def before_exit(self) -> None:
-        """Hook: wait (bounded) for pending work before unmounting."""
+        """Wait (bounded) for pending saves and deletes, so nothing a program wrote is dropped."""
+        writer = self.ops.writer
+        if writer.pending_saves:
+            log.info("waiting for %d pending save(s)", writer.pending_saves)
+        if not await writer.wait_idle(self.options.shutdown_grace):
+            log.error("%d save(s) still pending after %.0f s; unmounting anyway", writer.pending_saves,
+                      self.options.shutdown_grace)
 
 
 def run_foreground(daemon: Daemon, ready_fd: int | None = None) -> int:

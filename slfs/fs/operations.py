@@ -24,9 +24,11 @@ import trio
 
 from ..model import names
 from ..model.errors import FsError
-from ..model.tree import ROOT_INODE, EntryChanged, Folder, InodeChanged, Item, Node
+from ..model.naming_rules import is_local_name, parse_remote_name
+from ..model.tree import ROOT_INODE, EntryChanged, Folder, InodeChanged, Item, Local, Node, Scratch
 from ..model.workspace import Workspace
-from .control import DIR, FILE, LINK, Control, Virtual
+from ..model.writes import Writer
+from .control import FILE, LINK, Control, Virtual
 
 log = logging.getLogger(__name__)
 
@@ -46,9 +48,14 @@ def _guarded(fn: F) -> F:
         except pyfuse3.FUSEError:
             raise
         except FsError as exc:
-            if exc.errno not in (errno.ENOENT, errno.ENODATA, errno.EOPNOTSUPP):
+            if exc.errno not in (errno.ENOENT, errno.ENODATA, errno.EOPNOTSUPP, errno.EEXIST) and exc.message:
                 log.warning("%s: %s", fn.__name__, exc.message)
             raise pyfuse3.FUSEError(exc.errno) from None
+        except OSError as exc:
+            # The local overlay is a plain directory: its errors are the program's answer.
+            if exc.errno is None:
+                log.exception("unexpected OSError in %s", fn.__name__)
+            raise pyfuse3.FUSEError(exc.errno or errno.EIO) from None
         except Exception:
             log.exception("unexpected error in %s%r; answering EIO", fn.__name__, args[:2])
             raise pyfuse3.FUSEError(errno.EIO) from None
@@ -56,10 +63,16 @@ def _guarded(fn: F) -> F:
     return cast(F, wrapper)
 
 
+RENAME_NOREPLACE = 1
+RENAME_EXCHANGE = 2
+
+
 @attrs.define(eq=False)
 class Handle:
-    node: Item | Virtual
-    data: bytes = b""
+    inode: int
+    data: bytes = b""  # snapshot for read-only opens of items and control files
+    fd: int = -1  # overlay files
+    writable: bool = False
 
 
 class Operations(pyfuse3.Operations):
@@ -72,6 +85,7 @@ class Operations(pyfuse3.Operations):
         self.ws = ws
         self.tree = ws.tree
         self.control = Control(ws)
+        self.writer = Writer(ws)
         self.uid = os.getuid()
         self.gid = os.getgid()
         self._handles: dict[int, Handle] = {}
@@ -79,7 +93,11 @@ class Operations(pyfuse3.Operations):
         self._fh = itertools.count(1)
         self._fault = os.environ.get(FAULT_ENV, "")
         self.mounted_at_ns = time.time_ns()
-        ws.extra_status = lambda: {"kernel_refs": self.lookup_total()}  # type: ignore[method-assign]
+        ws.extra_status = lambda: {  # type: ignore[method-assign]
+            "pending_saves": self.writer.pending_saves,
+            "last_recovery": self.writer.last_recovery or "none",
+            "kernel_refs": self.lookup_total(),
+        }
 
     # --- kernel cache invalidation ------------------------------------------------------------
 
@@ -130,9 +148,28 @@ class Operations(pyfuse3.Operations):
                 mode = 0
             a.st_mode = stat.S_IFREG | mode
             a.st_size = size
-            a.st_nlink = 1
+            a.st_nlink = 1 if node.attached else 0
             mtime = node.mtime_ns
             a.st_ctime_ns = max(node.ctime_ns, mtime)
+        elif isinstance(node, Scratch):
+            a.st_mode = stat.S_IFREG | node.mode
+            a.st_size = len(node.data)
+            a.st_nlink = 1 if node.folder is not None else 0
+            a.attr_timeout = a.entry_timeout = 1
+            mtime = node.mtime_ns
+            a.st_ctime_ns = mtime
+        elif isinstance(node, Local):
+            st = os.lstat(node.path)
+            a.st_mode = st.st_mode
+            a.st_size = st.st_size
+            a.st_nlink = st.st_nlink
+            a.st_uid, a.st_gid = st.st_uid, st.st_gid
+            a.attr_timeout = a.entry_timeout = 1
+            a.st_ctime_ns = st.st_ctime_ns
+            a.st_atime_ns = st.st_atime_ns
+            a.st_mtime_ns = st.st_mtime_ns
+            a.st_blocks = st.st_blocks
+            return a
         elif isinstance(node, Folder):
             mode = 0o755 if node.writable else 0o555
             a.st_mode = stat.S_IFDIR | mode
@@ -162,8 +199,70 @@ class Operations(pyfuse3.Operations):
 
     def _counted(self, node: Node | Virtual) -> pyfuse3.EntryAttributes:
         """Attributes for a reply that hands the kernel a reference (lookup, create, readdirplus)."""
+        attr = self._attrs(node)
         node.lookups += 1
-        return self._attrs(node)
+        return attr
+
+    # --- the local overlay ---------------------------------------------------------------------
+
+    def _overlay_path(self, parent: Node) -> str | None:
+        if isinstance(parent, Local):
+            return parent.path
+        if isinstance(parent, Folder):
+            return str(self.writer.overlay_dir(parent))
+        return None
+
+    def _local(self, parent: Node, name: str) -> Local | None:
+        base = self._overlay_path(parent)
+        if base is None:
+            return None
+        path = os.path.join(base, name)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return None
+        return self._local_node(parent, name, path, st)
+
+    def _local_node(self, parent: Node, name: str, path: str, st: os.stat_result | None = None) -> Local:
+        # Keyed by path, not by the disk inode: hard links (git's objects) get inodes of their own,
+        # so unlinking one name never leaves another pointing at a removed path.
+        key = f"local:{path}"
+        ino = self.tree.inode_for(key)
+        node = self.tree.node(ino)
+        if not isinstance(node, Local):
+            node = Local(inode=ino, uuid=key, name=name, path=path, local_parent=parent)
+            self.tree.add_node(node)
+        node.name, node.local_parent = name, parent
+        return node
+
+    def _move_local_keys(self, old_path: str, new_path: str) -> None:
+        """After a rename on disk, the node (and for a directory everything below) follows."""
+        moved = {}
+        for key, ino in list(self.tree._inodes.items()):
+            if not key.startswith("local:"):
+                continue
+            path = key[6:]
+            if path == old_path or path.startswith(old_path + "/"):
+                del self.tree._inodes[key]
+                moved["local:" + new_path + path[len(old_path):]] = ino
+        for key, ino in moved.items():
+            self.tree._inodes[key] = ino
+            node = self.tree.node(ino)
+            if isinstance(node, Local):
+                node.uuid, node.path = key, key[6:]
+
+    def _forget_local(self, node: Local) -> None:
+        """The disk file is gone: its (st_dev, st_ino) may be reused by another file."""
+        if self.tree._inodes.get(node.uuid) == node.inode:
+            del self.tree._inodes[node.uuid]
+        node.local_parent = None
+
+    def _ensure_overlay(self, parent: Node) -> str:
+        base = self._overlay_path(parent)
+        if base is None:
+            raise FsError(errno.EPERM, "")
+        os.makedirs(base, mode=0o755, exist_ok=True)
+        return base
 
     # --- lookup and attributes ---------------------------------------------------------------
 
@@ -171,7 +270,10 @@ class Operations(pyfuse3.Operations):
         if isinstance(parent, Folder):
             if name == names.CONTROL_DIR:
                 return self.control.control_dir(parent)
-            return parent.entries.get(name)
+            node = parent.entries.get(name) or parent.scratch.get(name)
+            return node or self._local(parent, name)
+        if isinstance(parent, Local):
+            return self._local(parent, name)
         if isinstance(parent, Virtual):
             return self.control.lookup(parent, name)
         return None
@@ -212,8 +314,65 @@ class Operations(pyfuse3.Operations):
         return self._attrs(node)
 
     @_guarded
+    async def setattr(self, inode: int, attr: pyfuse3.EntryAttributes, fields: pyfuse3.SetattrFields,
+                      fh: int | None, ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes:
+        node = self._node(inode)
+        if isinstance(node, Local):
+            if fields.update_size:
+                os.truncate(node.path, attr.st_size)
+            if fields.update_mode and not stat.S_ISLNK(os.lstat(node.path).st_mode):
+                os.chmod(node.path, stat.S_IMODE(attr.st_mode))
+            if fields.update_uid or fields.update_gid:
+                os.lchown(node.path, attr.st_uid if fields.update_uid else -1,
+                          attr.st_gid if fields.update_gid else -1)
+            if fields.update_atime or fields.update_mtime:
+                st = os.lstat(node.path)
+                os.utime(node.path, ns=(attr.st_atime_ns if fields.update_atime else st.st_atime_ns,
+                                        attr.st_mtime_ns if fields.update_mtime else st.st_mtime_ns),
+                         follow_symlinks=False)
+            return self._attrs(node)
+        if fields.update_size:
+            if isinstance(node, Item):
+                await self._editable(node)
+                assert node.local is not None
+                self.writer.check_size(node.info.type, attr.st_size, self.tree.path_of(node))
+                self._resize(node.local, attr.st_size)
+                node.dirty = True
+                node.mtime_ns = time.time_ns()
+            elif isinstance(node, Scratch):
+                self._resize(node.data, attr.st_size)
+                node.dirty = True
+                node.mtime_ns = time.time_ns()
+            else:
+                raise FsError(errno.EACCES if isinstance(node, Virtual) else errno.EISDIR, "")
+        if fields.update_mode and isinstance(node, Scratch):
+            node.mode = stat.S_IMODE(attr.st_mode) & 0o777
+        # Other changes to items (mode, owner, times) are accepted and not kept: modes show the
+        # in-world permissions and mtime only moves when the content does.
+        return self._attrs(node)
+
+    @staticmethod
+    def _resize(buf: bytearray, size: int) -> None:
+        if size < len(buf):
+            del buf[size:]
+        else:
+            buf.extend(b"\0" * (size - len(buf)))
+
+    async def _editable(self, item: Item) -> None:
+        """Make the item's content locally editable (the base of a conflict check is kept)."""
+        if not item.writable:
+            raise FsError(errno.EACCES, f"{self.tree.path_of(item)}: no modify permission")
+        if item.local is None:
+            data = await self.ws.read_content(item)
+            if item.local is None:
+                item.local = bytearray(data)
+                item.base = data
+
+    @_guarded
     async def readlink(self, inode: int, ctx: pyfuse3.RequestContext) -> bytes:
         node = self._node(inode)
+        if isinstance(node, Local):
+            return os.fsencode(os.readlink(node.path))
         if not isinstance(node, Virtual) or node.kind != LINK or node.target is None:
             raise FsError(errno.EINVAL, "")
         target = node.target()
@@ -236,16 +395,25 @@ class Operations(pyfuse3.Operations):
     @_guarded
     async def opendir(self, inode: int, ctx: pyfuse3.RequestContext) -> int:
         node = self._node(inode)
-        if isinstance(node, Folder):
-            entries = [(name, n.inode) for name, n in node.entries.items()]
-            if node.inode != ROOT_INODE:
-                self.ws.start_prefetch(node)
+        entries: dict[str, int] = {}
+        if isinstance(node, (Folder, Local)):
+            if isinstance(node, Local) and not os.path.isdir(node.path):
+                raise FsError(errno.ENOTDIR, "")
+            base = self._overlay_path(node)
+            if base is not None and os.path.isdir(base):
+                for de in os.scandir(base):
+                    entries[de.name] = self._local_node(node, de.name, de.path, de.stat(follow_symlinks=False)).inode
+            if isinstance(node, Folder):
+                entries.update({name: n.inode for name, n in node.scratch.items()})
+                entries.update({name: n.inode for name, n in node.entries.items()})
+                if node.inode != ROOT_INODE:
+                    self.ws.start_prefetch(node)
         elif isinstance(node, Virtual) and node.kind not in (FILE, LINK):
-            entries = [(v.name, v.inode) for v in self.control.children(node)]
+            entries = {v.name: v.inode for v in self.control.children(node)}
         else:
             raise FsError(errno.ENOTDIR, "")
         fh = next(self._fh)
-        self._dir_handles[fh] = sorted(entries)
+        self._dir_handles[fh] = sorted(entries.items())
         return fh
 
     @_guarded
@@ -258,7 +426,11 @@ class Operations(pyfuse3.Operations):
             node = self.tree.node(inode) or self.control.nodes.get(inode)
             if node is None:
                 continue
-            if not pyfuse3.readdir_reply(token, os.fsencode(name), self._attrs(node), i + 1):
+            try:
+                attr = self._attrs(node)
+            except OSError:
+                continue  # an overlay file removed meanwhile
+            if not pyfuse3.readdir_reply(token, os.fsencode(name), attr, i + 1):
                 return
             node.lookups += 1
 
@@ -266,50 +438,391 @@ class Operations(pyfuse3.Operations):
     async def releasedir(self, fh: int) -> None:
         self._dir_handles.pop(fh, None)
 
+    @_guarded
+    async def mkdir(self, parent_inode: int, name: bytes, mode: int, ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes:
+        parent = self._node(parent_inode)
+        sname = os.fsdecode(name)
+        if isinstance(parent, Folder) and not is_local_name(sname):
+            raise FsError(errno.EPERM, f"mkdir {sname}: prims cannot be created from the file system; "
+                          "only overlay (dot) directories")
+        if not isinstance(parent, (Folder, Local)):
+            raise FsError(errno.EPERM, "")
+        if isinstance(parent, Folder) and self._lookup(parent, sname) is not None:
+            raise FsError(errno.EEXIST, "")
+        base = self._ensure_overlay(parent)
+        path = os.path.join(base, sname)
+        os.mkdir(path, mode & ~ctx.umask)
+        return self._counted(self._local_node(parent, sname, path, os.lstat(path)))
+
+    @_guarded
+    async def rmdir(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
+        parent = self._node(parent_inode)
+        node = self._lookup(parent, os.fsdecode(name))
+        if node is None:
+            raise FsError(errno.ENOENT, "")
+        if isinstance(node, Local):
+            os.rmdir(node.path)
+            self._forget_local(node)
+            return
+        if isinstance(node, Folder):
+            raise FsError(errno.EPERM, f"{self.tree.path_of(node)}: prims cannot be deleted from the file system")
+        raise FsError(errno.ENOTDIR, "")
+
+    @_guarded
+    async def symlink(self, parent_inode: int, name: bytes, target: bytes,
+                      ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes:
+        parent = self._node(parent_inode)
+        sname = os.fsdecode(name)
+        if isinstance(parent, Folder) and not is_local_name(sname):
+            raise FsError(errno.EPERM, f"symlink {sname}: in-world folders hold only scripts and notecards")
+        if not isinstance(parent, (Folder, Local)):
+            raise FsError(errno.EPERM, "")
+        path = os.path.join(self._ensure_overlay(parent), sname)
+        os.symlink(target, path)
+        return self._counted(self._local_node(parent, sname, path, os.lstat(path)))
+
+    @_guarded
+    async def link(self, inode: int, new_parent_inode: int, new_name: bytes,
+                   ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes:
+        node = self._node(inode)
+        parent = self._node(new_parent_inode)
+        sname = os.fsdecode(new_name)
+        if not isinstance(node, Local) or not isinstance(parent, (Folder, Local)) or (
+                isinstance(parent, Folder) and not is_local_name(sname)):
+            raise FsError(errno.EPERM, f"link {sname}: hard links exist only in the local overlay")
+        path = os.path.join(self._ensure_overlay(parent), sname)
+        os.link(node.path, path)
+        return self._counted(self._local_node(parent, sname, path, os.lstat(path)))
+
     # --- files -------------------------------------------------------------------------------
 
     @_guarded
     async def open(self, inode: int, flags: int, ctx: pyfuse3.RequestContext) -> pyfuse3.FileInfo:
         node = self._node(inode)
+        accmode = flags & os.O_ACCMODE
+        wants_write = accmode != os.O_RDONLY
+        fh = next(self._fh)
         if isinstance(node, Folder):
             raise FsError(errno.EISDIR, "")
-        accmode = flags & os.O_ACCMODE
         if isinstance(node, Virtual):
             if node.kind != FILE:
                 raise FsError(errno.EINVAL, "")
-            if accmode != os.O_RDONLY and node.writer is None:
+            if wants_write and node.writer is None:
                 raise FsError(errno.EACCES, f"{node.name} is read-only")
-            data = node.render() if node.render is not None and accmode != os.O_WRONLY else b""
-            fh = next(self._fh)
-            self._handles[fh] = Handle(node, data)
-            return pyfuse3.FileInfo(fh=fh, direct_io=node.direct_io, keep_cache=False)
+            data = node.render() if node.render is not None and not wants_write else b""
+            self._handles[fh] = Handle(node.inode, data, writable=wants_write)
+            return pyfuse3.FileInfo(fh=fh, direct_io=node.direct_io or wants_write, keep_cache=False)
+        if isinstance(node, Local):
+            fd = os.open(node.path, flags & ~(os.O_CREAT | os.O_EXCL | os.O_NOCTTY))
+            self._handles[fh] = Handle(node.inode, fd=fd, writable=wants_write)
+            return pyfuse3.FileInfo(fh=fh, keep_cache=False)
+        if isinstance(node, Scratch):
+            if flags & os.O_TRUNC and node.data:
+                node.data.clear()
+                node.dirty = True
+            self._handles[fh] = Handle(node.inode, writable=wants_write)
+            return pyfuse3.FileInfo(fh=fh, keep_cache=False)
         assert isinstance(node, Item)
         if not node.readable:
-            raise FsError(errno.EACCES, f"{self.tree.path_of(node)}: script is not readable")
-        if accmode != os.O_RDONLY:
-            raise FsError(errno.EROFS, f"{self.tree.path_of(node)}: writing is not supported yet")
+            raise FsError(errno.EACCES, f"{self.tree.path_of(node)}: script is not readable "
+                          "(needs copy and modify permission)")
+        if wants_write:
+            if not node.writable:
+                raise FsError(errno.EACCES, f"{self.tree.path_of(node)}: no modify permission")
+            # libfuse 3 passes O_TRUNC here (pyfuse3's docstring says otherwise): honour it, or
+            # cp of a short file over a long one keeps the old tail.
+            if flags & os.O_TRUNC:
+                if node.local is None:
+                    node.base = node.content
+                    node.local = bytearray()
+                    node.dirty = node.content != b""
+                elif node.local:
+                    node.local.clear()
+                    node.dirty = True
+            else:
+                await self._editable(node)
+            self._handles[fh] = Handle(node.inode, writable=True)
+            return pyfuse3.FileInfo(fh=fh, keep_cache=False)
+        if node.local is not None:
+            self._handles[fh] = Handle(node.inode)
+            return pyfuse3.FileInfo(fh=fh, keep_cache=False)
         data = await self.ws.read_content(node)
-        fh = next(self._fh)
-        self._handles[fh] = Handle(node, data)
+        self._handles[fh] = Handle(node.inode, data)
         return pyfuse3.FileInfo(fh=fh, keep_cache=True)
 
-    def _handle(self, fh: int) -> Handle:
-        handle = self._handles.get(fh)
-        if handle is None:
+    def _handle(self, fh: int) -> tuple[Handle, Node | Virtual]:
+        """The handle and the node its inode means now: data belongs to the open file, so a file
+        renamed or replaced while open follows its inode, not its old name."""
+        h = self._handles.get(fh)
+        if h is None:
             raise FsError(errno.EBADF, f"unknown file handle {fh}")
-        return handle
+        node = self._node(h.inode)
+        if isinstance(node, Local) and h.fd < 0:
+            h.fd = os.open(node.path, os.O_RDWR if h.writable else os.O_RDONLY)
+        return h, node
 
     @_guarded
     async def read(self, fh: int, off: int, size: int) -> bytes:
-        return self._handle(fh).data[off : off + size]
+        h, node = self._handle(fh)
+        if h.fd >= 0:
+            return os.pread(h.fd, size, off)
+        if isinstance(node, Item) and node.local is not None:
+            return bytes(node.local[off : off + size])
+        if isinstance(node, Item) and h.writable:
+            return (node.content or b"")[off : off + size]
+        if isinstance(node, Scratch):
+            return bytes(node.data[off : off + size])
+        return h.data[off : off + size]
+
+    @_guarded
+    async def write(self, fh: int, off: int, buf: bytes) -> int:
+        h, node = self._handle(fh)
+        if h.fd >= 0:
+            return os.pwrite(h.fd, buf, off)
+        if isinstance(node, Virtual):
+            h.data = h.data[:off] + buf
+            return len(buf)
+        if isinstance(node, Item):
+            await self._editable(node)
+            assert node.local is not None
+            target = node.local
+            self.writer.check_size(node.info.type, off + len(buf), self.tree.path_of(node))
+        elif isinstance(node, Scratch):
+            target = node.data
+            if node.folder is not None and not is_local_name(node.name):
+                kind = parse_remote_name(node.name).type
+                self.writer.check_size(kind, off + len(buf), node.name)
+        else:
+            raise FsError(errno.EBADF, "")
+        if off > len(target):
+            target.extend(b"\0" * (off - len(target)))
+        target[off : off + len(buf)] = buf
+        node.dirty = True
+        node.mtime_ns = time.time_ns()
+        return len(buf)
+
+    async def _commit(self, h: Handle, node: Node | Virtual) -> None:
+        """flush/fsync: store what this file holds in-world (nothing when nothing changed)."""
+        if isinstance(node, Virtual):
+            if h.writable and node.writer is not None:
+                data, h.data = h.data, b""
+                await node.writer(data)
+            return
+        if isinstance(node, Item):
+            if node.dirty and node.attached and node.folder is not None and node.folder.tombstones.get(node.name) is not node:
+                await self.writer.save(node)
+            return
+        if isinstance(node, Scratch) and node.dirty and node.folder is not None:
+            folder = node.folder
+            if folder.scratch.get(node.name) is not node:
+                return
+            data = bytes(node.data)
+            await self.writer.create(folder, node.name, data, node.inode)
+            folder.scratch.pop(node.name, None)
 
     @_guarded
     async def flush(self, fh: int) -> None:
-        return None
+        await self._commit(*self._handle(fh))
+
+    @_guarded
+    async def fsync(self, fh: int, datasync: bool) -> None:
+        h, node = self._handle(fh)
+        if h.fd >= 0:
+            os.fsync(h.fd)
+        await self._commit(h, node)
 
     @_guarded
     async def release(self, fh: int) -> None:
-        self._handles.pop(fh, None)
+        h = self._handles.pop(fh, None)
+        if h is not None and h.fd >= 0:
+            os.close(h.fd)
+
+    @_guarded
+    async def create(self, parent_inode: int, name: bytes, mode: int, flags: int,
+                     ctx: pyfuse3.RequestContext) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:
+        parent = self._node(parent_inode)
+        sname = os.fsdecode(name)
+        fh = next(self._fh)
+        if isinstance(parent, Local) or (isinstance(parent, Folder) and is_local_name(sname)):
+            path = os.path.join(self._ensure_overlay(parent), sname)
+            fd = os.open(path, (flags | os.O_CREAT) & ~os.O_NOCTTY, mode & ~ctx.umask)
+            node = self._local_node(parent, sname, path, os.fstat(fd))
+            self._handles[fh] = Handle(node.inode, fd=fd, writable=True)
+            return pyfuse3.FileInfo(fh=fh, keep_cache=False), self._counted(node)
+        if not isinstance(parent, Folder) or parent.inode == ROOT_INODE:
+            raise FsError(errno.EPERM, f"{sname}: objects cannot be created from the file system")
+        parse_remote_name(sname)  # EINVAL / ENAMETOOLONG now, not at close
+        if not parent.writable:
+            raise FsError(errno.EACCES, f"{self.tree.path_of(parent)}: no modify permission on the prim")
+        if parent.entries.get(sname) is not None or parent.scratch.get(sname) is not None:
+            raise FsError(errno.EEXIST, "")
+        item = self.writer.adopt(parent, sname)
+        if item is not None:
+            self._handles[fh] = Handle(item.inode, writable=True)
+            return pyfuse3.FileInfo(fh=fh, keep_cache=False), self._counted(item)
+        scratch = Scratch(inode=self.tree.fresh_inode(), uuid="", name=sname, parent=parent, folder=parent,
+                          mode=0o644)
+        self.tree.add_node(scratch)
+        parent.scratch[sname] = scratch
+        self._handles[fh] = Handle(scratch.inode, writable=True)
+        return pyfuse3.FileInfo(fh=fh, keep_cache=False), self._counted(scratch)
+
+    @_guarded
+    async def unlink(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
+        parent = self._node(parent_inode)
+        sname = os.fsdecode(name)
+        node = self._lookup(parent, sname)
+        if node is None:
+            raise FsError(errno.ENOENT, "")
+        if isinstance(node, Local):
+            os.unlink(node.path)
+            self._forget_local(node)
+        elif isinstance(node, Scratch) and isinstance(parent, Folder):
+            parent.scratch.pop(sname, None)
+            node.folder = None  # open handles keep the data; a flush sends nothing
+        elif isinstance(node, Item) and isinstance(parent, Folder):
+            self.writer.unlink(parent, node)
+        elif isinstance(node, Folder):
+            raise FsError(errno.EISDIR, "")
+        else:
+            raise FsError(errno.EPERM, "")
+
+    # --- rename --------------------------------------------------------------------------------
+
+    @_guarded
+    async def rename(self, parent_inode_old: int, name_old: bytes, parent_inode_new: int, name_new: bytes,
+                     flags: int, ctx: pyfuse3.RequestContext) -> None:
+        if flags & RENAME_EXCHANGE:
+            raise FsError(errno.EINVAL, "rename: exchanging files is not supported")
+        src_parent = self._node(parent_inode_old)
+        dst_parent = self._node(parent_inode_new)
+        old, new = os.fsdecode(name_old), os.fsdecode(name_new)
+        src = self._lookup(src_parent, old)
+        if src is None:
+            raise FsError(errno.ENOENT, "")
+        dst = self._lookup(dst_parent, new)
+        if dst is not None and flags & RENAME_NOREPLACE:
+            raise FsError(errno.EEXIST, "")
+        if dst is src:
+            return
+        if isinstance(src, Virtual) or isinstance(dst, Virtual) or isinstance(dst_parent, Virtual):
+            raise FsError(errno.EPERM, "")
+        if isinstance(src, Folder):
+            if dst_parent is not src.parent or dst is not None:
+                raise FsError(errno.EXDEV if dst is None else errno.EEXIST, "")
+            await self.writer.rename_folder(src, new)
+            return
+        local_target = isinstance(dst_parent, Local) or is_local_name(new)
+        if local_target:
+            await self._rename_to_local(src, src_parent, old, dst_parent, new, dst)
+        else:
+            assert isinstance(dst_parent, Folder)
+            await self._rename_to_remote(src, src_parent, old, dst_parent, new, dst)
+
+    async def _data_of(self, node: Node) -> bytes:
+        if isinstance(node, Local):
+            with open(node.path, "rb") as f:
+                return f.read()
+        if isinstance(node, Scratch):
+            return bytes(node.data)
+        if isinstance(node, Item):
+            return bytes(node.local) if node.local is not None else await self.ws.read_content(node)
+        raise FsError(errno.EISDIR, "")
+
+    async def _rename_to_local(self, src: Node, src_parent: Node | Virtual, old: str, dst_parent: Node | Virtual,
+                               new: str, dst: Node | Virtual | None) -> None:
+        assert isinstance(dst_parent, (Folder, Local))
+        base = self._ensure_overlay(dst_parent)
+        path = os.path.join(base, new)
+        if isinstance(dst, (Item, Folder)) or (isinstance(dst, Scratch) and dst.folder is not None):
+            raise FsError(errno.EEXIST, "")
+        if isinstance(src, Local):
+            if isinstance(dst, Local):
+                self._forget_local(dst)
+            os.rename(src.path, path)
+            self._move_local_keys(src.path, path)
+            self._local_node(dst_parent, new, path)
+            return
+        # An item or a new file leaves for a backup or temp name: it becomes a local file; the
+        # item stays in-world, hidden until a file of its name is created again (vim, emacs).
+        data = await self._data_of(src)
+        tmp = path + ".slfs-tmp"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        if isinstance(dst, Local):
+            self._forget_local(dst)
+        os.replace(tmp, path)
+        key = f"local:{path}"
+        if isinstance(src, Item) and isinstance(src_parent, Folder):
+            orphan = self.writer.detach(src_parent, src)  # the inode the kernel holds stays on `new`
+            self.tree._inodes[key] = orphan.inode
+            self.tree.nodes.pop(orphan.inode, None)
+        elif isinstance(src, Scratch) and isinstance(src_parent, Folder):
+            src_parent.scratch.pop(old, None)
+            self.tree._inodes[key] = src.inode
+            self.tree.nodes.pop(src.inode, None)
+        lookups = src.lookups
+        node = self._local_node(dst_parent, new, path)
+        node.lookups = lookups
+
+    async def _rename_to_remote(self, src: Node, src_parent: Node | Virtual, old: str, dst_parent: Folder,
+                                new: str, dst: Node | Virtual | None) -> None:
+        if dst_parent.inode == ROOT_INODE:
+            raise FsError(errno.EPERM, f"{new}: objects cannot be created from the file system")
+        if isinstance(dst, Folder):
+            raise FsError(errno.EISDIR, "")
+        if isinstance(dst, Local):
+            raise FsError(errno.EEXIST, f"{new}: a local overlay file has this name")
+        if isinstance(src, Item) and dst is None:
+            if src_parent is not dst_parent:
+                raise FsError(errno.EXDEV, "moving items between prims is a copy and a delete")
+            await self.writer.rename_item(src, new)
+            return
+        if isinstance(src, Item) and src_parent is not dst_parent:
+            raise FsError(errno.EXDEV, "moving items between prims is a copy and a delete")
+        want = parse_remote_name(new)
+        target = dst if isinstance(dst, Item) else dst_parent.tombstones.get(new)
+        if isinstance(target, Item):
+            if want.type != target.info.type:
+                raise FsError(errno.EXDEV, f"{new}: would change the kind of item")
+            data = await self._data_of(src)
+            if target.folder is dst_parent and dst_parent.tombstones.get(new) is target:
+                dst_parent.tombstones.pop(new)
+                self.tree._relayout(dst_parent)
+            await self.writer.replace_into(target, data, src.inode)
+            self._drop_source(src, src_parent, old)
+            return
+        if isinstance(dst, Scratch):
+            dst_parent.scratch.pop(new, None)
+            dst.folder = None
+        if isinstance(src, Scratch):
+            # A new file not yet in-world keeps waiting for its first flush under the new name.
+            if isinstance(src_parent, Folder):
+                src_parent.scratch.pop(old, None)
+            src.name, src.parent, src.folder = new, dst_parent, dst_parent
+            dst_parent.scratch[new] = src
+            return
+        # An overlay file (rsync, gedit, JetBrains temp) renamed onto a new item name.
+        data = await self._data_of(src)
+        await self.writer.create(dst_parent, new, data, src.inode)
+        self._drop_source(src, src_parent, old)
+
+    def _drop_source(self, src: Node, src_parent: Node | Virtual, old: str) -> None:
+        """The renamed file's old name is gone; its inode now belongs to an item."""
+        if isinstance(src, Local):
+            os.unlink(src.path)
+            self._forget_local(src)
+        elif isinstance(src, Scratch) and isinstance(src_parent, Folder):
+            src_parent.scratch.pop(old, None)
+        elif isinstance(src, Item) and isinstance(src_parent, Folder):
+            # mv A B over an existing B: B holds A's content now (and A's inode); A goes like an rm.
+            fresh = self.tree.fresh_inode()
+            src.inode, src.lookups = fresh, 0
+            self.tree.nodes[fresh] = src
+            self.tree._inodes[src.uuid] = fresh
+            src_parent.tombstones[old] = src
+            self.writer.ws.spawn(self.writer._delete_later, src_parent, old, src)
+            self.tree._relayout(src_parent)
 
     # --- extended attributes -----------------------------------------------------------------
 

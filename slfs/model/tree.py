@@ -79,6 +79,11 @@ class Item(Node):
     mtime_ns: int = attrs.field(factory=_now_ns)
     # Bumped each time the prim's inventory replaces this item's record (conflict detection).
     generation: int = 0
+    # Local edits not yet stored in-world (shared by every open handle, as on a local disk) and
+    # the content they started from (a save whose base differs from the viewer's is a conflict).
+    local: bytearray | None = None
+    base: bytes | None = None
+    dirty: bool = False
 
     @property
     def info(self) -> InventoryItem:
@@ -110,6 +115,8 @@ class Item(Node):
     @property
     def size(self) -> int | None:
         """Exact size when the content is known and current, else None."""
+        if self.local is not None:
+            return len(self.local)
         if self.content is not None and self.content_valid:
             return len(self.content)
         if not self.readable:
@@ -131,6 +138,27 @@ class Item(Node):
 
 
 @attrs.define(eq=False)
+class Scratch(Node):
+    """A file that lives only in memory: a new file not yet created in-world (pending), or an
+    orphan (an item file replaced or unlinked while open: its data never reaches the viewer)."""
+
+    data: bytearray = attrs.field(factory=bytearray)
+    mode: int = 0o644
+    mtime_ns: int = attrs.field(factory=_now_ns)
+    dirty: bool = False
+    # The folder it was created in (pending only); None for orphans.
+    folder: Folder | None = None
+
+
+@attrs.define(eq=False)
+class Local(Node):
+    """A file, directory or symlink of the local overlay, kept on disk at `path`."""
+
+    path: str = ""
+    local_parent: Node | None = None  # the folder or overlay directory it lives in
+
+
+@attrs.define(eq=False)
 class Folder(Node):
     """The mount root, an object (its root prim) or a child prim."""
 
@@ -146,6 +174,10 @@ class Folder(Node):
     entries: dict[str, Node] = attrs.field(factory=dict)  # file name -> node, as listed
     listed: bool = False
     mtime_ns: int = attrs.field(factory=_now_ns)
+    # Write path: new files not yet in-world, and item names hidden locally.
+    scratch: dict[str, Scratch] = attrs.field(factory=dict)
+    # name -> item: unlinked (the delete waits for the grace period) or renamed to a backup name.
+    tombstones: dict[str, Item] = attrs.field(factory=dict)
 
     @property
     def writable(self) -> bool:
@@ -202,6 +234,28 @@ class Tree:
         if node.lookups == 0 and not node.attached:
             # Detached and no longer known to the kernel: the inode number stays reserved.
             del self.nodes[inode]
+
+    def fresh_inode(self) -> int:
+        return next(self._next_inode)
+
+    def add_node(self, node: Node) -> None:
+        self.nodes[node.inode] = node
+
+    def rebind(self, item: Item, inode: int) -> Scratch:
+        """Give `item` the kernel inode `inode` (a file renamed or created onto its name).
+
+        The inode the item had becomes an orphan Scratch holding its last data, so open handles
+        on it keep working but never reach the viewer."""
+        old = item.inode
+        orphan = Scratch(inode=old, uuid="", name=item.name, lookups=item.lookups,
+                         data=bytearray(item.local if item.local is not None else item.content or b""))
+        self.nodes[old] = orphan
+        displaced = self.nodes.get(inode)
+        item.lookups = displaced.lookups if displaced is not None else 0
+        item.inode = inode
+        self.nodes[inode] = item
+        self._inodes[item.uuid] = inode
+        return orphan
 
     def _register(self, node: Node) -> None:
         self.nodes[node.inode] = node
@@ -380,7 +434,8 @@ class Tree:
         if folder is self.root:
             members: list[Node] = list(self.objects.values())
         else:
-            members = [*folder.items.values(), *folder.prims.values()]
+            hidden = {id(i) for i in folder.tombstones.values()}
+            members = [*(i for i in folder.items.values() if id(i) not in hidden), *folder.prims.values()]
         layout: dict[str, Node] = names.resolve(members)  # type: ignore[arg-type]
         old = folder.entries
         for name in set(old) | set(layout):

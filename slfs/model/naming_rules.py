@@ -1,0 +1,75 @@
+"""Which new file names become in-world items, and which stay in the local overlay.
+
+A name is local when the viewer could never hold it or when it is what editors and tools use for
+temporary and backup files. The pattern list is only a guard: files that are renamed or unlinked
+before they are ever closed (perl -pi, git) never reach the viewer whatever their name.
+"""
+
+from __future__ import annotations
+
+import errno
+import re
+
+import attrs
+
+from . import names
+from .errors import FsError
+
+# Editors' and tools' temporary and backup names (besides dot names, which are always local).
+TEMP_PATTERNS = [re.compile(p) for p in (
+    r"^4913$",                      # vim's probe for a writable directory
+    r"\.sw[a-px]$",                 # vim swap files
+    r"~$",                          # vim and emacs backups
+    r"^#.*#$",                      # emacs auto-save
+    r"^sed[A-Za-z0-9]{6}$",         # sed -i
+    r"___jb_(tmp|old|bak)___$",     # JetBrains safe write
+    r"^tmp[a-z0-9_]{8}$",           # python tempfile.mkstemp
+    r"^\.?[^.]+\.tmp\.\d+$",        # tools writing NAME.tmp.PID
+    r"\.(orig|rej|bak|swp|tmp)$",   # patch, misc backups
+)]
+
+
+def is_local_name(name: str) -> bool:
+    """True for names that live only in the local overlay."""
+    return name.startswith(".") or any(p.search(name) for p in TEMP_PATTERNS)
+
+
+@attrs.frozen
+class RemoteName:
+    sl_name: str  # the inventory name, without extension, `/` restored
+    type: str  # "script" | "notecard"
+    subtype: int | None  # 0 LSL, 1 Luau for scripts
+
+
+def parse_remote_name(file_name: str) -> RemoteName:
+    """The in-world identity a new file name asks for; FsError when the viewer cannot hold it."""
+    stem, ext = names.split_ext(file_name)
+    base, _tag = names.strip_tag(stem)
+    sl_name = names.to_sl(base)
+    check_sl_name(sl_name, file_name)
+    if ext:
+        return RemoteName(sl_name, "script", names.SCRIPT_EXTENSIONS[ext])
+    return RemoteName(sl_name, "notecard", None)
+
+
+def check_sl_name(sl_name: str, shown: str) -> None:
+    # The viewer turns other bytes into spaces and cuts at 63 bytes: refuse rather than surprise.
+    bad = [c for c in sl_name if not (" " <= c <= "~")]
+    if bad:
+        raise FsError(errno.EINVAL, f"{shown!r}: in-world names are printable ASCII only "
+                      f"(not {''.join(sorted(set(bad)))!r})")
+    if "|" in sl_name:
+        raise FsError(errno.EINVAL, f"{shown!r}: in-world names cannot contain '|'")
+    if not sl_name.strip():
+        raise FsError(errno.EINVAL, f"{shown!r}: in-world names cannot be empty or blank")
+    if len(sl_name.encode()) > names.MAX_SL_NAME_BYTES:
+        raise FsError(errno.ENAMETOOLONG, f"{shown!r}: in-world names are at most "
+                      f"{names.MAX_SL_NAME_BYTES} bytes")
+
+
+NOTECARD_MAX = 65536
+SCRIPT_MAX = 262144
+
+
+def size_limit(item_type: str) -> int:
+    return SCRIPT_MAX if item_type == "script" else NOTECARD_MAX

@@ -1,0 +1,383 @@
+"""The write path: saving, creating, renaming and deleting items, with nothing ever lost.
+
+A remote item belongs to a (folder, name) slot, not to a kernel inode. Editors replace files by
+renaming and recreating them (vim, emacs, sed -i, git...); the slot keeps the item so every such
+save lands on the same item_id. `rm` leaves a tombstone that a create of the same name within the
+grace period adopts; only after it does the delete reach the viewer (after a copy to the trash).
+Every failed save leaves the content in the recovery folder and a line in the log and status.
+
+Concurrency: the per-prim create lock keeps one object.item.create in flight per prim (the viewer
+refuses a second one); saves of one item are serialised by a per-item lock.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import random
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import attrs
+import trio
+
+from .. import paths
+from ..protocol import errors as codes
+from ..protocol.errors import RpcError
+from ..protocol.types import ContentSaveResponse, Diagnostic, InventoryItem, ItemCreateResponse
+from ..session import NotConnected
+from . import names
+from .errors import FsError, from_rpc
+from .naming_rules import RemoteName, parse_remote_name, size_limit
+from .tree import Folder, Item, Scratch
+from .workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+
+@attrs.frozen
+class CompileReport:
+    """The answer of the last save of a script in this session."""
+
+    compiled: bool
+    diagnostics: tuple[Diagnostic, ...]
+    at: float
+
+
+class Writer:
+    def __init__(self, ws: Workspace) -> None:
+        self.ws = ws
+        self.tree = ws.tree
+        self.pending_saves = 0
+        self.last_recovery = ""
+        self.compiles: dict[str, CompileReport] = {}  # item_id -> last compile
+        self._create_locks: defaultdict[str, trio.Lock] = defaultdict(trio.Lock)
+        self._save_locks: defaultdict[str, trio.Lock] = defaultdict(trio.Lock)
+        self._idle = trio.Event()
+        self._idle.set()
+        self.on_compiled: list[Any] = []  # callbacks(item, report)
+
+    # --- local disk: overlay, recovery, trash -------------------------------------------------
+
+    def overlay_dir(self, folder: Folder) -> Path:
+        """Where the local overlay of a folder lives: keyed by the object's directory name, so it
+        survives remounts and re-rezzing (which changes UUIDs)."""
+        root = paths.data_dir() / "overlay"
+        if folder is self.tree.root:
+            return root / "root"
+        obj = folder.object_folder
+        base = root / "objects" / obj.name
+        return base / folder.name if folder.is_child else base
+
+    def _keep(self, kind: str, item_path: str, data: bytes, why: str) -> Path:
+        folder = paths.ensure((paths.state_dir() if kind == "recovery" else paths.data_dir()) / kind)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        safe = item_path.replace("/", "__") or "unnamed"
+        target = folder / f"{stamp}-{safe}"
+        n = 1
+        while target.exists():
+            n += 1
+            target = folder / f"{stamp}-{safe}.{n}"
+        target.write_bytes(data)
+        log.info("%s: kept %d bytes of %s in %s (%s)", kind, len(data), item_path, target, why)
+        return target
+
+    def recover(self, item_path: str, data: bytes, why: str) -> Path:
+        """Keep content the viewer did not take; the status names the file."""
+        target = self._keep("recovery", item_path, data, why)
+        self.last_recovery = str(target)
+        self.ws.note_error(f"{why}; your content is in {target}")
+        return target
+
+    # --- saving -----------------------------------------------------------------------------
+
+    def _begin(self) -> None:
+        self.pending_saves += 1
+        self._idle = trio.Event() if self._idle.is_set() else self._idle
+
+    def _end(self) -> None:
+        self.pending_saves -= 1
+        if self.pending_saves == 0:
+            self._idle.set()
+
+    async def wait_idle(self, timeout: float) -> bool:
+        with trio.move_on_after(timeout):
+            await self._idle.wait()
+            return True
+        return False
+
+    def check_size(self, item_type: str, size: int, shown: str) -> None:
+        limit = size_limit(item_type)
+        if size > limit:
+            raise FsError(errno.EFBIG, f"{shown}: {item_type}s hold at most {limit} bytes")
+
+    async def save(self, item: Item) -> None:
+        """Store the item's local edits in-world. Returns once the viewer stored them."""
+        async with self._save_locks[item.uuid]:
+            if not item.dirty or item.local is None:
+                return
+            data = bytes(item.local)
+            path = self.tree.path_of(item)
+            self._begin()
+            try:
+                await self._save(item, data, path)
+            except FsError as exc:
+                if exc.errno != errno.ESTALE:
+                    self.recover(path, data, f"saving {path} failed: {exc.message}")
+                raise
+            finally:
+                self._end()
+
+    async def _save(self, item: Item, data: bytes, path: str) -> None:
+        self.check_size(item.info.type, len(data), path)
+        text = self._decode(data, path)
+        await self._check_conflict(item, data, path)
+        assert item.folder is not None
+        params: dict[str, Any] = {"prim_id": item.folder.uuid, "item_id": item.uuid, "content": text}
+        res: ContentSaveResponse = await self._with_retries(
+            f"save {path}", "object.content.save", params, ContentSaveResponse)
+        if item.local is not None and bytes(item.local) == data:
+            item.local = None
+            item.dirty = False
+        item.base = data
+        self.ws.set_content(item, data, valid=True)
+        if item.is_script:
+            self._record_compile(item, res, path)
+        log.info("saved %s (%d bytes)", path, len(data))
+
+    def _decode(self, data: bytes, path: str) -> str:
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise FsError(errno.EILSEQ, f"{path}: not valid UTF-8 text (byte {exc.start})") from None
+
+    async def _check_conflict(self, item: Item, data: bytes, path: str) -> None:
+        """Never overwrite an in-world change the file did not show (the viewer's save has no
+        precondition, so slfs checks before it saves)."""
+        base = item.base
+        if base is None:
+            return
+        if item.content_valid and item.content == base:
+            return
+        if not item.content_valid:
+            current = await self.ws.read_content(item)
+        else:
+            current = item.content or b""
+        if current in (base, data):
+            return
+        where = self.recover(path, data, f"{path} changed in-world since it was read; not saved (conflict)")
+        # The file now shows the in-world version; the local edits are in the recovery folder.
+        item.local = None
+        item.dirty = False
+        item.base = current
+        self.ws.set_content(item, current, valid=True)
+        self.tree.invalidate_item(item, data=True)
+        raise FsError(errno.ESTALE, f"{path}: changed in-world since it was read; your version is in {where}")
+
+    async def _with_retries(self, what: str, method: str, params: dict[str, Any], result_type: type[Any]) -> Any:
+        """Right after a save some viewers report an existing item as not found: retry a few times."""
+        attempts = max(1, self.ws.options.save_retries + 1)
+        for attempt in range(attempts):
+            try:
+                return await self.ws.session.call_typed(method, params, result_type)
+            except NotConnected as exc:
+                raise FsError(errno.EIO, f"{what}: not connected to the viewer ({exc.message})") from None
+            except RpcError as exc:
+                transient = exc.code == codes.INVALID_PARAMS and "Item not found in prim inventory" in exc.message
+                if not transient or attempt == attempts - 1:
+                    raise from_rpc(exc, what) from None
+                delay = 0.1 * (2 ** attempt) * random.uniform(0.5, 1.5)
+                log.info("%s: viewer says item not found; retrying in %.2f s", what, delay)
+                await trio.sleep(delay)
+        raise AssertionError("unreachable")
+
+    def _record_compile(self, item: Item, res: ContentSaveResponse, path: str) -> None:
+        report = CompileReport(compiled=res.compiled is not False, diagnostics=tuple(res.diagnostics or ()),
+                               at=time.time())
+        self.compiles[item.uuid] = report
+        self.ws.emit("compile", path=path, item_id=item.uuid, compiled=report.compiled,
+                     diagnostics=[{"row": d.row, "column": d.column, "level": d.level, "message": d.message}
+                                  for d in report.diagnostics],
+                     note="" if report.compiled else "the previously compiled version keeps running")
+        for cb in self.on_compiled:
+            cb(item, report)
+
+    # --- creating ---------------------------------------------------------------------------
+
+    async def create(self, folder: Folder, file_name: str, data: bytes, inode: int) -> Item:
+        """Create a new item for a file named `file_name` whose kernel inode is `inode`."""
+        want = parse_remote_name(file_name)
+        shown = f"{self.tree.path_of(folder)}/{file_name}".lstrip("/")
+        if not folder.writable:
+            raise FsError(errno.EACCES, f"{shown}: no modify permission on the prim")
+        self.check_size(want.type, len(data), shown)
+        text = self._decode(data, shown)
+        self._begin()
+        try:
+            item = await self._create(folder, want, text, inode, shown)
+        except FsError as exc:
+            self.recover(shown, data, f"creating {shown} failed: {exc.message}")
+            raise
+        finally:
+            self._end()
+        if want.type == "script":
+            item.local = bytearray(data)
+            item.dirty = True
+            item.base = None
+            await self.save(item)
+        else:
+            item.base = data
+            self.ws.set_content(item, data, valid=True)
+        return item
+
+    async def _create(self, folder: Folder, want: RemoteName, text: str, inode: int, shown: str) -> Item:
+        params: dict[str, Any] = {"prim_id": folder.uuid, "name": want.sl_name, "type": want.type}
+        if want.type == "script":
+            params["vm"] = "luau" if want.subtype == 1 else self.ws.options.vm
+        else:
+            params["text"] = text
+        async with self._create_locks[folder.uuid]:
+            res: ItemCreateResponse = await self.ws.call(f"create {shown}", "object.item.create", params,
+                                                         ItemCreateResponse)
+        data = res.as_item()
+        if data.subtype is None and want.type == "script":
+            data = attrs.evolve(data, subtype=want.subtype)
+        item = folder.items.get(data.item_id)
+        if item is None:
+            # The response came before the viewer's object.update: enter the item now.
+            item = Item(inode=inode, uuid=data.item_id, data=data, folder=folder, parent=folder)
+            folder.items[data.item_id] = item
+            self.tree._register(item)
+            self.tree._inodes[item.uuid] = inode
+        elif item.inode != inode:
+            self.tree.rebind(item, inode)
+        self.tree._relayout(folder)
+        if item.name != names.item_file_name(want.sl_name, want.type, want.subtype):
+            log.info("viewer named the new item %r (asked for %r)", item.name, want.sl_name)
+        self.ws.emit("create", path=self.tree.path_of(item), item_id=item.uuid)
+        return item
+
+    # --- slots: adopt, detach, tombstones ------------------------------------------------------
+
+    def adopt(self, folder: Folder, name: str) -> Item | None:
+        """A create of a name whose item was unlinked or renamed away: the item comes back."""
+        item = folder.tombstones.pop(name, None)
+        if item is None:
+            return None
+        if item.folder is not folder or item.uuid not in folder.items:
+            return None  # deleted in-world meanwhile
+        self.tree.rebind(item, self.tree.fresh_inode())
+        item.base = item.content
+        item.local = bytearray()
+        item.dirty = True
+        self.tree._relayout(folder)
+        log.info("%s: re-created, keeps item %s", self.tree.path_of(item), item.uuid)
+        return item
+
+    def detach(self, folder: Folder, item: Item) -> Scratch:
+        """`mv F F~`: the name leaves the listing locally; nothing happens in-world."""
+        name = item.name
+        folder.tombstones[name] = item
+        orphan = self.tree.rebind(item, self.tree.fresh_inode())
+        self.tree._relayout(folder)
+        return orphan
+
+    def unlink(self, folder: Folder, item: Item) -> None:
+        shown = self.tree.path_of(item)
+        if not item.writable:
+            raise FsError(errno.EACCES, f"{shown}: no modify permission")
+        if not self.ws.connected:
+            raise FsError(errno.EIO, f"{shown}: not connected to the viewer; not deleted")
+        name = item.name
+        folder.tombstones[name] = item
+        self.tree.rebind(item, self.tree.fresh_inode())
+        self.tree._relayout(folder)
+        self.ws.spawn(self._delete_later, folder, name, item)
+
+    async def _delete_later(self, folder: Folder, name: str, item: Item) -> None:
+        self._begin()
+        try:
+            await trio.sleep(self.ws.options.delete_grace)
+            if folder.tombstones.get(name) is not item:
+                return  # re-created meanwhile: the item lives on
+            del folder.tombstones[name]
+            shown = f"{self.tree.path_of(folder)}/{name}".lstrip("/")
+            if item.uuid not in folder.items:
+                return
+            try:
+                data = item.local if item.local is not None else await self.ws.read_content(item)
+                self._keep("trash", shown, bytes(data), "deleted")
+            except FsError as exc:
+                log.warning("%s: no copy in the trash (%s)", shown, exc.message)
+            try:
+                await self.ws.call(f"delete {shown}", "object.item.delete",
+                                   {"prim_id": folder.uuid, "item_id": item.uuid})
+            except FsError as exc:
+                self.ws.note_error(f"deleting {shown} failed: {exc.message}")
+                folder.tombstones.pop(name, None)
+                self.tree._relayout(folder)  # it is still there: show it again
+                return
+            self.ws.emit("delete", path=shown, item_id=item.uuid)
+            log.info("deleted %s (item %s)", shown, item.uuid)
+        finally:
+            self._end()
+
+    async def flush_tombstones(self) -> None:
+        """Shutdown: deletes whose grace period has not passed are carried out now."""
+        for folder in [self.tree.root, *self.tree.objects.values()]:
+            for f in (folder, *folder.prims.values()):
+                f.tombstones.clear()
+
+    # --- renames ------------------------------------------------------------------------------
+
+    async def rename_item(self, item: Item, new_name: str) -> None:
+        """`mv` inside one prim: object.item.modify, same item_id."""
+        want = parse_remote_name(new_name)
+        info = item.info
+        shown = self.tree.path_of(item)
+        if want.type != info.type or (want.type == "script" and want.subtype != (info.subtype or 0)):
+            raise FsError(errno.EXDEV, f"{shown} -> {new_name}: changes the kind of item")
+        if not item.writable:
+            raise FsError(errno.EACCES, f"{shown}: no modify permission")
+        assert item.folder is not None
+        if want.sl_name != info.name:
+            await self.ws.call(f"rename {shown}", "object.item.modify",
+                               {"prim_id": item.folder.uuid, "item_id": item.uuid, "name": want.sl_name})
+            item.data = attrs.evolve(info, name=want.sl_name)
+        self.tree._relayout(item.folder)
+
+    async def rename_folder(self, folder: Folder, new_name: str) -> None:
+        shown = self.tree.path_of(folder)
+        base, tag = names.strip_tag(new_name)
+        if tag is not None and folder.uuid.replace("-", "").startswith(tag):
+            new_name = base
+        sl_name = names.to_sl(new_name)
+        from .naming_rules import check_sl_name
+
+        check_sl_name(sl_name, new_name)
+        if not folder.writable:
+            raise FsError(errno.EACCES, f"{shown}: no modify permission on the prim")
+        await self.ws.call(f"rename {shown}", "object.modify", {"prim_id": folder.uuid, "name": sl_name})
+        folder.link_name = sl_name
+        self.tree._relayout(folder.parent or self.tree.root)
+
+    async def replace_into(self, item: Item, data: bytes, inode: int) -> None:
+        """A file renamed onto an item's name: its content is saved into that item (same item_id),
+        and the item takes over the renamed file's inode."""
+        shown = self.tree.path_of(item)
+        if not item.writable:
+            raise FsError(errno.EACCES, f"{shown}: no modify permission")
+        before = (item.local, item.dirty)
+        item.local = bytearray(data)
+        item.dirty = True
+        try:
+            await self.save(item)
+        except FsError:
+            item.local, item.dirty = before
+            raise
+        self.tree.rebind(item, inode)
+
+    def item_for_new_name(self, folder: Folder, data: InventoryItem) -> Item | None:
+        return folder.items.get(data.item_id)
