@@ -255,9 +255,7 @@ class Mount:
                 env=self.env,
             )
         if check and res.returncode != 0:
-            raise AssertionError(
-                f"{argv} exited {res.returncode}: stdout={res.stdout!r} stderr={res.stderr!r}"
-            )
+            raise AssertionError(f"{argv} exited {res.returncode}: stdout={res.stdout!r} stderr={res.stderr!r}")
         return res
 
     async def out(self, *argv: str | os.PathLike[str], **kw: Any) -> str:
@@ -281,9 +279,7 @@ class Mount:
         except OSError as exc:
             return repr(exc)
 
-    async def wait_for(
-        self, predicate: Callable[[], Awaitable[bool]], timeout: float, what: str = ""
-    ) -> float:
+    async def wait_for(self, predicate: Callable[[], Awaitable[bool]], timeout: float, what: str = "") -> float:
         """Poll an async predicate; returns the seconds it took, fails after `timeout`."""
         start = trio.current_time()
         with trio.move_on_after(timeout):

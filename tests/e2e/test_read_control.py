@@ -48,9 +48,7 @@ async def test_by_id_links(mounted: Mount) -> None:
     twin2 = m.path(".slfs", "by-id", "4dd59973-25e4-5202-817c-7b5078a18bb5")
     assert (await m.out("readlink", twin2)).strip() == "../../Twin@4dd59973"
     # unknown ids do not resolve
-    res = await m.run(
-        "readlink", m.path(".slfs", "by-id", "00000000-0000-0000-0000-000000000000"), check=False
-    )
+    res = await m.run("readlink", m.path(".slfs", "by-id", "00000000-0000-0000-0000-000000000000"), check=False)
     assert res.returncode != 0
     # a listing of by-id holds every object, prim and item
     listed = set((await m.out("ls", m.path(".slfs", "by-id"))).split())

@@ -100,9 +100,7 @@ async def _dead(pid: int) -> bool:
 
 async def test_background_mount_reports_failure(mount_factory: MountFactory) -> None:
     m = await mount_factory(start=False)
-    res = await m.run(
-        sys.executable, "-m", "slfs", "mount", "--port", str(m.port), m.mnt / "nope", check=False
-    )
+    res = await m.run(sys.executable, "-m", "slfs", "mount", "--port", str(m.port), m.mnt / "nope", check=False)
     assert res.returncode == 1 and b"no such directory" in res.stderr
 
 
@@ -118,13 +116,9 @@ async def test_stale_mountpoint_after_kill_9(mounted: Mount) -> None:
 
 
 def parallel_world() -> object:
-    items = [
-        item(u(i + 1), f"note {i}", content=f"note {i}\n" + f"{i:04d} " * (50 + 40 * i) + "\n")
-        for i in range(16)
-    ]
+    items = [item(u(i + 1), f"note {i}", content=f"note {i}\n" + f"{i:04d} " * (50 + 40 * i) + "\n") for i in range(16)]
     items += [
-        item(u(i + 101), f"s{i}", "script", f"// script {i} \u2713\n" * (10 + i) + "default { }\n")
-        for i in range(16)
+        item(u(i + 101), f"s{i}", "script", f"// script {i} \u2713\n" * (10 + i) + "default { }\n") for i in range(16)
     ]
     return world_from_json({"objects": [{"object_id": u(1, "b"), "object_name": "P", "inventory": items}]})
 

@@ -10,6 +10,7 @@ import trio
 
 from e2e.harness import Mount, MountFactory
 from e2e.worlds import HOUSE_ID, LAMP_ID, SAMPLE_FILES, TWIN1_ID, sample_item
+from slfs.protocol.errors import RpcError
 
 pytestmark = pytest.mark.fuse
 
@@ -28,9 +29,7 @@ async def test_publish_update_unpublish_visible_within_1s(mounted: Mount) -> Non
     await m.sim.publish(LAMP_ID)
     await m.wait_for(lambda: _has(m, want="Unpublished Lamp"), VISIBLE_WITHIN, "published object listed")
     assert sorted(await ls(m, "Unpublished Lamp")) == ["Lamp Notes", "Lamp.lsl"]
-    lamp = m.sim.item(
-        next(i.item_id for i in m.sim.world.objects[LAMP_ID].root.inventory if i.name == "Lamp")
-    )
+    lamp = m.sim.item(next(i.item_id for i in m.sim.world.objects[LAMP_ID].root.inventory if i.name == "Lamp"))
     assert (await m.run("cat", m.path("Unpublished Lamp/Lamp.lsl"))).stdout == lamp.content.encode()
 
     # rename an item in-world
@@ -38,9 +37,7 @@ async def test_publish_update_unpublish_visible_within_1s(mounted: Mount) -> Non
     await m.run("cat", m.path("Hello Cube/Hello.lsl"))
     ino = os.stat(m.path("Hello Cube/Hello.lsl")).st_ino
     await m.sim.rename_item(hello.item_id, "Howdy")
-    await m.wait_for(
-        lambda: _has(m, "Hello Cube", want="Howdy.lsl", absent="Hello.lsl"), VISIBLE_WITHIN, "rename"
-    )
+    await m.wait_for(lambda: _has(m, "Hello Cube", want="Howdy.lsl", absent="Hello.lsl"), VISIBLE_WITHIN, "rename")
     res = await m.run("stat", "-c", "%i", m.path("Hello Cube/Howdy.lsl"))
     assert int(res.stdout) == ino
     res = await m.run("cat", m.path("Hello Cube/Hello.lsl"), check=False)
@@ -62,9 +59,7 @@ async def test_publish_update_unpublish_visible_within_1s(mounted: Mount) -> Non
 
     # rename a prim (root of an object)
     await m.sim.rename_prim(LAMP_ID, "Lamp Post")
-    await m.wait_for(
-        lambda: _has(m, want="Lamp Post", absent="Unpublished Lamp"), VISIBLE_WITHIN, "prim rename"
-    )
+    await m.wait_for(lambda: _has(m, want="Lamp Post", absent="Unpublished Lamp"), VISIBLE_WITHIN, "prim rename")
 
     # unpublish: the folder goes
     await m.sim.unpublish(LAMP_ID)
@@ -92,9 +87,7 @@ async def test_child_names_stable_across_link_unlink(mounted: Mount) -> None:
     inodes = {d: os.stat(m.path("House", d)).st_ino for d in children}
     # unlink a child prim: the others keep their names (and inodes)
     await m.sim.unlink(HOUSE_ID, "3859d2ae-2bf2-5c5f-ab8a-c549e063e55f")
-    await m.wait_for(
-        lambda: _has(m, "House", absent="Object@3859d2ae"), VISIBLE_WITHIN, "unlinked child gone"
-    )
+    await m.wait_for(lambda: _has(m, "House", absent="Object@3859d2ae"), VISIBLE_WITHIN, "unlinked child gone")
     rest = [d for d in children if d != "Object@3859d2ae"]
     assert sorted(d for d in await ls(m, "House") if "@" in d) == rest
     # link a new prim and a whole object (Twin #1): names of the others stay
@@ -110,9 +103,7 @@ async def test_child_names_stable_across_link_unlink(mounted: Mount) -> None:
     await m.wait_for(lambda: _has(m, want="Twin", absent="Twin@4dd59973"), VISIBLE_WITHIN, "twin renamed")
     assert b"Twin 2 ready" in (await m.run("cat", m.path("Twin/Main.lsl"))).stdout
     # link numbers follow the new order
-    door = await m.out(
-        "getfattr", "--only-values", "-n", "user.sl.link_number", m.path("House/Door@59196331")
-    )
+    door = await m.out("getfattr", "--only-values", "-n", "user.sl.link_number", m.path("House/Door@59196331"))
     assert door == "4"
 
 
@@ -200,3 +191,58 @@ async def test_mount_live_without_viewer_then_connects(mount_factory: MountFacto
         m.sim.world, "Hello Cube/Hello.lsl"
     ).content.encode()
     assert len(SAMPLE_FILES) == int((await m.status())["items"])
+
+
+async def test_name_handover_on_rename(mounted: Mount) -> None:
+    """Cached names follow in-world renames: a tagged entry takes the plain name when it frees up."""
+    m = mounted
+    assert m.sim is not None
+    script_x = sample_item(m.sim.world, "Hello Cube/x.lsl")
+    note_x = sample_item(m.sim.world, "Hello Cube/x.lsl@57f2a1c2")
+    assert (await m.run("cat", m.path("Hello Cube/x.lsl"))).stdout == script_x.content.encode()
+    assert (await m.run("cat", m.path("Hello Cube/x.lsl@57f2a1c2"))).stdout == note_x.content.encode()
+    await m.sim.rename_item(script_x.item_id, "z")
+
+    async def handed_over() -> bool:
+        res = await m.run("cat", m.path("Hello Cube/x.lsl"), check=False)
+        return res.stdout == note_x.content.encode()
+
+    await m.wait_for(handed_over, VISIBLE_WITHIN, "x.lsl is now the notecard")
+    assert await _has(m, "Hello Cube", want="z.lsl", absent="x.lsl@57f2a1c2")
+    assert (await m.run("cat", m.path("Hello Cube/z.lsl"))).stdout == script_x.content.encode()
+    # a rename onto a taken name: the higher UUID (the notecard, 95f4...) is tagged, the script keeps it
+    hello = sample_item(m.sim.world, "Hello Cube/Hello.lsl")
+    notes = sample_item(m.sim.world, "Hello Cube/Notes\u2215Todo")
+    await m.run("cat", m.path("Hello Cube/Notes\u2215Todo"))
+    await m.sim.rename_item(notes.item_id, "Hello.lsl")
+    await m.wait_for(
+        lambda: _has(m, "Hello Cube", want="Hello.lsl@95f4ea03", absent="Notes\u2215Todo"),
+        VISIBLE_WITHIN,
+        "renamed notecard tagged",
+    )
+    assert (await m.run("cat", m.path("Hello Cube/Hello.lsl"))).stdout == hello.content.encode()
+    assert (await m.run("cat", m.path("Hello Cube/Hello.lsl@95f4ea03"))).stdout == notes.content.encode()
+
+
+async def test_fetch_error_is_not_cached(mounted: Mount) -> None:
+    m = mounted
+    assert m.sim is not None
+    m.sim.fail_next("object.content.get", RpcError(-32603, "Internal error"))
+    res = await m.run("cat", m.path("Hello Cube/Hello.lsl"), check=False)
+    assert res.returncode == 1 and b"Input/output error" in res.stderr
+    hello = sample_item(m.sim.world, "Hello Cube/Hello.lsl")
+    assert (await m.run("cat", m.path("Hello Cube/Hello.lsl"))).stdout == hello.content.encode()
+    assert "viewer error -32603" in (await m.status())["last_error"] or "-32603" in m.log_text()
+
+
+async def test_unpublished_nodes_released_after_forget(mounted: Mount) -> None:
+    m = mounted
+    assert m.sim is not None
+    await m.run("ls", "-lR", m.path("House"))
+    await m.run("cat", m.path("House/Controller.lsl"))
+    await m.sim.unpublish(HOUSE_ID)
+    await m.wait_for(lambda: _has(m, absent="House"), VISIBLE_WITHIN, "House gone")
+    res = await m.sh(f"sync; echo 3 > /proc/sys/vm/drop_caches; cat '{m.mnt}/.slfs/status'")
+    status = dict(line.split(": ", 1) for line in res.stdout.decode().splitlines())
+    assert status["kernel_refs"] == "2"
+    assert status["objects"] == "5"

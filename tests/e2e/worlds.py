@@ -56,11 +56,7 @@ def all_items(world: World) -> list[tuple[SimObject, Any, Item]]:
 
 
 def item_named(world: World, name: str, object_id: str | None = None) -> Item:
-    found = [
-        i
-        for o, _p, i in all_items(world)
-        if i.name == name and (object_id is None or o.object_id == object_id)
-    ]
+    found = [i for o, _p, i in all_items(world) if i.name == name and (object_id is None or o.object_id == object_id)]
     assert len(found) == 1, f"{name!r}: {len(found)} items"
     return found[0]
 
@@ -191,8 +187,7 @@ def many_items_world(objects: int, items: int, *, size: int = 200, children: int
                 "object_name": f"Object {o}",
                 "inventory": inv,
                 "linked_objects": [
-                    {"link_id": f"{o:08x}-eeee-4000-8000-{c:012x}", "link_name": "Part"}
-                    for c in range(children)
+                    {"link_id": f"{o:08x}-eeee-4000-8000-{c:012x}", "link_name": "Part"} for c in range(children)
                 ],
             }
         )
