@@ -19,7 +19,9 @@ import trio
 
 from . import paths
 from .fs.operations import Operations
+from .model.events import EventLog
 from .model.options import Options
+from .model.syntax import SyntaxFiles
 from .model.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -102,7 +104,15 @@ class Daemon:
         self.mountpoint = os.path.realpath(mountpoint)
         self.options = options
         self.ws = Workspace(host, port, options)
+        self.ws.mountpoint = self.mountpoint
         self.ops = Operations(self.ws)
+        self.events = EventLog(paths.state_dir() / "events.jsonl")
+        self.ws.event_sinks.append(self.events.append)
+        self.syntax = SyntaxFiles(self.ws)
+        self.ws.on_ready.append(self.syntax.refresh)
+        self.ws.on_syntax.append(self.syntax.refresh)
+        control = self.ops.control
+        control.events, control.syntax, control.writer = self.events, self.syntax, self.ops.writer
         self.extensions: list[Callable[[trio.Nursery], Awaitable[None]]] = []
 
     async def serve(self, ready: Callable[[str | None], None] = lambda _e: None) -> None:

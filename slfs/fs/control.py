@@ -7,14 +7,24 @@ sidecar per item file (`F.diag`; scripts also `F.state` and `F.log`).
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Awaitable, Callable, Iterator
+from typing import TYPE_CHECKING
 
 import attrs
 
 from ..model import names
+from ..model.errors import FsError
+from ..model.events import EventLog
+from ..model.syntax import SyntaxFiles
 from ..model.tree import ROOT_INODE, Folder, Item, Node, Tree
 from ..model.workspace import Workspace
+
+if TYPE_CHECKING:
+    from ..model.writes import Writer
+
+STATE_WORDS = ("run", "stop", "reset")
 
 DIR, FILE, LINK = "dir", "file", "link"
 
@@ -37,14 +47,25 @@ class Virtual:
 
 
 class Control:
-    def __init__(self, ws: Workspace) -> None:
+    def __init__(self, ws: Workspace, events: EventLog | None = None, syntax: SyntaxFiles | None = None) -> None:
         self.ws = ws
         self.tree: Tree = ws.tree
+        self.events = events or EventLog(None)
+        self.syntax = syntax or SyntaxFiles(ws)
+        self.writer: Writer | None = None  # set by the daemon; compile results come from it
         self.nodes: dict[int, Virtual] = {}
-        self.sidecars: dict[str, Callable[[Item], Virtual | None]] = {}
+        self.sidecars: dict[str, Callable[[Virtual, str, Item], Virtual | None]] = {
+            "diag": self._diag_node,
+            "state": self._state_node,
+            "log": self._log_node,
+        }
         self.root_files: dict[str, Callable[[int], Virtual]] = {
             "status": lambda parent: self._file(parent, "status", self._render_status),
             "by-id": lambda parent: self._dir(parent, "by-id", "byid"),
+            "diagnostics": lambda parent: self._file(parent, "diagnostics", self.render_all_diagnostics,
+                                                     direct_io=True),
+            "events": lambda parent: self._file(parent, "events", self.events.render, direct_io=True),
+            "syntax": lambda parent: self._dir(parent, "syntax", "syntax"),
         }
 
     # --- node construction ---------------------------------------------------------------
@@ -97,7 +118,7 @@ class Control:
                     full = f"{file_name}.{suffix}"
                     if only is not None and only != full:
                         continue
-                    side = make_sidecar(node)
+                    side = make_sidecar(vdir, file_name, node)
                     if side is not None:
                         yield side
         elif vdir.kind == "byid":
@@ -112,6 +133,11 @@ class Control:
             extra = getattr(self, f"_children_{vdir.kind}", None)
             if extra is not None:
                 yield from extra(vdir, only)
+
+    def _children_syntax(self, vdir: Virtual, only: str | None) -> Iterator[Virtual]:
+        for name in list(self.syntax.files):
+            if only is None or only == name:
+                yield self._file(vdir.inode, name, lambda name=name: self.syntax.files.get(name, b""))
 
     def _link(self, parent: int, node: Node) -> Virtual:
         uuid = node.uuid
@@ -129,6 +155,76 @@ class Control:
         node = self.nodes.get(inode)
         if node is not None:
             node.lookups = max(0, node.lookups - count)
+
+    # --- sidecars ---------------------------------------------------------------------------
+    # Each sidecar resolves its item by file name when read, so it follows what the name means now.
+
+    def _item_named(self, vdir: Virtual, file_name: str) -> Item:
+        folder = vdir.folder
+        node = folder.entries.get(file_name) if folder is not None else None
+        if not isinstance(node, Item):
+            raise FsError(errno.ENOENT, f"{file_name} is gone")
+        return node
+
+    def _diag_node(self, vdir: Virtual, file_name: str, item: Item) -> Virtual:
+        return self._file(vdir.inode, f"{file_name}.diag",
+                          lambda: self.render_diagnostics(self._item_named(vdir, file_name)), direct_io=True)
+
+    def _state_node(self, vdir: Virtual, file_name: str, item: Item) -> Virtual | None:
+        if not item.is_script:
+            return None
+
+        async def write_state(data: bytes) -> None:
+            await self.set_state(self._item_named(vdir, file_name), data.decode(errors="replace"))
+
+        return self._file(vdir.inode, f"{file_name}.state",
+                          lambda: (self.state_word(self._item_named(vdir, file_name)) + "\n").encode(),
+                          direct_io=True, writer=write_state)
+
+    def _log_node(self, vdir: Virtual, file_name: str, item: Item) -> Virtual | None:
+        if not item.is_script:
+            return None
+        return self._file(vdir.inode, f"{file_name}.log",
+                          lambda: self.events.script_log(self._item_named(vdir, file_name).uuid), direct_io=True)
+
+    @staticmethod
+    def state_word(item: Item) -> str:
+        """The run state the viewer last confirmed (object.update), never an optimistic guess."""
+        info = item.info
+        if info.faulted:
+            return "faulted"
+        return "running" if info.running else "stopped"
+
+    async def set_state(self, item: Item, text: str) -> None:
+        word = text.strip()
+        if word not in STATE_WORDS:
+            raise FsError(errno.EINVAL, f"{self.tree.path_of(item)}.state: write run, stop or reset (not {word!r})")
+        assert item.folder is not None
+        params = {"prim_id": item.folder.uuid, "item_id": item.uuid}
+        what = f"{word} {self.tree.path_of(item)}"
+        if word == "reset":
+            await self.ws.call(what, "object.script.reset", params)
+        else:
+            await self.ws.call(what, "object.script.set_running", {**params, "running": word == "run"})
+        self.ws.emit("script.state_requested", path=self.tree.path_of(item), item_id=item.uuid, action=word)
+
+    def abspath(self, node: Node) -> str:
+        return os.path.join(self.ws.mountpoint or "/", self.tree.path_of(node))
+
+    def diagnostics_of(self, item: Item) -> list[dict[str, object]]:
+        report = self.writer.compiles.get(item.uuid) if self.writer is not None else None
+        if report is None:
+            return []
+        return [{"path": self.abspath(item), "row": d.row, "column": d.column, "level": d.level.lower(),
+                 "message": " ".join(d.message.split())} for d in report.diagnostics]
+
+    def render_diagnostics(self, item: Item) -> bytes:
+        lines = [f"{d['path']}:{d['row']}:{d['column']}: {d['level']}: {d['message']}"
+                 for d in self.diagnostics_of(item)]
+        return ("\n".join(lines) + "\n").encode() if lines else b""
+
+    def render_all_diagnostics(self) -> bytes:
+        return b"".join(self.render_diagnostics(item) for item in self.tree.iter_items())
 
     # --- content ----------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import logging
 import math
+import subprocess
 import time
 from collections.abc import Callable
 from typing import Any
@@ -63,6 +64,10 @@ class Workspace:
         self.fetch_count = 0
         # Hooks for the layers above (events, sidecars); each takes one event dict.
         self.event_sinks: list[Callable[[dict[str, Any]], None]] = []
+        # Async hooks started after every session.ok and after language.syntax.change.
+        self.on_ready: list[Callable[[], Any]] = []
+        self.on_syntax: list[Callable[[], Any]] = []
+        self.mountpoint = ""
 
     # --- life -------------------------------------------------------------------------------
 
@@ -107,6 +112,8 @@ class Workspace:
                  info.agent_name, len(objects))
         self.emit("connected", viewer=info.viewer_name, version=info.viewer_version,
                   agent=info.agent_name, objects=len(objects))
+        for hook in self.on_ready:
+            self.spawn(hook)
 
     def on_disconnected(self, reason: str) -> None:
         self.emit("disconnected", reason=reason)
@@ -140,12 +147,55 @@ class Workspace:
 
     def on_syntax_change(self, msg: SyntaxChange) -> None:
         self.emit("syntax.change", id=msg.id)
+        for hook in self.on_syntax:
+            self.spawn(hook)
 
     def on_compiled(self, msg: CompilationResult) -> None:
         self.emit("script.compiled", script_id=msg.script_id, success=msg.success)
 
     def on_editor_command(self, command: str, params: dict[str, Any]) -> None:
-        self.emit("viewer.command", command=command, params=params)
+        if command == "editor.show_message":
+            level = str(params.get("level") or "info")
+            message = str(params.get("message", ""))
+            log.log(logging.ERROR if level == "error" else logging.WARNING if level == "warn" else logging.INFO,
+                    "viewer says: %s", message)
+            self.emit("viewer.message", level=level, message=message)
+            self.spawn(self._notify, level, message)
+        elif command == "editor.open_file":
+            path, line = str(params.get("path", "")), params.get("line")
+            self.emit("viewer.open_file", path=path, line=line)
+            if self.options.open_cmd and path:
+                self.spawn(self._open_file, path, line)
+        else:
+            self.emit("viewer.command", command=command, params=params)
+
+    async def _notify(self, level: str, message: str) -> None:
+        import shutil
+
+        exe = shutil.which("notify-send")
+        if exe is None:
+            return
+        urgency = {"error": "critical", "warn": "normal"}.get(level, "low")
+        with trio.move_on_after(10):
+            try:
+                await trio.run_process([exe, "-u", urgency, "Second Life", message], check=False,
+                                       capture_stdout=True, capture_stderr=True)
+            except OSError as exc:
+                log.debug("notify-send failed: %s", exc)
+
+    async def _open_file(self, path: str, line: Any) -> None:
+        """Run the user's editor as an argument vector (never a shell: the path is viewer-sent)."""
+        import shlex
+
+        assert self.options.open_cmd is not None
+        argv = [a.replace("{path}", path).replace("{line}", str(line or 1)) for a in shlex.split(self.options.open_cmd)]
+        if not any("{path}" in a for a in shlex.split(self.options.open_cmd)):
+            argv.append(path)
+        try:
+            await trio.run_process(argv, check=False, stdin=subprocess.DEVNULL, capture_stdout=True,
+                                   capture_stderr=True)
+        except OSError as exc:
+            self.note_error(f"open_cmd {argv[0]!r} failed: {exc}")
 
     # --- calls ------------------------------------------------------------------------------
 

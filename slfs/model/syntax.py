@@ -1,0 +1,38 @@
+"""The viewer's syntax-definition files (language.syntax.cache / .get), for luau-lsp and selene."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from ..protocol.types import SyntaxCacheFile, SyntaxCacheList
+from .errors import FsError
+from .workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+
+class SyntaxFiles:
+    def __init__(self, ws: Workspace) -> None:
+        self.ws = ws
+        self.files: dict[str, bytes] = {}
+        self.syntax_id = ""
+
+    async def refresh(self) -> None:
+        """Fetch every file the viewer's cache lists; keep the old set if the viewer fails."""
+        try:
+            listing: SyntaxCacheList = await self.ws.call("syntax", "language.syntax.cache", {}, SyntaxCacheList)
+            files: dict[str, bytes] = {}
+            for name in listing.files:
+                if "/" in name or name in ("", ".", ".."):
+                    log.warning("ignoring syntax file with an unusable name %r", name)
+                    continue
+                got: SyntaxCacheFile = await self.ws.call(f"syntax {name}", "language.syntax.get",
+                                                          {"filename": name}, SyntaxCacheFile)
+                content = got.content
+                files[name] = (content if isinstance(content, str) else json.dumps(content, indent=2)).encode()
+        except FsError as exc:
+            log.warning("syntax files not refreshed: %s", exc.message)
+            return
+        self.files = files
+        log.info("syntax files: %d from the viewer", len(files))
