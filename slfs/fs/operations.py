@@ -580,7 +580,11 @@ class Operations(pyfuse3.Operations):
         if h.fd >= 0:
             return os.pwrite(h.fd, buf, off)
         if isinstance(node, Virtual):
-            h.data = h.data[:off] + buf
+            # Control files act at write(), so `echo bogus > F.state` fails where the shell sees it
+            # (bash ignores errors from close).
+            if node.writer is None:
+                raise FsError(errno.EACCES, "")
+            await node.writer(buf)
             return len(buf)
         if isinstance(node, Item):
             await self._editable(node)
@@ -604,9 +608,6 @@ class Operations(pyfuse3.Operations):
     async def _commit(self, h: Handle, node: Node | Virtual) -> None:
         """flush/fsync: store what this file holds in-world (nothing when nothing changed)."""
         if isinstance(node, Virtual):
-            if h.writable and node.writer is not None:
-                data, h.data = h.data, b""
-                await node.writer(data)
             return
         if isinstance(node, Item):
             if node.dirty and node.attached and node.folder is not None and node.folder.tombstones.get(node.name) is not node:
