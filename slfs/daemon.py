@@ -18,6 +18,7 @@ import pyfuse3
 import trio
 
 from . import paths
+from .control.server import ControlServer
 from .fs.operations import Operations
 from .model.events import EventLog
 from .model.options import Options
@@ -113,6 +114,8 @@ class Daemon:
         self.ws.on_syntax.append(self.syntax.refresh)
         control = self.ops.control
         control.events, control.syntax, control.writer = self.events, self.syntax, self.ops.writer
+        self.socket_path = str(paths.runtime_dir() / f"{paths.mount_key(mountpoint)}.sock")
+        self.control_server = ControlServer(self.ws, control, self.events, self.socket_path)
         self.extensions: list[Callable[[trio.Nursery], Awaitable[None]]] = []
 
     async def serve(self, ready: Callable[[str | None], None] = lambda _e: None) -> None:
@@ -128,9 +131,11 @@ class Daemon:
                 await nursery.start(self.ws.run)
                 nursery.start_soon(self.ops.invalidator)
                 nursery.start_soon(self._watch_signals)
+                await nursery.start(self.control_server.serve)
                 paths.ensure(reg.parent)
                 reg.write_text(json.dumps({"pid": os.getpid(), "mountpoint": self.mountpoint,
-                                           "endpoint": self.ws.session.endpoint, "started": time.time()}))
+                                           "endpoint": self.ws.session.endpoint, "socket": self.socket_path,
+                                           "started": time.time()}))
                 log.info("mounted %s (viewer at %s)", self.mountpoint, self.ws.session.endpoint)
                 ready(None)
                 await pyfuse3.main()

@@ -1,0 +1,1 @@
+"""The daemon's control socket (newline-delimited JSON) and the client the CLI uses."""

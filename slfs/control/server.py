@@ -1,0 +1,337 @@
+"""The control socket: newline-delimited JSON over a Unix socket, one per mount (mode 0600).
+
+Protocol (version 1), modelled on a robust NDJSON RPC host:
+- The daemon sends first: {"type":"ready","protocolVersion":1,"mount":..., "pid":..., "maxFrameBytes":...}.
+- A request is {"id": ID, "type": COMMAND, ...parameters}; the answer is
+  {"id": ID, "type":"response", "command": COMMAND, "success": true, "data": {...}} or
+  {"id": ID, "type":"response", "command": COMMAND, "success": false, "error": "...", "code": "ENOENT"}.
+  Requests are served concurrently; answers are correlated by id, not by order.
+- A line that is not a JSON object gets {"type":"response","command":"parse","success":false,...}
+  without an id, and the connection stays usable. Frames of an unknown type are ignored.
+- {"id":..,"type":"subscribe","since":SEQ} answers, then streams {"type":"event","event":{...}};
+  {"type":"unsubscribe"} stops the stream.
+- On shutdown the daemon sends {"type":"shutdown"} and closes.
+
+Commands: status, diag {path}, run/stop/reset {path}, events {since, seconds}, subscribe,
+open {object_id}, close {path}, viewer_command {command, params, path}, commands,
+find {uuid}, resolve {path}.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import logging
+import os
+import stat
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import trio
+
+from ..fs.control import Control
+from ..model.errors import FsError
+from ..model.events import EventLog
+from ..model.tree import ROOT_INODE, Folder, Item, Node
+from ..model.workspace import Workspace
+from ..protocol.types import VIEWER_COMMANDS
+
+log = logging.getLogger(__name__)
+
+PROTOCOL_VERSION = 1
+MAX_FRAME = 1 << 20
+CONFIRM_TIMEOUT = 15.0
+
+Handler = Callable[[dict[str, Any]], Awaitable[Any]]
+
+
+class ControlServer:
+    def __init__(self, ws: Workspace, control: Control, events: EventLog, socket_path: str) -> None:
+        self.ws = ws
+        self.tree = ws.tree
+        self.control = control
+        self.events = events
+        self.socket_path = socket_path
+        self.commands: dict[str, Handler] = {
+            "status": self._status,
+            "diag": self._diag,
+            "run": lambda p: self._set_state(p, "run"),
+            "stop": lambda p: self._set_state(p, "stop"),
+            "reset": lambda p: self._set_state(p, "reset"),
+            "events": self._events,
+            "open": self._open,
+            "close": self._close,
+            "viewer_command": self._viewer_command,
+            "commands": self._commands,
+            "find": self._find,
+            "resolve": self._resolve_cmd,
+        }
+        self._streams: list[trio.SocketStream] = []
+
+    # --- transport ---------------------------------------------------------------------------
+
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        os.makedirs(os.path.dirname(self.socket_path), mode=0o700, exist_ok=True)
+        try:
+            if stat.S_ISSOCK(os.lstat(self.socket_path).st_mode):
+                os.unlink(self.socket_path)  # left by a crashed daemon
+        except FileNotFoundError:
+            pass
+        sock = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
+        old = os.umask(0o177)
+        try:
+            await sock.bind(self.socket_path)
+        finally:
+            os.umask(old)
+        os.chmod(self.socket_path, 0o600)
+        sock.listen(16)
+        listener = trio.SocketListener(sock)
+        log.info("control socket at %s", self.socket_path)
+        try:
+            async with trio.open_nursery() as nursery:
+                task_status.started()
+                await trio.serve_listeners(self._connection, [listener], handler_nursery=nursery)
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(1):
+                for stream in list(self._streams):
+                    try:
+                        await stream.send_all(b'{"type":"shutdown"}\n')
+                        await stream.aclose()
+                    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                        pass
+            try:
+                os.unlink(self.socket_path)
+            except OSError:
+                pass
+
+    async def _connection(self, stream: trio.SocketStream) -> None:
+        self._streams.append(stream)
+        lock = trio.Lock()
+
+        async def send(frame: dict[str, Any]) -> None:
+            data = json.dumps(frame, default=str).encode() + b"\n"
+            async with lock:
+                await stream.send_all(data)
+
+        try:
+            async with trio.open_nursery() as nursery:
+                await send({"type": "ready", "protocolVersion": PROTOCOL_VERSION,
+                            "supportedProtocolVersions": [PROTOCOL_VERSION], "maxFrameBytes": MAX_FRAME,
+                            "mount": self.ws.mountpoint, "pid": os.getpid()})
+                subscription: list[trio.CancelScope] = []
+                buf = b""
+                while True:
+                    chunk = await stream.receive_some(65536)
+                    if not chunk:
+                        break
+                    buf += chunk
+                    while b"\n" in buf:
+                        line, buf = buf.split(b"\n", 1)
+                        if line.strip():
+                            self._dispatch(line, send, nursery, subscription)
+                    if len(buf) > MAX_FRAME:
+                        await send({"type": "response", "command": "parse", "success": False,
+                                    "error": f"frame longer than {MAX_FRAME} bytes"})
+                        break
+                nursery.cancel_scope.cancel()  # EOF: the client is done
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        finally:
+            self._streams.remove(stream)
+
+    def _dispatch(self, line: bytes, send: Callable[[dict[str, Any]], Awaitable[None]],
+                  nursery: trio.Nursery, subscription: list[trio.CancelScope]) -> None:
+        try:
+            frame = json.loads(line)
+            if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
+                raise ValueError("a frame is a JSON object with a string \"type\"")
+        except ValueError as exc:
+            nursery.start_soon(send, {"type": "response", "command": "parse", "success": False,
+                                      "error": f"malformed frame: {exc}"})
+            return
+        kind = frame["type"]
+        if kind == "subscribe":
+            for scope in subscription:
+                scope.cancel()
+            subscription.clear()
+            scope = trio.CancelScope()
+            subscription.append(scope)
+            nursery.start_soon(self._stream_events, frame, send, scope)
+        elif kind == "unsubscribe":
+            for scope in subscription:
+                scope.cancel()
+            subscription.clear()
+        elif kind in self.commands:
+            nursery.start_soon(self._answer, frame, send)
+        else:
+            log.debug("control: ignoring a frame of unknown type %r", kind)
+
+    async def _answer(self, frame: dict[str, Any], send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
+        kind = frame["type"]
+        reply: dict[str, Any] = {"type": "response", "command": kind}
+        if "id" in frame:
+            reply["id"] = frame["id"]
+        try:
+            reply.update(success=True, data=await self.commands[kind](frame))
+        except FsError as exc:
+            reply.update(success=False, error=exc.message or os.strerror(exc.errno),
+                         code=errno.errorcode.get(exc.errno, str(exc.errno)))
+        except Exception as exc:
+            log.exception("control command %s failed", kind)
+            reply.update(success=False, error=f"internal error: {exc}", code="EIO")
+        await send(reply)
+
+    async def _stream_events(self, frame: dict[str, Any], send: Callable[[dict[str, Any]], Awaitable[None]],
+                             scope: trio.CancelScope) -> None:
+        with scope:
+            recv = self.events.subscribe()
+            since = frame.get("since")
+            backlog = self.events.since(int(since)) if isinstance(since, int) else []
+            reply: dict[str, Any] = {"type": "response", "command": "subscribe", "success": True,
+                                     "data": {"cursor": self.events.seq}}
+            if "id" in frame:
+                reply["id"] = frame["id"]
+            await send(reply)
+            last = 0
+            for event in backlog:
+                await send({"type": "event", "event": event})
+                last = event["seq"]
+            async with recv:
+                async for event in recv:
+                    if event["seq"] > last:
+                        await send({"type": "event", "event": event})
+
+    # --- paths -------------------------------------------------------------------------------
+
+    def resolve(self, path: Any) -> Node:
+        """A path in the mount (absolute, or relative to it) -> its node; pure string handling
+        (a stat of the mount from inside the daemon would wait on itself)."""
+        if not isinstance(path, str) or not path:
+            raise FsError(errno.EINVAL, "a path is required")
+        mount = self.ws.mountpoint.rstrip("/")
+        norm = os.path.normpath(path)
+        if os.path.isabs(norm):
+            if norm != mount and not norm.startswith(mount + "/"):
+                raise FsError(errno.EINVAL, f"{path} is not inside the mount {mount}")
+            rel = norm[len(mount):].lstrip("/")
+        else:
+            rel = norm if norm != "." else ""
+        node: Node = self.tree.root
+        for part in filter(None, rel.split("/")):
+            if not isinstance(node, Folder) or part not in node.entries:
+                raise FsError(errno.ENOENT, f"{path}: no such item or prim")
+            node = node.entries[part]
+        return node
+
+    def _item(self, path: Any) -> Item:
+        node = self.resolve(path)
+        if not isinstance(node, Item):
+            raise FsError(errno.EISDIR, f"{path}: not an item file")
+        return node
+
+    def _object(self, path: Any) -> Folder:
+        node = self.resolve(path)
+        while node is not None and not (isinstance(node, Folder) and node.parent is self.tree.root):
+            node = node.parent  # type: ignore[assignment]
+        if node is None or node.inode == ROOT_INODE:
+            raise FsError(errno.EINVAL, f"{path}: not inside an object folder")
+        assert isinstance(node, Folder)
+        return node
+
+    def _describe(self, node: Node) -> dict[str, Any]:
+        return {"path": self.control.abspath(node), "uuid": node.uuid}
+
+    # --- commands ----------------------------------------------------------------------------
+
+    async def _status(self, p: dict[str, Any]) -> Any:
+        return {"mount": self.ws.mountpoint, **self.ws.status()}
+
+    async def _diag(self, p: dict[str, Any]) -> Any:
+        node = self.resolve(p.get("path") or self.ws.mountpoint)
+        items: list[Item] = []
+        if isinstance(node, Item):
+            items = [node]
+        else:
+            prefix = self.tree.path_of(node)
+            items = [i for i in self.tree.iter_items()
+                     if not prefix or self.tree.path_of(i).startswith(prefix + "/")]
+        writer = self.control.writer
+        files = []
+        diagnostics: list[dict[str, Any]] = []
+        for item in items:
+            report = writer.compiles.get(item.uuid) if writer is not None else None
+            if report is None:
+                continue
+            diags = self.control.diagnostics_of(item)
+            diagnostics.extend(diags)
+            files.append({"path": self.control.abspath(item), "compiled": report.compiled, "at": report.at,
+                          "note": "" if report.compiled else "the previously compiled version keeps running"})
+        return {"diagnostics": diagnostics, "files": files}
+
+    async def _set_state(self, p: dict[str, Any], word: str) -> Any:
+        item = self._item(p.get("path"))
+        if not item.is_script:
+            raise FsError(errno.EINVAL, f"{p.get('path')}: not a script")
+        await self.control.set_state(item, word)
+        want = {"run": True, "stop": False}.get(word)
+        if want is not None:
+            # set_running answers "dispatched": wait for the viewer's object.update to confirm.
+            with trio.move_on_after(float(p.get("timeout", CONFIRM_TIMEOUT))):
+                while bool(item.info.running) != want or (want and item.info.faulted):
+                    await trio.sleep(0.05)
+                return {**self._describe(item), "state": self.control.state_word(item), "confirmed": True}
+            raise FsError(errno.ETIMEDOUT, f"{p.get('path')}: the viewer accepted {word} but has not "
+                          f"confirmed it (state: {self.control.state_word(item)})")
+        return {**self._describe(item), "state": self.control.state_word(item), "confirmed": False}
+
+    async def _events(self, p: dict[str, Any]) -> Any:
+        since = p.get("since")
+        seconds = p.get("seconds")
+        events = self.events.since(int(since) if isinstance(since, int) else 0,
+                                   float(seconds) if isinstance(seconds, (int, float)) else None)
+        return {"events": events, "cursor": self.events.seq}
+
+    async def _open(self, p: dict[str, Any]) -> Any:
+        object_id = str(p.get("object_id") or "").lower()
+        if not object_id:
+            raise FsError(errno.EINVAL, "an object UUID is required")
+        await self.ws.call(f"open {object_id}", "object.request", {"object_id": object_id})
+        with trio.move_on_after(float(p.get("timeout", CONFIRM_TIMEOUT))):
+            while object_id not in self.tree.objects:
+                await trio.sleep(0.05)
+            return self._describe(self.tree.objects[object_id])
+        raise FsError(errno.ETIMEDOUT, f"the viewer accepted the request for {object_id} but did not publish it")
+
+    async def _close(self, p: dict[str, Any]) -> Any:
+        obj = self._object(p.get("path"))
+        await self.ws.call(f"close {obj.name}", "object.unpublish", {"object_id": obj.uuid})
+        return self._describe(obj)
+
+    async def _viewer_command(self, p: dict[str, Any]) -> Any:
+        command = p.get("command")
+        if not isinstance(command, str) or not command:
+            raise FsError(errno.EINVAL, "a command is required")
+        params = dict(p.get("params") or {})
+        if p.get("path"):
+            params.setdefault("object_id", self._object(p["path"]).uuid)
+        info = self.ws.info
+        if info is not None and not info.features.get("commands", False):
+            raise FsError(errno.EOPNOTSUPP, "the viewer does not accept commands")
+        missing = [k for k in VIEWER_COMMANDS.get(command, ()) if k not in params]
+        if missing:
+            raise FsError(errno.EINVAL, f"{command} needs {', '.join(missing)}")
+        result = await self.ws.call(command, "command.execute", {"command": command, "params": params})
+        return {"command": command, "result": result}
+
+    async def _commands(self, p: dict[str, Any]) -> Any:
+        return await self.ws.call("commands", "command.list", {})
+
+    async def _find(self, p: dict[str, Any]) -> Any:
+        uuid = str(p.get("uuid") or "").lower()
+        node = self.tree.by_uuid.get(uuid)
+        if node is None or not node.attached:
+            raise FsError(errno.ENOENT, f"{uuid} is not published")
+        return self._describe(node)
+
+    async def _resolve_cmd(self, p: dict[str, Any]) -> Any:
+        return self._describe(self.resolve(p.get("path")))
