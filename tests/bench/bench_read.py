@@ -213,7 +213,9 @@ def bench_rss(total: int) -> None:
             print(f"   find MOUNT: {t:.2f} s for {n} entries (exit {res.returncode})")
             t, res = timed(["find", str(mnt)])
             print(f"   find MOUNT again (warm): {t:.2f} s")
-            print(f"   RSS after find: {rss_kib(pid) / 1024:.1f} MiB; {status(mnt).get('kernel_refs')} kernel refs")
+            st = status(mnt)
+            print(f"   RSS after find: {rss_kib(pid) / 1024:.1f} MiB; {st.get('kernel_refs')} kernel refs; "
+                  f"{st.get('content_fetches')} content fetches (prefetch started by find's opendir)")
     shutil.rmtree(wd, ignore_errors=True)
 
 
