@@ -123,9 +123,9 @@ class Control:
                         yield side
         elif vdir.kind == "byid":
             if only is not None:
-                node = self.tree.by_uuid.get(only)
-                if node is not None:
-                    yield self._link(vdir.inode, node)
+                found = self.tree.by_uuid.get(only)
+                if found is not None:
+                    yield self._link(vdir.inode, found)
                 return
             for node in list(self.tree.by_uuid.values()):
                 yield self._link(vdir.inode, node)
@@ -137,7 +137,10 @@ class Control:
     def _children_syntax(self, vdir: Virtual, only: str | None) -> Iterator[Virtual]:
         for name in list(self.syntax.files):
             if only is None or only == name:
-                yield self._file(vdir.inode, name, lambda name=name: self.syntax.files.get(name, b""))
+                yield self._file(vdir.inode, name, self._syntax_render(name))
+
+    def _syntax_render(self, name: str) -> Callable[[], bytes]:
+        return lambda: self.syntax.files.get(name, b"")
 
     def _link(self, parent: int, node: Node) -> Virtual:
         uuid = node.uuid

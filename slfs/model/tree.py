@@ -436,7 +436,7 @@ class Tree:
         else:
             hidden = {id(i) for i in folder.tombstones.values()}
             members = [*(i for i in folder.items.values() if id(i) not in hidden), *folder.prims.values()]
-        layout: dict[str, Node] = names.resolve(members)  # type: ignore[arg-type]
+        layout: dict[str, Node] = names.resolve(members)  # type: ignore[arg-type, assignment]
         old = folder.entries
         for name in set(old) | set(layout):
             if old.get(name) is not layout.get(name):

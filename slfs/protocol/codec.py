@@ -22,7 +22,8 @@ _resolved: set[type] = set()
 
 
 def _describe(tp: Any) -> str:
-    names = {str: "a string", int: "an integer", float: "a number", bool: "a boolean", dict: "an object", list: "an array"}
+    names = {str: "a string", int: "an integer", float: "a number", bool: "a boolean", dict: "an object",
+             list: "an array"}
     return names.get(tp, getattr(tp, "__name__", str(tp)))
 
 
