@@ -73,6 +73,9 @@ class Handle:
     data: bytes = b""  # snapshot for read-only opens of items and control files
     fd: int = -1  # overlay files
     writable: bool = False
+    # Opened with O_TRUNC and nothing written through it yet: bash's `>` flushes (closes the
+    # duplicated fd) before it writes, so such a flush waits; release stores a bare truncation.
+    trunc_pending: bool = False
 
 
 class Operations(pyfuse3.Operations):
@@ -336,9 +339,16 @@ class Operations(pyfuse3.Operations):
                 await self._editable(node)
                 assert node.local is not None
                 self.writer.check_size(node.info.type, attr.st_size, self.tree.path_of(node))
-                self._resize(node.local, attr.st_size)
-                node.dirty = True
-                node.mtime_ns = time.time_ns()
+                if attr.st_size != len(node.local):
+                    self._resize(node.local, attr.st_size)
+                    node.dirty = True
+                    node.mtime_ns = time.time_ns()
+                h = self._handles.get(fh) if fh is not None else None
+                if h is not None:
+                    h.trunc_pending = False
+                elif node.dirty and node.attached:
+                    # truncate(2) by path: no close will follow to store it.
+                    await self.writer.save(node)
             elif isinstance(node, Scratch):
                 self._resize(node.data, attr.st_size)
                 node.dirty = True
@@ -439,7 +449,8 @@ class Operations(pyfuse3.Operations):
         self._dir_handles.pop(fh, None)
 
     @_guarded
-    async def mkdir(self, parent_inode: int, name: bytes, mode: int, ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes:
+    async def mkdir(self, parent_inode: int, name: bytes, mode: int,
+                    ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes:
         parent = self._node(parent_inode)
         sname = os.fsdecode(name)
         if isinstance(parent, Folder) and not is_local_name(sname):
@@ -531,17 +542,21 @@ class Operations(pyfuse3.Operations):
                 raise FsError(errno.EACCES, f"{self.tree.path_of(node)}: no modify permission")
             # libfuse 3 passes O_TRUNC here (pyfuse3's docstring says otherwise): honour it, or
             # cp of a short file over a long one keeps the old tail.
+            trunc = False
             if flags & os.O_TRUNC:
                 if node.local is None:
-                    node.base = node.content
+                    node.base = node.content if node.content_valid else await self.ws.read_content(node)
                     node.local = bytearray()
-                    node.dirty = node.content != b""
+                    trunc = node.base != b""
                 elif node.local:
                     node.local.clear()
-                    node.dirty = True
+                    trunc = True
+                node.dirty = node.dirty or trunc
+                if trunc:
+                    node.mtime_ns = time.time_ns()
             else:
                 await self._editable(node)
-            self._handles[fh] = Handle(node.inode, writable=True)
+            self._handles[fh] = Handle(node.inode, writable=True, trunc_pending=trunc)
             return pyfuse3.FileInfo(fh=fh, keep_cache=False)
         if node.local is not None:
             self._handles[fh] = Handle(node.inode)
@@ -557,6 +572,11 @@ class Operations(pyfuse3.Operations):
         if h is None:
             raise FsError(errno.EBADF, f"unknown file handle {fh}")
         node = self._node(h.inode)
+        if h.fd >= 0 and not isinstance(node, Local):
+            # An overlay file renamed onto an item's name while open (gedit): its inode is the
+            # item's now, and so is what it writes next.
+            os.close(h.fd)
+            h.fd = -1
         if isinstance(node, Local) and h.fd < 0:
             h.fd = os.open(node.path, os.O_RDWR if h.writable else os.O_RDONLY)
         return h, node
@@ -601,6 +621,7 @@ class Operations(pyfuse3.Operations):
         if off > len(target):
             target.extend(b"\0" * (off - len(target)))
         target[off : off + len(buf)] = buf
+        h.trunc_pending = False
         node.dirty = True
         node.mtime_ns = time.time_ns()
         return len(buf)
@@ -610,7 +631,8 @@ class Operations(pyfuse3.Operations):
         if isinstance(node, Virtual):
             return
         if isinstance(node, Item):
-            if node.dirty and node.attached and node.folder is not None and node.folder.tombstones.get(node.name) is not node:
+            folder = node.folder
+            if node.dirty and node.attached and folder is not None and folder.tombstones.get(node.name) is not node:
                 await self.writer.save(node)
             return
         if isinstance(node, Scratch) and node.dirty and node.folder is not None:
@@ -623,7 +645,10 @@ class Operations(pyfuse3.Operations):
 
     @_guarded
     async def flush(self, fh: int) -> None:
-        await self._commit(*self._handle(fh))
+        h, node = self._handle(fh)
+        if h.trunc_pending:
+            return
+        await self._commit(h, node)
 
     @_guarded
     async def fsync(self, fh: int, datasync: bool) -> None:
@@ -634,9 +659,19 @@ class Operations(pyfuse3.Operations):
 
     @_guarded
     async def release(self, fh: int) -> None:
-        h = self._handles.pop(fh, None)
-        if h is not None and h.fd >= 0:
-            os.close(h.fd)
+        h = self._handles.get(fh)
+        try:
+            if h is not None and h.trunc_pending:
+                # `: > F`: truncated, never written. release errors reach nobody: the content
+                # (empty) is in the recovery folder and the status then.
+                h.trunc_pending = False
+                node = self.tree.node(h.inode)
+                if node is not None:
+                    await self._commit(h, node)
+        finally:
+            self._handles.pop(fh, None)
+            if h is not None and h.fd >= 0:
+                os.close(h.fd)
 
     @_guarded
     async def create(self, parent_inode: int, name: bytes, mode: int, flags: int,
@@ -818,6 +853,7 @@ class Operations(pyfuse3.Operations):
         elif isinstance(src, Item) and isinstance(src_parent, Folder):
             # mv A B over an existing B: B holds A's content now (and A's inode); A goes like an rm.
             fresh = self.tree.fresh_inode()
+            self.writer._move_fetch(src.inode, fresh)
             src.inode, src.lookups = fresh, 0
             self.tree.nodes[fresh] = src
             self.tree._inodes[src.uuid] = fresh

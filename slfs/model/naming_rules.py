@@ -24,6 +24,11 @@ TEMP_PATTERNS = [re.compile(p) for p in (
     r"^sed[A-Za-z0-9]{6}$",         # sed -i
     r"___jb_(tmp|old|bak)___$",     # JetBrains safe write
     r"^tmp[a-z0-9_]{8}$",           # python tempfile.mkstemp
+    r"^tmp\.[A-Za-z0-9]{10}$",       # mktemp(1)
+    r"^XX[A-Za-z0-9]{6}$",          # perl -i (mkstemp of "XXXXXXXX": only the last six change)
+    r"\.kate-swp$",                 # kate
+    r"\.(dpkg|ucf)-(new|old|dist|tmp)$",
+    r"\.part$",                     # partial downloads
     r"^\.?[^.]+\.tmp\.\d+$",        # tools writing NAME.tmp.PID
     r"\.(orig|rej|bak|swp|tmp)$",   # patch, misc backups
 )]

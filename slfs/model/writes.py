@@ -252,7 +252,7 @@ class Writer:
             self.tree._register(item)
             self.tree._inodes[item.uuid] = inode
         elif item.inode != inode:
-            self.tree.rebind(item, inode)
+            self.rebind(item, inode)
         self.tree._relayout(folder)
         if item.name != names.item_file_name(want.sl_name, want.type, want.subtype):
             log.info("viewer named the new item %r (asked for %r)", item.name, want.sl_name)
@@ -261,6 +261,19 @@ class Writer:
 
     # --- slots: adopt, detach, tombstones ------------------------------------------------------
 
+    def rebind(self, item: Item, inode: int) -> Scratch:
+        """Tree.rebind, keeping a content fetch in flight for the item findable: the workspace
+        keys its fetches by inode (a rename over a file being fetched crashed the daemon)."""
+        old = item.inode
+        orphan = self.tree.rebind(item, inode)
+        self._move_fetch(old, inode)
+        return orphan
+
+    def _move_fetch(self, old: int, new: int) -> None:
+        fetches = getattr(self.ws, "_fetches", None)
+        if isinstance(fetches, dict) and old != new and old in fetches and new not in fetches:
+            fetches[new] = fetches.pop(old)
+
     def adopt(self, folder: Folder, name: str) -> Item | None:
         """A create of a name whose item was unlinked or renamed away: the item comes back."""
         item = folder.tombstones.pop(name, None)
@@ -268,7 +281,7 @@ class Writer:
             return None
         if item.folder is not folder or item.uuid not in folder.items:
             return None  # deleted in-world meanwhile
-        self.tree.rebind(item, self.tree.fresh_inode())
+        self.rebind(item, self.tree.fresh_inode())
         item.base = item.content
         item.local = bytearray()
         item.dirty = True
@@ -280,7 +293,7 @@ class Writer:
         """`mv F F~`: the name leaves the listing locally; nothing happens in-world."""
         name = item.name
         folder.tombstones[name] = item
-        orphan = self.tree.rebind(item, self.tree.fresh_inode())
+        orphan = self.rebind(item, self.tree.fresh_inode())
         self.tree._relayout(folder)
         return orphan
 
@@ -292,7 +305,7 @@ class Writer:
             raise FsError(errno.EIO, f"{shown}: not connected to the viewer; not deleted")
         name = item.name
         folder.tombstones[name] = item
-        self.tree.rebind(item, self.tree.fresh_inode())
+        self.rebind(item, self.tree.fresh_inode())
         self.tree._relayout(folder)
         self.ws.spawn(self._delete_later, folder, name, item)
 
@@ -377,7 +390,7 @@ class Writer:
         except FsError:
             item.local, item.dirty = before
             raise
-        self.tree.rebind(item, inode)
+        self.rebind(item, inode)
 
     def item_for_new_name(self, folder: Folder, data: InventoryItem) -> Item | None:
         return folder.items.get(data.item_id)
