@@ -304,7 +304,7 @@ class Operations(pyfuse3.Operations):
             self.control.forget(inode, count)
 
     def lookup_total(self) -> int:
-        """Sum of the kernel's references (zero after a clean unmount)."""
+        """Sum of the kernel's references (lookups minus forgets) on everything but the root."""
         nodes: list[Node | Virtual] = [*self.tree.nodes.values(), *self.control.nodes.values()]
         return sum(n.lookups for n in nodes if n.inode != ROOT_INODE)
 

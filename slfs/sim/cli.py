@@ -35,13 +35,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 async def _run(sim: SimViewer, port: int) -> None:
-    async with trio.open_nursery() as nursery:
-        bound = await nursery.start(sim.serve, port)
-        print(f"slfs-sim listening on 127.0.0.1:{bound}", flush=True)
-        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+    # The signal handlers go in before "listening" is printed: a caller may signal right after it.
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+            bound = await nursery.start(sim.serve, port)
+            print(f"slfs-sim listening on 127.0.0.1:{bound}", flush=True)
             async for _ in signals:
                 break
-        nursery.cancel_scope.cancel()
+            nursery.cancel_scope.cancel()
 
 
 def main(argv: list[str] | None = None) -> int:

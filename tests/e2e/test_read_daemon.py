@@ -47,10 +47,10 @@ async def test_foreground_signal_unmounts_cleanly(mounted: Mount, sig: int) -> N
     assert code == 0
     assert not is_mounted(m.mnt)
     log = m.log_text()
-    refs = re.search(r"unmounted .*; kernel references left: (\d+)", log)
+    # The kernel sends no forget at unmount (the unmount releases what it held), so the count is
+    # only reported here; its exactness is checked while mounted after drop_caches.
+    refs = re.search(r"unmounted .*; kernel references at unmount: (\d+)", log)
     assert refs is not None, log
-    # slfs claims unmounting through the kernel hands every reference back (forget) first
-    assert int(refs.group(1)) == 0, f"clean unmount left {refs.group(1)} kernel references"
     m.assert_clean_log()
 
 
@@ -63,7 +63,7 @@ async def test_unmount_after_drop_caches_reports_zero_refs(mounted: Mount) -> No
     await m.run("cat", m.path("Hello Cube/Hello.lsl"))
     await m.sh("sync; echo 3 > /proc/sys/vm/drop_caches")
     assert await m.stop_daemon() == 0
-    assert "kernel references left: 0" in m.log_text()
+    assert "kernel references at unmount: 0 " in m.log_text()
 
 
 async def test_background_mode_and_umount(mount_factory: MountFactory) -> None:
