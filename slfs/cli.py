@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from . import __version__
-from .daemon import Daemon, read_registry, registry_path, run_foreground, spawn_background, unmount
+from .cli_verbs import VERBS, add_verb_parsers, run_verb
 from .model.options import Options, parse_options
 
 log = logging.getLogger("slfs")
@@ -59,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("-o", dest="options", action="append", default=[], metavar="OPT[,OPT...]")
 
     sub.add_parser("sim", help="run the simulated viewer (slfs sim --help)", add_help=False)
+    add_verb_parsers(sub)
     return p
 
 
@@ -77,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_umount(args.mountpoint)
     if args.command == "demo":
         return cmd_demo(args)
+    if args.command in VERBS:
+        return run_verb(args)
     parser.print_help()
     return 2
 
@@ -90,6 +93,10 @@ def _options(raw: list[str]) -> Options | None:
 
 
 def cmd_mount(args: argparse.Namespace, argv: list[str]) -> int:
+    # The daemon (pyfuse3, trio) is imported only by the verbs that need it: the control verbs
+    # start faster without it.
+    from .daemon import Daemon, run_foreground, spawn_background
+
     options = _options(args.options)
     if options is None:
         return 2
@@ -104,6 +111,8 @@ def cmd_mount(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def cmd_umount(mountpoint: str) -> int:
+    from .daemon import read_registry, registry_path, unmount
+
     real = os.path.realpath(mountpoint)
     entry = next((e for e in read_registry() if e.get("mountpoint") == real), None)
     if not unmount(real):
@@ -128,6 +137,7 @@ def _free_port() -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from .daemon import Daemon, run_foreground
     from .sim import SimViewer, sample_world
 
     options = _options(args.options)

@@ -1,0 +1,481 @@
+"""The control verbs of the `slfs` command line: they talk to a running mount's daemon through its
+control socket (slfs/control/server.py documents the protocol).
+
+Every verb takes `--json` (then stdout holds only JSON; errors go to stderr, exit status non-zero)
+and `--mount MOUNT`. `slfs events` prints one JSON object per line in both modes (JSON lines).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import urllib.parse
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .control.client import ControlClient, ControlError, NoMount, connect, find_mount, mount_path, read_registry
+
+RECOMPILE_TARGETS = ("luau", "lsl2", "mono", "auto")  # as slfs.protocol.types.RECOMPILE_TARGETS
+
+VIEWER_VERBS = {
+    "teleport": ("viewer.teleport", "teleport to the object of DIR"),
+    "focus": ("viewer.camera.focus", "focus the camera on the object of DIR"),
+    "save-back": ("viewer.object.save_back_to_contents", "save the object of DIR back to inventory"),
+    "reset-all": ("viewer.script.reset_all", "reset every script of the object of DIR"),
+}
+URI_PREFIX = "vscode://lindenlab.sl-vscode-plugin/connect"
+OPEN_URI_MOUNT_TIMEOUT = 30.0
+FIND_TIMEOUT = 10.0
+
+
+class VerbError(Exception):
+    def __init__(self, message: str, status: int = 1) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+# --- parsers -------------------------------------------------------------------------------------
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print only JSON on standard output")
+    p.add_argument("--mount", metavar="MOUNT", help="the mount to use (default: from the path, the "
+                   "current directory, or the only running mount)")
+
+
+def add_verb_parsers(sub: Any) -> None:
+    """Add the control verbs to the `slfs` subparsers."""
+    p = sub.add_parser("status", help="connection state, counts and last error of a mount")
+    _common(p)
+    p.add_argument("mountpoint", nargs="?", metavar="MOUNT")
+
+    p = sub.add_parser("diag", help="print diagnostics of the last compiles; exit 1 on errors")
+    _common(p)
+    p.add_argument("path", nargs="?", metavar="PATH")
+
+    for verb, what in (("run", "start scripts and wait for the viewer to confirm"),
+                       ("stop", "stop scripts and wait for the viewer to confirm"),
+                       ("reset", "reset scripts")):
+        p = sub.add_parser(verb, help=what)
+        _common(p)
+        p.add_argument("files", nargs="+", metavar="FILE")
+
+    p = sub.add_parser("events", help="print (or follow) the mount's events, one JSON object per line")
+    _common(p)
+    p.add_argument("-f", "--follow", action="store_true", help="follow new events until interrupted")
+    p.add_argument("--since", metavar="CURSOR|DURATION",
+                   help="events after the cursor (an event's seq) or within the duration (30s, 10m, 2h, 1d)")
+
+    p = sub.add_parser("open", help="ask the viewer to publish an object and print its path")
+    _common(p)
+    p.add_argument("uuid", metavar="UUID")
+
+    p = sub.add_parser("close", help="unpublish the object of DIR")
+    _common(p)
+    p.add_argument("dir", metavar="DIR")
+
+    for verb, (_command, what) in VIEWER_VERBS.items():
+        p = sub.add_parser(verb, help=what)
+        _common(p)
+        p.add_argument("dir", metavar="DIR")
+
+    p = sub.add_parser("recompile", help="recompile every script of the object of DIR")
+    _common(p)
+    p.add_argument("--target", required=True, choices=RECOMPILE_TARGETS)
+    p.add_argument("dir", metavar="DIR")
+
+    p = sub.add_parser("exec", help="run a viewer command (command.execute)")
+    _common(p)
+    p.add_argument("exec_command", metavar="COMMAND")
+    p.add_argument("params", nargs="*", metavar="KEY=VALUE",
+                   help="arguments; a VALUE that parses as JSON is passed as that JSON value, else as a string")
+
+    p = sub.add_parser("commands", help="list the viewer's commands (command.list)")
+    _common(p)
+
+    p = sub.add_parser("open-uri", help="handle the viewer's launch URI (vscode://lindenlab.sl-vscode-plugin/...)")
+    _common(p)
+    p.add_argument("uri", metavar="URI")
+
+
+VERBS = ("status", "diag", "run", "stop", "reset", "events", "open", "close", *VIEWER_VERBS,
+         "recompile", "exec", "commands", "open-uri")
+
+
+# --- output --------------------------------------------------------------------------------------
+
+
+def _emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def _err(message: str) -> None:
+    print(f"slfs: {message}", file=sys.stderr, flush=True)
+
+
+def run_verb(args: argparse.Namespace) -> int:
+    handler = HANDLERS[args.command]
+    try:
+        return handler(args)
+    except VerbError as exc:
+        _err(str(exc))
+        return exc.status
+    except ControlError as exc:
+        _err(exc.message)
+        return 1
+    except BrokenPipeError:
+        # The reader went away (`slfs events -f | head`): quietly stop.
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - no flush error at exit
+        except OSError:
+            pass
+        return 0
+    except KeyboardInterrupt:
+        return 130
+
+
+def _client_for(args: argparse.Namespace, path: str | None = None) -> tuple[dict[str, Any], ControlClient]:
+    entry = find_mount(getattr(args, "mount", None), path)
+    return entry, connect(entry)
+
+
+# --- verbs ---------------------------------------------------------------------------------------
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    mount = args.mount or args.mountpoint
+    entry = find_mount(mount)
+    with connect(entry) as c:
+        data = c.request("status")
+    if args.json:
+        _emit_json(data)
+    else:
+        for key, value in data.items():
+            print(f"{key}: {' '.join(str(value).split())}")
+    return 0
+
+
+def cmd_diag(args: argparse.Namespace) -> int:
+    entry, c = _client_for(args, args.path)
+    with c:
+        params: dict[str, Any] = {"path": mount_path(entry, args.path)} if args.path else {}
+        data = c.request("diag", **params)
+    diagnostics = data.get("diagnostics", [])
+    errors = sum(1 for d in diagnostics if str(d.get("level", "")).lower() == "error")
+    notes = [f"{f['path']}: the compile failed; {f.get('note') or 'the previously compiled version keeps running'}"
+             for f in data.get("files", []) if not f.get("compiled", True)]
+    if args.json:
+        _emit_json({**data, "errors": errors, "notes": notes})
+    else:
+        for d in diagnostics:
+            print(f"{d['path']}:{d['row']}:{d['column']}: {d['level']}: {d['message']}")
+        sys.stdout.flush()
+        for note in notes:
+            print(f"slfs: {note}", file=sys.stderr)
+    return 1 if errors else 0
+
+
+def _per_file(args: argparse.Namespace, kind: str, show: Callable[[dict[str, Any]], str]) -> int:
+    results: list[dict[str, Any]] = []
+    failed: list[dict[str, Any]] = []
+    entry = find_mount(args.mount, args.files[0])
+    with connect(entry) as c:
+        for f in args.files:
+            try:
+                results.append(c.request(kind, path=mount_path(entry, f)))
+            except ControlError as exc:
+                if exc.code in ("ECONNRESET", "ESHUTDOWN"):
+                    raise
+                _err(f"{kind} {f}: {exc.message}")
+                failed.append({"path": f, "error": exc.message, "code": exc.code})
+    if args.json:
+        _emit_json({"results": results, "failed": failed})
+    else:
+        for r in results:
+            print(show(r))
+    return 1 if failed else 0
+
+
+def cmd_run_stop(args: argparse.Namespace) -> int:
+    return _per_file(args, args.command, lambda r: f"{r['path']}: {r['state']}")
+
+
+def cmd_reset(args: argparse.Namespace) -> int:
+    return _per_file(args, "reset", lambda r: f"{r['path']}: reset (state: {r['state']})")
+
+
+DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|d)?\s*$")
+UNITS = {None: 1, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
+
+
+def parse_since(text: str) -> tuple[int | None, float | None]:
+    """`--since`: an integer is a cursor (events after that seq); a number with a unit is a
+    duration (30s, 10m, 2h, 1d). -> (cursor, seconds)."""
+    if re.fullmatch(r"\s*\d+\s*", text):
+        return int(text), None
+    m = DURATION.match(text)
+    if m is None:
+        raise VerbError(f"--since {text!r}: give a cursor (an integer) or a duration such as 30s, 10m or 2h", 2)
+    return None, float(m.group(1)) * UNITS[m.group(2)]
+
+
+def cmd_events(args: argparse.Namespace) -> int:
+    cursor, seconds = parse_since(args.since) if args.since else (None, None)
+    _entry, c = _client_for(args)
+    with c:
+        if seconds is not None or not args.follow:
+            params: dict[str, Any] = {}
+            if cursor is not None:
+                params["since"] = cursor
+            if seconds is not None:
+                params["seconds"] = seconds
+            data = c.request("events", **params)
+            for event in data.get("events", []):
+                _emit_json(event)
+            if not args.follow:
+                return 0
+            cursor = int(data.get("cursor", 0))
+        try:
+            for event in c.subscribe(since=cursor if cursor is not None else 0):
+                _emit_json(event)
+        except KeyboardInterrupt:
+            return 0
+    return 0
+
+
+def cmd_open(args: argparse.Namespace) -> int:
+    _entry, c = _client_for(args)
+    with c:
+        data = c.request("open", object_id=args.uuid)
+    if args.json:
+        _emit_json(data)
+    else:
+        print(data["path"])
+    return 0
+
+
+def cmd_close(args: argparse.Namespace) -> int:
+    entry, c = _client_for(args, args.dir)
+    with c:
+        data = c.request("close", path=mount_path(entry, args.dir))
+    if args.json:
+        _emit_json(data)
+    else:
+        print(f"{data['path']}: unpublished")
+    return 0
+
+
+def _viewer_command(args: argparse.Namespace, command: str, params: dict[str, Any] | None = None) -> int:
+    entry, c = _client_for(args, args.dir)
+    with c:
+        data = c.request("viewer_command", command=command, params=params or {},
+                         path=mount_path(entry, args.dir))
+    if args.json:
+        _emit_json(data)
+    else:
+        result = data.get("result")
+        print(f"{command}: " + (json.dumps(result) if result not in (None, {}, True) else "ok"))
+    return 0
+
+
+def cmd_viewer_verb(args: argparse.Namespace) -> int:
+    return _viewer_command(args, VIEWER_VERBS[args.command][0])
+
+
+def cmd_recompile(args: argparse.Namespace) -> int:
+    return _viewer_command(args, "viewer.script.recompile_all", {"target": args.target})
+
+
+def parse_params(pairs: list[str]) -> dict[str, Any]:
+    """KEY=VALUE arguments; a VALUE that parses as JSON becomes that value, else it stays a string."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise VerbError(f"{pair!r}: arguments are KEY=VALUE", 2)
+        try:
+            out[key] = json.loads(value)
+        except ValueError:
+            out[key] = value
+    return out
+
+
+def cmd_exec(args: argparse.Namespace) -> int:
+    params = parse_params(args.params)
+    _entry, c = _client_for(args)
+    with c:
+        data = c.request("viewer_command", command=args.exec_command, params=params)
+    if args.json:
+        _emit_json(data)
+    else:
+        print(json.dumps(data.get("result"), indent=2))
+    return 0
+
+
+def cmd_commands(args: argparse.Namespace) -> int:
+    _entry, c = _client_for(args)
+    with c:
+        data = c.request("commands")
+    if args.json:
+        _emit_json(data)
+        return 0
+    commands = data.get("commands", []) if isinstance(data, dict) else []
+    for cmd in commands:
+        params = cmd.get("params") or {}
+        args_text = " ".join(f"{k}={v.get('type', '?')}" + ("" if v.get("required") else "?")
+                             for k, v in params.items() if isinstance(v, dict))
+        line = cmd.get("command", "?") + (f" {args_text}" if args_text else "")
+        if cmd.get("description"):
+            line += f"  -- {cmd['description']}"
+        print(line)
+    return 0
+
+
+# --- open-uri --------------------------------------------------------------------------------------
+
+
+def parse_uri(uri: str) -> dict[str, Any]:
+    """vscode://lindenlab.sl-vscode-plugin/connect?port=P&object=UUID&script=UUID, percent-decoded
+    first (some viewers encode the delimiters) -> {"port", "object", "script"}."""
+    text = uri.strip()
+    for _ in range(3):  # doubly encoded URIs exist too
+        decoded = urllib.parse.unquote(text)
+        if decoded == text:
+            break
+        text = decoded
+    if not text.lower().startswith(URI_PREFIX):
+        raise VerbError(f"{uri}: not a viewer launch URI ({URI_PREFIX}?port=...&object=...)", 2)
+    query = text[len(URI_PREFIX):].lstrip("/").lstrip("?")
+    fields: dict[str, str] = {}
+    for part in re.split(r"[&;]", query):
+        key, _, value = part.partition("=")
+        if key:
+            fields[key.strip().lower()] = value.strip()
+    port_text = fields.get("port", "")
+    if not port_text.isdigit() or not 1024 <= int(port_text) <= 65535:
+        raise VerbError(f"{uri}: the port must be a number from 1024 to 65535 (got {port_text or 'none'!r})", 2)
+    uuid_re = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+    out: dict[str, Any] = {"port": int(port_text), "object": None, "script": None}
+    for key in ("object", "script"):
+        value = fields.get(key) or ""
+        if value:
+            if not uuid_re.match(value):
+                raise VerbError(f"{uri}: {key} {value!r} is not a UUID", 2)
+            out[key] = value.lower()
+    if out["object"] is None and out["script"] is None:
+        raise VerbError(f"{uri}: names neither an object nor a script", 2)
+    return out
+
+
+def _mount_for_port(port: int) -> dict[str, Any] | None:
+    for entry in read_registry():
+        host, _, p = str(entry.get("endpoint", "")).rpartition(":")
+        if p == str(port) and host in ("127.0.0.1", "localhost", "::1", "[::1]"):
+            return entry
+    return None
+
+
+def _start_mount(port: int) -> dict[str, Any]:
+    """`slfs mount --port PORT ~/sl` in the background (~/sl-PORT when ~/sl is taken); returns its
+    registry entry once the daemon answers on its control socket."""
+    home = Path.home()
+    taken = {str(e.get("mountpoint")) for e in read_registry()}
+    mountpoint = home / "sl"
+    if str(mountpoint) in taken or os.path.realpath(mountpoint) in taken or os.path.ismount(mountpoint):
+        mountpoint = home / f"sl-{port}"
+    mountpoint.mkdir(parents=True, exist_ok=True)
+    res = subprocess.run([sys.executable, "-m", "slfs", "mount", "--port", str(port), str(mountpoint)],
+                         stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                         timeout=OPEN_URI_MOUNT_TIMEOUT + 5, check=False)
+    if res.returncode != 0:
+        raise VerbError(f"could not mount {mountpoint} for port {port}: "
+                        f"{(res.stderr or res.stdout).strip() or f'exit status {res.returncode}'}")
+    print(res.stdout.strip(), file=sys.stderr)
+    real = os.path.realpath(mountpoint)
+    entry = next((e for e in read_registry() if e.get("mountpoint") == real), None)
+    if entry is None:
+        raise VerbError(f"{mountpoint}: mounted, but the daemon is not in the registry")
+    return entry
+
+
+def _wait_connected(entry: dict[str, Any], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    state = "unknown"
+    while time.monotonic() < deadline:
+        try:
+            with connect(entry) as c:
+                status = c.request("status", _timeout=max(0.5, deadline - time.monotonic()))
+            state = str(status.get("state"))
+            if state == "connected":
+                return
+            detail = status.get("state_detail") or status.get("last_error")
+            if detail:
+                state = f"{state} ({detail})"
+        except ControlError as exc:
+            state = exc.message
+        time.sleep(0.1)
+    raise VerbError(f"{entry.get('mountpoint')}: not connected to the viewer on {entry.get('endpoint')} "
+                    f"within {timeout:g} s (state: {state})")
+
+
+def cmd_open_uri(args: argparse.Namespace) -> int:
+    target = parse_uri(args.uri)
+    port = target["port"]
+    if args.mount:
+        entry = find_mount(args.mount)
+    else:
+        found = _mount_for_port(port)
+        entry = found if found is not None else _start_mount(port)
+    _wait_connected(entry, OPEN_URI_MOUNT_TIMEOUT)
+    out: dict[str, Any] = {"mount": entry["mountpoint"], "port": port, "object": None, "script": None}
+    with connect(entry) as c:
+        if target["object"]:
+            try:
+                out["object"] = c.request("find", uuid=target["object"])
+            except ControlError as exc:
+                if exc.code != "ENOENT":
+                    raise
+                out["object"] = c.request("open", object_id=target["object"])
+        if target["script"]:
+            deadline = time.monotonic() + FIND_TIMEOUT
+            while True:
+                try:
+                    out["script"] = c.request("find", uuid=target["script"])
+                    break
+                except ControlError as exc:
+                    if exc.code != "ENOENT" or time.monotonic() > deadline:
+                        raise ControlError(f"script {target['script']}: {exc.message}", exc.code) from None
+                time.sleep(0.1)
+    out["path"] = (out["script"] or out["object"])["path"]
+    if args.json:
+        _emit_json(out)
+    else:
+        print(out["path"])
+    return 0
+
+
+HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "status": cmd_status,
+    "diag": cmd_diag,
+    "run": cmd_run_stop,
+    "stop": cmd_run_stop,
+    "reset": cmd_reset,
+    "events": cmd_events,
+    "open": cmd_open,
+    "close": cmd_close,
+    **{verb: cmd_viewer_verb for verb in VIEWER_VERBS},
+    "recompile": cmd_recompile,
+    "exec": cmd_exec,
+    "commands": cmd_commands,
+    "open-uri": cmd_open_uri,
+}
+
+__all__ = ["HANDLERS", "VERBS", "NoMount", "add_verb_parsers", "parse_params", "parse_since", "parse_uri",
+           "run_verb"]
