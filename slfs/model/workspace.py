@@ -60,7 +60,9 @@ class Workspace:
         self.started_at = time.time()
         self._fetches: dict[int, _Fetch] = {}
         self._nursery: trio.Nursery | None = None
-        self._prefetch_limit = trio.CapacityLimiter(max(1, self.options.prefetch))
+        # Background fetches go through one queue served by `prefetch` workers: a queued item costs a
+        # reference, not a task (a find over 100,000 items would otherwise park 100,000 tasks).
+        self._fetch_send, self._fetch_recv = trio.open_memory_channel[Item](math.inf)
         self.fetch_count = 0
         # Hooks for the layers above (events, sidecars); each takes one event dict.
         self.event_sinks: list[Callable[[dict[str, Any]], None]] = []
@@ -75,6 +77,8 @@ class Workspace:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             await nursery.start(self.session.run)
+            for _ in range(max(1, self.options.prefetch)):
+                nursery.start_soon(self._fetch_worker)
             task_status.started()
             await trio.sleep_forever()
 
@@ -263,19 +267,20 @@ class Workspace:
         item.content_valid = valid
         if changed:
             item.mtime_ns = time.time_ns()
-        self.tree.invalidate_item(item, data=changed)
+            # A first fetch needs no invalidation: unknown sizes were never cached by the kernel.
+            self.tree.invalidate_item(item, data=True)
 
     def _on_stale(self, item: Item) -> None:
         # Refetch items someone has read, so sizes stay exact without a stat waiting on the viewer.
-        self.spawn(self._refetch, item)
+        self._fetch_send.send_nowait(item)
 
-    async def _refetch(self, item: Item) -> None:
-        async with self._prefetch_limit:
-            if item.attached and not item.content_valid:
+    async def _fetch_worker(self) -> None:
+        async for item in self._fetch_recv:
+            if item.attached and not item.content_valid and item.readable and self.connected:
                 try:
                     await self.read_content(item)
                 except FsError as exc:
-                    log.debug("refetch of %s failed: %s", item.uuid, exc)
+                    log.debug("background fetch of %s failed: %s", item.uuid, exc.message)
 
     def start_prefetch(self, folder: Folder) -> None:
         """The first listing of a prim fetches its items, `prefetch` at a time."""
@@ -286,7 +291,7 @@ class Workspace:
             return
         for item in list(folder.items.values()):
             if item.readable and item.content is None:
-                self.spawn(self._refetch, item)
+                self._fetch_send.send_nowait(item)
 
     # --- status -----------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from typing import Any, Union
 
 import attrs
 
-from .errors import RpcError, ProtocolError
+from .errors import ProtocolError, RpcError
 
 RequestId = Union[int, str, None]
 _NO_ID = object()
