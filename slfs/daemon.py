@@ -20,9 +20,11 @@ import trio
 from . import paths
 from .control.server import ControlServer
 from .fs.operations import Operations
+from .model.errors import FsError
 from .model.events import EventLog
 from .model.options import Options
 from .model.syntax import SyntaxFiles
+from .model.tree import Scratch
 from .model.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -175,6 +177,25 @@ class Daemon:
         if not await writer.wait_idle(self.options.shutdown_grace):
             log.error("%d save(s) still pending after %.0f s; unmounting anyway", writer.pending_saves,
                       self.options.shutdown_grace)
+        await self._keep_unsaved()
+
+    async def _keep_unsaved(self) -> None:
+        """Files written but not yet closed when the daemon stops: save them, or keep them."""
+        writer, tree = self.ops.writer, self.ws.tree
+        with trio.move_on_after(self.options.shutdown_grace):
+            for item in list(tree.iter_items()):
+                if item.dirty and item.local is not None:
+                    try:
+                        await writer.save(item)  # a failed save leaves a recovery copy itself
+                    except FsError as exc:
+                        log.error("unsaved %s at shutdown: %s", tree.path_of(item), exc.message)
+        for item in list(tree.iter_items()):
+            if item.dirty and item.local is not None:
+                writer.recover(tree.path_of(item), bytes(item.local), "daemon stopped before it was saved")
+        for node in list(tree.nodes.values()):
+            if isinstance(node, Scratch) and node.folder is not None and node.data:
+                path = f"{tree.path_of(node.folder)}/{node.name}".lstrip("/")
+                writer.recover(path, bytes(node.data), "daemon stopped before the new file was closed")
 
 
 def run_foreground(daemon: Daemon, ready_fd: int | None = None) -> int:
