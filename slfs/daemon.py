@@ -184,7 +184,8 @@ class Daemon:
         writer, tree = self.ops.writer, self.ws.tree
         with trio.move_on_after(self.options.shutdown_grace):
             for item in list(tree.iter_items()):
-                if item.dirty and item.local is not None:
+                unlinked = item.folder is not None and item.folder.tombstones.get(item.name) is item
+                if item.dirty and item.local is not None and not unlinked:
                     try:
                         await writer.save(item)  # a failed save leaves a recovery copy itself
                     except FsError as exc:
