@@ -631,6 +631,15 @@ class Operations(pyfuse3.Operations):
         if isinstance(node, Virtual):
             return
         if isinstance(node, Item):
+            if node.dirty and node.local is not None and not node.attached:
+                # The object was unpublished (or the item removed in-world) while the file was
+                # open: never drop what the program wrote.
+                folder = node.folder
+                shown = f"{folder.object_folder.name}/{node.name}" if folder is not None else node.name
+                data = bytes(node.local)
+                node.local, node.dirty = None, False
+                where = self.writer.recover(shown, data, f"{shown}: the item is no longer published; not saved")
+                raise FsError(errno.ENOENT, f"{shown}: no longer published; your content is in {where}")
             folder = node.folder
             if node.dirty and node.attached and folder is not None and folder.tombstones.get(node.name) is not node:
                 await self.writer.save(node)

@@ -95,7 +95,10 @@ def writes(m: Mount, since: int = 0) -> list[tuple[str, str]]:
     for method, params in sim_of(m).calls[since:]:
         if method not in WRITE_METHODS:
             continue
-        key = params.get("item_id") or params.get("name") or params.get("prim_id") or ""
+        if method == "object.modify":
+            key = params.get("prim_id") or ""
+        else:
+            key = params.get("item_id") or params.get("name") or ""
         out.append((method, key))
     return out
 
