@@ -7,6 +7,7 @@ import uuid
 
 import pytest
 import trio
+
 from e2e.harness import Mount
 from e2e.test_write_support import (
     ARM_DIR,

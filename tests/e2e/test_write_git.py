@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from e2e.harness import Mount
 from e2e.test_write_support import (
     MAIN,

@@ -10,6 +10,7 @@ import time
 
 import pytest
 import trio
+
 from e2e.harness import Mount, MountFactory
 from e2e.test_write_support import (
     ARM,
@@ -38,7 +39,6 @@ from e2e.test_write_support import (
     write_world,
     writes,
 )
-
 from slfs.protocol.errors import INVALID_PARAMS, RpcError
 
 pytestmark = pytest.mark.fuse
@@ -180,7 +180,7 @@ async def test_rename_over_item_saves_into_it(wm: Mount) -> None:
     await m.thread(os.rename, box / "Draft", box / "Note")
     await settle(m)
     assert content(m, NOTE) == "draft text\n" and item_ids(m)["Note"] == NOTE
-    assert sorted(writes(m, t)) == sorted(saves(NOTE) + [("object.item.delete", draft)])
+    assert sorted(writes(m, t)) == sorted([*saves(NOTE), ("object.item.delete", draft)])
 
 
 # --- unlink, tombstones, trash -----------------------------------------------------------------
