@@ -31,20 +31,16 @@ def parse_options(items: list[str]) -> Options:
     for group in items:
         for opt in filter(None, (o.strip() for o in group.split(","))):
             name, sep, value = opt.partition("=")
-            if name in _INT:
+            if name in _INT or name in _FLOAT:
+                kind: type[int] | type[float] = int if name in _INT else float
                 try:
-                    kw[name] = int(value)
+                    number = kind(value)
                 except ValueError:
-                    raise ValueError(f"-o {name} needs an integer, got {value!r}") from None
-                if int(value) < 0:
+                    raise ValueError(f"-o {name} needs {'an integer' if kind is int else 'a number'}, "
+                                     f"got {value!r}") from None
+                if number < 0:
                     raise ValueError(f"-o {name} must not be negative")
-            elif name in _FLOAT:
-                try:
-                    kw[name] = float(value)
-                except ValueError:
-                    raise ValueError(f"-o {name} needs a number of seconds, got {value!r}") from None
-                if float(value) < 0:
-                    raise ValueError(f"-o {name} must not be negative")
+                kw[name] = number
             elif name == "vm":
                 if value not in VM_CHOICES:
                     raise ValueError(f"-o vm must be one of {', '.join(VM_CHOICES)}")

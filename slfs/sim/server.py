@@ -133,6 +133,23 @@ class _Ctx:
         self.after: list[Callable[[], Awaitable[None]]] = []
 
 
+
+def _apply_properties(target: Any, name: Any, description: Any) -> tuple[bool, bool]:
+    """Apply a modify call's name and description the way the viewer does (name correction,
+    description cut at its limit; an empty or unchanged name is dropped). Returns what changed."""
+    name_changed = desc_changed = False
+    if isinstance(name, str):
+        fixed = correct_name(name)
+        if fixed and fixed != target.name:
+            target.name = fixed
+            name_changed = True
+    if isinstance(description, str):
+        fixed = cut_bytes(description, DESCRIPTION_LIMIT)
+        if fixed != target.description:
+            target.description = fixed
+            desc_changed = True
+    return name_changed, desc_changed
+
 class SimViewer:
     """A simulated Second Life viewer serving the external-editor protocol on 127.0.0.1."""
 
@@ -1088,17 +1105,7 @@ class SimViewer:
             if found is None:
                 return
             o, p, it = found
-            changed = False
-            if isinstance(name, str):
-                fixed = correct_name(name)
-                if fixed and fixed != it.name:
-                    it.name = fixed
-                    changed = True
-            if isinstance(description, str):
-                fixed = cut_bytes(description, DESCRIPTION_LIMIT)
-                if fixed != it.description:
-                    it.description = fixed
-                    changed = True
+            changed = any(_apply_properties(it, name, description))
             if isinstance(perms, dict) and isinstance(perms.get("next_owner"), int):
                 it.permissions.next_owner = perms["next_owner"]
                 changed = True
@@ -1127,17 +1134,7 @@ class SimViewer:
         perms = params.get("permissions")
 
         async def apply() -> None:
-            name_changed = desc_changed = False
-            if isinstance(name, str):
-                fixed = correct_name(name)
-                if fixed and fixed != prim.name:
-                    prim.name = fixed
-                    name_changed = True
-            if isinstance(description, str):
-                fixed = cut_bytes(description, DESCRIPTION_LIMIT)
-                if fixed != prim.description:
-                    prim.description = fixed
-                    desc_changed = True
+            name_changed, desc_changed = _apply_properties(prim, name, description)
             if isinstance(perms, dict) and isinstance(perms.get("next_owner"), int):
                 prim.permissions.next_owner = perms["next_owner"]  # no update shape carries this
             await self.send_name_update(obj, prim, name=name_changed, description=desc_changed)
