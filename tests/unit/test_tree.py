@@ -1,0 +1,116 @@
+"""The model tree: update shapes, inode stability, staleness, invalidations (no mount, no I/O)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from slfs.model.options import parse_options
+from slfs.model.tree import EntryChanged, InodeChanged, Invalidation, Item, Tree
+from slfs.protocol import from_json
+from slfs.protocol import types as t
+
+
+def obj(oid: str = "o1", name: str = "Box", inventory: list[dict[str, Any]] | None = None,
+        links: list[dict[str, Any]] | None = None) -> t.PublishedObject:
+    data: dict[str, Any] = {"object_id": oid, "object_name": name, "inventory": inventory or []}
+    if links is not None:
+        data["linked_objects"] = links
+    return from_json(t.PublishedObject, data)
+
+
+def script(iid: str, name: str, revision: int | None = None, **kw: Any) -> dict[str, Any]:
+    d = {"item_id": iid, "name": name, "type": "script", "subtype": 0, **kw}
+    if revision is not None:
+        d["revision"] = revision
+    return d
+
+
+def update(**kw: Any) -> t.ObjectUpdate:
+    return from_json(t.ObjectUpdate, {"object_id": "o1", **kw})
+
+
+@pytest.fixture
+def tree() -> tuple[Tree, list[Invalidation]]:
+    seen: list[Invalidation] = []
+    return Tree(on_invalidate=seen.append), seen
+
+
+def test_publish_lays_out_items_and_children(tree: tuple[Tree, list[Invalidation]]) -> None:
+    tr, _ = tree
+    tr.publish(obj(inventory=[script("i1", "Main")], links=[
+        {"link_id": "c1aaaaaa-0", "link_number": 2, "link_name": "Door", "inventory": []}]))
+    box = tr.root.entries["Box"]
+    assert set(box.entries) == {"Main.lsl", "Door@c1aaaaaa"}  # type: ignore[attr-defined]
+
+
+def test_inodes_stable_across_unpublish_and_republish(tree: tuple[Tree, list[Invalidation]]) -> None:
+    tr, _ = tree
+    tr.publish(obj(inventory=[script("i1", "Main")]))
+    ino_obj, ino_item = tr.objects["o1"].inode, tr.by_uuid["i1"].inode
+    assert tr.unpublish("o1")
+    assert "Box" not in tr.root.entries
+    tr.replace_all([obj(inventory=[script("i1", "Main")])])
+    assert tr.objects["o1"].inode == ino_obj and tr.by_uuid["i1"].inode == ino_item
+
+
+def test_every_update_shape(tree: tuple[Tree, list[Invalidation]]) -> None:
+    tr, seen = tree
+    tr.publish(obj(inventory=[script("i1", "Main")], links=[
+        {"link_id": "c1", "link_number": 2, "link_name": "Door", "inventory": []}]))
+    seen.clear()
+    tr.update(update(inventory=[script("i1", "Renamed")]))
+    box = tr.objects["o1"]
+    assert "Renamed.lsl" in box.entries and "Main.lsl" not in box.entries
+    assert EntryChanged(box.inode, "Main.lsl") in seen and EntryChanged(box.inode, "Renamed.lsl") in seen
+    tr.update(update(changes={"linked_objects": {"modified": [
+        {"link_id": "c1", "inventory": [script("i2", "Knob")]}]}}))
+    assert "Knob.lsl" in box.prims["c1"].entries
+    tr.update(update(object_name="Crate", object_description="d"))
+    assert "Crate" in tr.root.entries and tr.objects["o1"].description == "d"
+    tr.update(update(changes={"linked_objects": {"modified": [{"link_id": "c1", "link_name": "Gate"}]}}))
+    assert any(n.startswith("Gate@") for n in box.entries)
+    tr.update(update(linked_objects=[]))
+    assert not box.prims and not any("@" in n for n in box.entries)
+
+
+def test_inventory_replacement_marks_cached_content_stale_unless_revision_unchanged(
+        tree: tuple[Tree, list[Invalidation]]) -> None:
+    tr, _ = tree
+    stale: list[Item] = []
+    tr.on_stale = stale.append
+    tr.publish(obj(inventory=[script("i1", "A", revision=3), script("i2", "B", revision=4)]))
+    for iid in ("i1", "i2"):
+        item = tr.by_uuid[iid]
+        assert isinstance(item, Item)
+        item.content, item.content_valid = b"x", True
+    tr.update(update(inventory=[script("i1", "A", revision=3), script("i2", "B", revision=9)]))
+    assert [i.uuid for i in stale] == ["i2"]
+    assert tr.by_uuid["i1"].content_valid  # type: ignore[attr-defined]
+    assert not tr.by_uuid["i2"].content_valid  # type: ignore[attr-defined]
+
+
+def test_v1_replacement_without_revision_is_always_stale(tree: tuple[Tree, list[Invalidation]]) -> None:
+    tr, seen = tree
+    tr.publish(obj(inventory=[script("i1", "A")]))
+    item = tr.by_uuid["i1"]
+    assert isinstance(item, Item)
+    item.content, item.content_valid = b"x", True
+    seen.clear()
+    tr.update(update(inventory=[script("i1", "A")]))
+    assert not item.content_valid and item.content == b"x"  # old bytes kept for comparison
+    assert InodeChanged(item.inode, data=False) in seen
+
+
+def test_update_for_unknown_object_is_ignored(tree: tuple[Tree, list[Invalidation]]) -> None:
+    tr, _ = tree
+    assert not tr.update(update(inventory=[]))
+
+
+def test_options() -> None:
+    o = parse_options(["prefetch=0,delete_grace=2", "vm=lsl2", "allow_other"])
+    assert (o.prefetch, o.delete_grace, o.vm, o.fuse) == (0, 2.0, "lsl2", ("allow_other",))
+    for bad in ("prefetch=x", "delete_grace=-1", "vm=java", "nope", "open_cmd="):
+        with pytest.raises(ValueError):
+            parse_options([bad])
