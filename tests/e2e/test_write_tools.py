@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from e2e.harness import Mount
+from e2e.harness import Mount, MountFactory
 from e2e.test_write_support import (
     ARM_DIR,
     LEFT,
@@ -27,6 +27,7 @@ from e2e.test_write_support import (
     settle,
     sh,
     wm,  # noqa: F401  (fixture)
+    write_mount,
     writes,
 )
 
@@ -333,3 +334,30 @@ async def test_cp_r_out_and_back(wm: Mount, tmp_path: os.PathLike[str]) -> None:
     assert {k for _, k in got} >= {NOTE, LEFT}
     assert item_ids(m) == {"Note": NOTE, "Main": MAIN, "Tool": item_ids(m)["Tool"], "Frozen": item_ids(m)["Frozen"]}
     assert OBJ
+
+
+async def test_bare_truncation_saves_once(wm: Mount) -> None:
+    m = wm
+    t = mark(m)
+    await sh(m, f": > '{m.path('Box', 'Note')}'")
+    await settle(m)
+    assert content(m, NOTE) == ""
+    assert_writes(m, t, saves(NOTE))
+
+
+async def test_new_items_kinds_vm_and_viewer_renaming(mount_factory: MountFactory) -> None:
+    m = await write_mount(mount_factory, "vm=lsl2")
+    box = m.path("Box")
+    await sh(m, "echo 'default { state_entry() { } }' > New.lsl && echo 'print(1)' > New.luau && echo hi > Main",
+             cwd=box)
+    await settle(m)
+    ids = item_ids(m)
+    sim = m.sim
+    assert sim is not None
+    assert sim.item(ids["New"]).vm == "lsl2" or sim.item(ids["New 1"]).vm == "lsl2"
+    # the notecard `Main` collides with the script Main in-world: the viewer names it `Main 1`
+    # and the file shows the final name
+    assert "Main 1" in ids and content(m, ids["Main 1"]) == "hi\n"
+    names = listing(m, "Box")
+    assert "Main 1" in names and "Main.lsl" in names
+    assert "Main" not in names
