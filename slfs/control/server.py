@@ -107,6 +107,7 @@ class ControlServer:
     async def _connection(self, stream: trio.SocketStream) -> None:
         self._streams.append(stream)
         lock = trio.Lock()
+        ended = False
 
         async def send(frame: dict[str, Any]) -> None:
             data = json.dumps(frame, default=str).encode() + b"\n"
@@ -134,10 +135,20 @@ class ControlServer:
                                     "error": f"frame longer than {MAX_FRAME} bytes"})
                         break
                 nursery.cancel_scope.cancel()  # EOF: the client is done
+            ended = True
         except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
+            ended = True
         finally:
             self._streams.remove(stream)
+            if not ended:
+                # Cancelled: the daemon is shutting down. This task ends before serve()'s own
+                # cleanup runs, so say so here, while the stream is still open.
+                with trio.CancelScope(shield=True), trio.move_on_after(1):
+                    try:
+                        await stream.send_all(b'{"type":"shutdown"}\n')
+                    except (trio.BrokenResourceError, trio.ClosedResourceError, trio.BusyResourceError,
+                            OSError):
+                        pass
 
     def _dispatch(self, line: bytes, send: Callable[[dict[str, Any]], Awaitable[None]],
                   nursery: trio.Nursery, subscription: list[trio.CancelScope]) -> None:
