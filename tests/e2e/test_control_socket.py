@@ -147,22 +147,28 @@ async def test_subscribe_streams_events(mounted: Mount) -> None:
     m = mounted
     entry = registry(m)
     got: list[dict[str, Any]] = []
+    client = await m.thread(ControlClient, entry["socket"])
 
-    def follow(since: int | None, stop: str) -> None:
-        with ControlClient(entry["socket"]) as c:
-            for event in c.subscribe(since=since):
+    def follow() -> None:
+        try:
+            for event in client.subscribe(since=0):
                 got.append(event)
-                if event.get("type") == "runtime.debug" and event.get("message") == stop:
-                    return
+        except ControlError:
+            pass  # closed under it
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(m.thread, follow, 0, "Hello from the cube!")
-        await trio.sleep(0.3)
-        state = m.path(CUBE, ".slfs", "Hello.lsl.state")
-        await m.sh(f"echo reset > '{state}'")
-        with trio.fail_after(15):
-            while not any(e.get("message") == "Hello from the cube!" for e in got):
-                await trio.sleep(0.05)
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(trio.to_thread.run_sync, follow)
+            try:
+                state = m.path(CUBE, ".slfs", "Hello.lsl.state")
+                await m.sh(f"echo reset > '{state}'")
+                with trio.fail_after(15):
+                    while not any(e.get("message") == "Hello from the cube!" for e in got):
+                        await trio.sleep(0.05)
+            finally:
+                client.close()  # shutdown() wakes the follower's recv; it ends
+    finally:
+        client.close()
     assert got[0]["type"] == "connected" and got[0]["seq"] == 1  # the backlog from cursor 0 first
     seqs = [e["seq"] for e in got]
     assert seqs == sorted(set(seqs))
