@@ -311,3 +311,21 @@ async def test_open_uri_mounts(mount_factory: MountFactory, tmp_path: Path) -> N
         await slfs(m, "umount", sl, env=env, check=False)
         if os.path.ismount(sl):
             await m.run("fusermount3", "-u", "-z", sl, check=False)
+
+
+async def test_diag_build_idiom_new_file(mounted: Mount, tmp_path: Path) -> None:
+    """`cp main.luau ~/sl/Obj/ && slfs diag ~/sl/Obj/main.luau`: the compile of a new file is known
+    when cp returns."""
+    m = mounted
+    src = tmp_path / "main.luau"
+    dest = m.path(CUBE, "main.luau")
+    src.write_text("local function f()\n    print('x')\n")
+    res = await m.run("sh", "-c", f"cp '{src}' '{m.path(CUBE)}/' && {sys.executable} -m slfs diag '{dest}'",
+                      check=False)
+    assert res.returncode == 1, res
+    line = res.stdout.decode().splitlines()[0]
+    assert line.startswith(f"{dest}:") and ": error: " in line
+    src.write_text("print('ok')\n")
+    res = await m.run("sh", "-c", f"cp '{src}' '{m.path(CUBE)}/' && {sys.executable} -m slfs diag '{dest}'",
+                      check=False)
+    assert res.returncode == 0 and res.stdout == b"", res
