@@ -73,7 +73,13 @@ ARM_DIR = f"Arm@{ARM.replace('-', '')[:8]}"
 
 
 async def write_mount(mount_factory: MountFactory, *options: str, **kw: Any) -> Mount:
-    return await mount_factory(write_world(), options=[f"delete_grace={GRACE}", *options], **kw)
+    m = await mount_factory(write_world(), options=[f"delete_grace={GRACE}", *options], **kw)
+    # The connect's entry invalidations are applied in the background; one landing after a
+    # program chdir'd into an object dir unhashes that dentry and getcwd() fails (git: "unable to
+    # get current working directory"). Let them drain first.
+    await m.thread(os.listdir, m.mnt)
+    await trio.sleep(0.3)
+    return m
 
 
 def sim_of(m: Mount) -> Any:
