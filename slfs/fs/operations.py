@@ -592,6 +592,10 @@ class Operations(pyfuse3.Operations):
             return (node.content or b"")[off : off + size]
         if isinstance(node, Scratch):
             return bytes(node.data[off : off + size])
+        if isinstance(node, Virtual) and node.direct_io and node.render is not None and off + size > len(h.data):
+            # Growing files (events, logs): a read past the snapshot sees what was added since,
+            # so `tail -f` follows them.
+            h.data = node.render()
         return h.data[off : off + size]
 
     @_guarded
