@@ -112,6 +112,10 @@ class Operations(pyfuse3.Operations):
                     pyfuse3.invalidate_entry_async(inv.parent, inv.name.encode(), ignore_enoent=True)
                 elif isinstance(inv, InodeChanged):
                     await trio.to_thread.run_sync(self._invalidate_inode, inv.inode, not inv.data)
+            except OSError as exc:
+                # The kernel side is going away (unmount) or no longer knows the inode: nothing
+                # cached to drop. Not worth a traceback.
+                log.debug("cache invalidation of %r: %s", inv, exc)
             except Exception:
                 log.exception("cache invalidation failed for %r", inv)
 
