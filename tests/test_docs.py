@@ -66,3 +66,54 @@ def test_readme_commands_exist() -> None:
         assert path.is_file()
         res = subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True)
         assert res.returncode == 0, res.stderr
+
+
+DOCS = [ROOT / "README.md", *PAGES, *sorted(p for p in (ROOT / "contrib").rglob("*") if p.is_file())]
+MARKERS = ["intended interface", "being built", "is in progress", "not yet a promise"]
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_intended_interface_markers_remain(doc: Path) -> None:
+    text = doc.read_text(errors="replace").lower()
+    for marker in MARKERS:
+        assert marker not in text, f"{doc.relative_to(ROOT)} still says {marker!r}"
+
+
+def test_docs_name_every_mount_option_with_its_default() -> None:
+    from slfs.model.options import Options
+
+    readme = (ROOT / "README.md").read_text()
+    page1 = PAGES[0].read_text()
+    page5 = PAGES[1].read_text()
+    defaults = Options()
+    for name in ("prefetch", "attr_timeout", "delete_grace", "vm", "save_retries", "shutdown_grace", "open_cmd"):
+        assert f"`{name}=" in readme, f"README does not document -o {name}"
+        assert f"{name}=" in page1 and f"{name}=" in page5, f"a man page does not document -o {name}"
+        value = getattr(defaults, name)
+        if value is not None:
+            shown = f"{value:g}" if isinstance(value, float) else str(value)
+            assert f"| {shown} |" in readme, f"README gives the wrong default for -o {name} (want {shown})"
+
+
+def test_docs_state_the_naming_limits_of_the_code() -> None:
+    from slfs.model import names, naming_rules
+
+    page5 = PAGES[1].read_text()
+    assert f"{naming_rules.NOTECARD_MAX:,}" in page5
+    assert f"{naming_rules.SCRIPT_MAX:,}" in page5
+    assert f"at most {names.MAX_SL_NAME_BYTES} bytes" in page5
+
+
+def test_slfs5_documents_every_control_command() -> None:
+    from slfs.control.server import ControlServer
+
+    source = PAGES[1].read_text()
+    section = source[source.index(".SH CONTROL SOCKET"):source.index(".SH FILE OPERATIONS")]
+    server = ControlServer.__new__(ControlServer)
+    ControlServer.__init__(server, _Stub(), None, None, "")  # type: ignore[arg-type]
+    for command in [*server.commands, "subscribe", "unsubscribe", "shutdown", "ready"]:
+        assert command in section, f"slfs(5) CONTROL SOCKET does not mention {command!r}"
+
+
+class _Stub:
+    tree = None

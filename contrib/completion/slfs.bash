@@ -47,7 +47,7 @@ _slfs() {
         mount) flags="-f --foreground --host --port -o" ;;
         demo) flags="-o" ;;
         sim) flags="--port --world --latency-ms --viewer-version --handshake-timeout -v" ;;
-        events) flags="-f --since --json --mount" ;;
+        events) flags="-f --follow --since --json --mount" ;;
         recompile) flags="--target --json --mount" ;;
         umount) flags= ;;
         *) flags="--json --mount" ;;
