@@ -870,7 +870,6 @@ class Operations(pyfuse3.Operations):
         elif isinstance(src, Item) and isinstance(src_parent, Folder):
             # mv A B over an existing B: B holds A's content now (and A's inode); A goes like an rm.
             fresh = self.tree.fresh_inode()
-            self.writer._move_fetch(src.inode, fresh)
             src.inode, src.lookups = fresh, 0
             self.tree.nodes[fresh] = src
             self.tree._inodes[src.uuid] = fresh

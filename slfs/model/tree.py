@@ -439,8 +439,15 @@ class Tree:
         layout: dict[str, Node] = names.resolve(members)  # type: ignore[arg-type, assignment]
         old = folder.entries
         for name in set(old) | set(layout):
-            if old.get(name) is not layout.get(name):
-                self._on_invalidate(EntryChanged(folder.inode, name))
+            before = old.get(name)
+            if before is layout.get(name):
+                continue
+            # A name that meant nothing before has no dentry to drop (ENOENT is not cached), unless a
+            # local file of that name is now shadowed. Invalidating it anyway would race with a
+            # program that just looked it up and chdir'd into it (getcwd() then fails).
+            if before is None and name not in folder.scratch:
+                continue
+            self._on_invalidate(EntryChanged(folder.inode, name))
         for name, node in layout.items():
             node.name = name
         if set(old) != set(layout):

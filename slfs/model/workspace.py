@@ -58,7 +58,7 @@ class Workspace:
         self.state_detail = "starting"
         self.last_error = ""
         self.started_at = time.time()
-        self._fetches: dict[int, _Fetch] = {}
+        self._fetches: dict[str, _Fetch] = {}  # by item UUID: renames move inodes, not items
         self._nursery: trio.Nursery | None = None
         # Background fetches go through one queue served by `prefetch` workers: a queued item costs a
         # reference, not a task (a find over 100,000 items would otherwise park 100,000 tasks).
@@ -230,13 +230,13 @@ class Workspace:
                     return item.content
                 raise FsError(errno.EIO, f"{self.tree.path_of(item)}: not connected to the viewer "
                               f"({self.session.state_detail})")
-            fetch = self._fetches.get(item.inode)
+            fetch = self._fetches.get(item.uuid)
             if fetch is not None:
                 await fetch.done.wait()
                 if fetch.error is not None:
                     raise fetch.error
                 continue
-            fetch = self._fetches[item.inode] = _Fetch()
+            fetch = self._fetches[item.uuid] = _Fetch()
             try:
                 await self._fetch(item)
             except FsError as exc:
@@ -244,7 +244,7 @@ class Workspace:
                 raise
             finally:
                 fetch.done.set()
-                del self._fetches[item.inode]
+                del self._fetches[item.uuid]
         if item.content is not None:
             return item.content  # changing faster than we can read it: serve the newest we have
         raise FsError(errno.EIO, f"{self.tree.path_of(item)}: content keeps changing")

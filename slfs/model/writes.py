@@ -262,17 +262,8 @@ class Writer:
     # --- slots: adopt, detach, tombstones ------------------------------------------------------
 
     def rebind(self, item: Item, inode: int) -> Scratch:
-        """Tree.rebind, keeping a content fetch in flight for the item findable: the workspace
-        keys its fetches by inode (a rename over a file being fetched crashed the daemon)."""
-        old = item.inode
-        orphan = self.tree.rebind(item, inode)
-        self._move_fetch(old, inode)
-        return orphan
-
-    def _move_fetch(self, old: int, new: int) -> None:
-        fetches = getattr(self.ws, "_fetches", None)
-        if isinstance(fetches, dict) and old != new and old in fetches and new not in fetches:
-            fetches[new] = fetches.pop(old)
+        """Tree.rebind (content fetches are keyed by UUID, so one in flight survives it)."""
+        return self.tree.rebind(item, inode)
 
     def adopt(self, folder: Folder, name: str) -> Item | None:
         """A create of a name whose item was unlinked or renamed away: the item comes back."""

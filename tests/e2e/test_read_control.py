@@ -28,7 +28,8 @@ async def test_slfs_hidden_but_reachable(mounted: Mount) -> None:
     assert status["last_error"] == "none"
     # stat works on it, and ls of it explicitly
     assert (await m.out("stat", "-c", "%F", m.path(".slfs"))).strip() == "directory"
-    assert sorted((await m.out("ls", m.path(".slfs"))).split()) == ["by-id", "diagnostics", "events", "status", "syntax"]
+    listed = sorted((await m.out("ls", m.path(".slfs"))).split())
+    assert listed == ["by-id", "diagnostics", "events", "status", "syntax"]
 
 
 async def test_by_id_links(mounted: Mount) -> None:
