@@ -169,8 +169,9 @@ def cmd_diag(args: argparse.Namespace) -> int:
         data = c.request("diag", **params)
     diagnostics = data.get("diagnostics", [])
     errors = sum(1 for d in diagnostics if str(d.get("level", "")).lower() == "error")
+    failed = [f for f in data.get("files", []) if not f.get("compiled", True)]
     notes = [f"{f['path']}: the compile failed; {f.get('note') or 'the previously compiled version keeps running'}"
-             for f in data.get("files", []) if not f.get("compiled", True)]
+             for f in failed]
     if args.json:
         _emit_json({**data, "errors": errors, "notes": notes})
     else:
@@ -179,7 +180,8 @@ def cmd_diag(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         for note in notes:
             print(f"slfs: {note}", file=sys.stderr)
-    return 1 if errors else 0
+    # A failed compile fails the build even when the viewer sent no error-level line.
+    return 1 if errors or failed else 0
 
 
 def _per_file(args: argparse.Namespace, kind: str, show: Callable[[dict[str, Any]], str]) -> int:

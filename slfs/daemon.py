@@ -109,7 +109,8 @@ class Daemon:
         self.ws = Workspace(host, port, options)
         self.ws.mountpoint = self.mountpoint
         self.ops = Operations(self.ws)
-        self.events = EventLog(paths.state_dir() / "events.jsonl")
+        # One event log per mount: rotation is not coordinated between processes.
+        self.events = EventLog(paths.state_dir() / f"events-{paths.mount_key(mountpoint)}.jsonl")
         self.ws.event_sinks.append(self.events.append)
         self.syntax = SyntaxFiles(self.ws)
         self.ws.on_ready.append(self.syntax.refresh)
@@ -119,6 +120,7 @@ class Daemon:
         self.socket_path = str(paths.runtime_dir() / f"{paths.mount_key(mountpoint)}.sock")
         self.control_server = ControlServer(self.ws, control, self.events, self.socket_path)
         self.extensions: list[Callable[[trio.Nursery], Awaitable[None]]] = []
+        self._exit_prepared = False
 
     async def serve(self, ready: Callable[[str | None], None] = lambda _e: None) -> None:
         prepare_mountpoint(self.mountpoint)
@@ -142,6 +144,10 @@ class Daemon:
                 ready(None)
                 await pyfuse3.main()
                 log.info("file system loop ended; shutting down")
+                if not self._exit_prepared:
+                    # Unmounted from outside (slfs umount, fusermount3 -u): finish pending deletes
+                    # and saves while the session still runs.
+                    await self.before_exit()
                 nursery.cancel_scope.cancel()
         finally:
             reg.unlink(missing_ok=True)
@@ -171,7 +177,9 @@ class Daemon:
 
     async def before_exit(self) -> None:
         """Wait (bounded) for pending saves and deletes, so nothing a program wrote is dropped."""
+        self._exit_prepared = True
         writer = self.ops.writer
+        writer.hurry_deletes()
         if writer.pending_saves:
             log.info("waiting for %d pending save(s)", writer.pending_saves)
         if not await writer.wait_idle(self.options.shutdown_grace):
@@ -182,16 +190,18 @@ class Daemon:
     async def _keep_unsaved(self) -> None:
         """Files written but not yet closed when the daemon stops: save them, or keep them."""
         writer, tree = self.ops.writer, self.ws.tree
+        kept: set[str] = set()
         with trio.move_on_after(self.options.shutdown_grace):
             for item in list(tree.iter_items()):
                 unlinked = item.folder is not None and item.folder.tombstones.get(item.name) is item
                 if item.dirty and item.local is not None and not unlinked:
                     try:
-                        await writer.save(item)  # a failed save leaves a recovery copy itself
-                    except FsError as exc:
+                        await writer.save(item)
+                    except FsError as exc:  # a failed save leaves a recovery copy itself
+                        kept.add(item.uuid)
                         log.error("unsaved %s at shutdown: %s", tree.path_of(item), exc.message)
         for item in list(tree.iter_items()):
-            if item.dirty and item.local is not None:
+            if item.dirty and item.local is not None and item.uuid not in kept:
                 writer.recover(tree.path_of(item), bytes(item.local), "daemon stopped before it was saved")
         for node in list(tree.nodes.values()):
             if isinstance(node, Scratch) and node.folder is not None and node.data:

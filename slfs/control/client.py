@@ -150,6 +150,8 @@ class ControlClient:
                 return
             if frame.get("type") == "event" and isinstance(frame.get("event"), dict):
                 yield frame["event"]
+            elif frame.get("type") == "subscription_ended":
+                raise ControlError(f"the event stream ended: {frame.get('reason', 'no reason given')}", "EAGAIN")
 
     def close(self) -> None:
         try:

@@ -9,7 +9,8 @@ Protocol (version 1), modelled on a robust NDJSON RPC host:
 - A line that is not a JSON object gets {"type":"response","command":"parse","success":false,...}
   without an id, and the connection stays usable. Frames of an unknown type are ignored.
 - {"id":..,"type":"subscribe","since":SEQ} answers, then streams {"type":"event","event":{...}};
-  {"type":"unsubscribe"} stops the stream.
+  {"type":"unsubscribe"} stops the stream. A subscriber that falls 1,000 events behind gets
+  {"type":"subscription_ended","reason":...} and may subscribe again from its last seq.
 - On shutdown the daemon sends {"type":"shutdown"} and closes.
 
 Commands: status, diag {path}, run/stop/reset {path}, events {since, seconds}, subscribe,
@@ -211,6 +212,10 @@ class ControlServer:
                 async for event in recv:
                     if event["seq"] > last:
                         await send({"type": "event", "event": event})
+                        last = event["seq"]
+            # The log closed our channel: this subscriber fell too far behind to be kept.
+            await send({"type": "subscription_ended", "reason": "the subscriber fell too far behind; "
+                        f"resubscribe with since={last}"})
 
     # --- paths -------------------------------------------------------------------------------
 
@@ -276,7 +281,7 @@ class ControlServer:
             diags = self.control.diagnostics_of(item)
             diagnostics.extend(diags)
             files.append({"path": self.control.abspath(item), "compiled": report.compiled, "at": report.at,
-                          "note": "" if report.compiled else "the previously compiled version keeps running"})
+                          "note": report.note})
         return {"diagnostics": diagnostics, "files": files}
 
     async def _set_state(self, p: dict[str, Any], word: str) -> Any:

@@ -1,8 +1,9 @@
 """The hidden `.slfs/` control directory of every folder, and what lives in it.
 
 `.slfs` is never listed (so ls -a, find, grep -r, cp -r and git never see it) but resolves by
-explicit path. At the mount root it holds `status` and `by-id/`; in every folder it holds one
-sidecar per item file (`F.diag`; scripts also `F.state` and `F.log`).
+explicit path. At the mount root it holds `status`, `by-id/`, `diagnostics`, `events` and
+`syntax/`; in every folder it holds sidecars per item file (`F.diag`; scripts also `F.state` and
+`F.log`).
 """
 
 from __future__ import annotations

@@ -717,7 +717,11 @@ class Operations(pyfuse3.Operations):
                           mode=0o644)
         self.tree.add_node(scratch)
         parent.scratch[sname] = scratch
-        self._handles[fh] = Handle(scratch.inode, writable=True)
+        # `touch new.lsl` makes a script: a new file is created in-world when it is written, or at
+        # its release if it never is. Flushes before the first write wait (bash closes a dup first),
+        # and one renamed or unlinked before then never reaches the viewer (perl -pi, git).
+        scratch.dirty = True
+        self._handles[fh] = Handle(scratch.inode, writable=True, trunc_pending=True)
         return pyfuse3.FileInfo(fh=fh, keep_cache=False), self._counted(scratch)
 
     @_guarded
@@ -763,7 +767,14 @@ class Operations(pyfuse3.Operations):
         if isinstance(src, Folder):
             if dst_parent is not src.parent or dst is not None:
                 raise FsError(errno.EXDEV if dst is None else errno.EEXIST, "")
+            before = str(self.writer.overlay_dir(src))
             await self.writer.rename_folder(src, new)
+            after = str(self.writer.overlay_dir(src))
+            if before != after and os.path.isdir(before) and not os.path.exists(after):
+                # The overlay (.git/, .vscode/...) is kept per directory name: it moves along.
+                os.makedirs(os.path.dirname(after), exist_ok=True)
+                os.rename(before, after)
+                self._move_local_keys(before, after)
             return
         local_target = isinstance(dst_parent, Local) or is_local_name(new)
         if local_target:
@@ -836,7 +847,9 @@ class Operations(pyfuse3.Operations):
         want = parse_remote_name(new)
         target = dst if isinstance(dst, Item) else dst_parent.tombstones.get(new)
         if isinstance(target, Item):
-            if want.type != target.info.type:
+            # An item moved over another keeps its kind (temp and new files take the target's).
+            kind = (src.info.type, src.info.subtype or 0) if isinstance(src, Item) else (want.type, want.subtype or 0)
+            if kind != (target.info.type, target.info.subtype or 0):
                 raise FsError(errno.EXDEV, f"{new}: would change the kind of item")
             data = await self._data_of(src)
             if target.folder is dst_parent and dst_parent.tombstones.get(new) is target:

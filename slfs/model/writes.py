@@ -44,6 +44,7 @@ class CompileReport:
     compiled: bool
     diagnostics: tuple[Diagnostic, ...]
     at: float
+    note: str = ""  # what a failed compile means in-world
 
 
 class Writer:
@@ -57,6 +58,8 @@ class Writer:
         self._save_locks: defaultdict[str, trio.Lock] = defaultdict(trio.Lock)
         self._idle = trio.Event()
         self._idle.set()
+        self._hurry = trio.Event()
+        self._never_compiled: set[str] = set()  # scripts created here that no compile has accepted yet
         self.on_compiled: list[Any] = []  # callbacks(item, report)
 
     # --- local disk: overlay, recovery, trash -------------------------------------------------
@@ -194,13 +197,20 @@ class Writer:
         raise AssertionError("unreachable")
 
     def _record_compile(self, item: Item, res: ContentSaveResponse, path: str) -> None:
-        report = CompileReport(compiled=res.compiled is not False, diagnostics=tuple(res.diagnostics or ()),
-                               at=time.time())
+        compiled = res.compiled is not False
+        if compiled:
+            self._never_compiled.discard(item.uuid)
+            note = ""
+        elif item.uuid in self._never_compiled:
+            note = "the script has never compiled, so nothing of it runs"
+        else:
+            note = "the previously compiled version keeps running"
+        report = CompileReport(compiled=compiled, diagnostics=tuple(res.diagnostics or ()), at=time.time(), note=note)
         self.compiles[item.uuid] = report
         self.ws.emit("compile", path=path, item_id=item.uuid, compiled=report.compiled,
                      diagnostics=[{"row": d.row, "column": d.column, "level": d.level, "message": d.message}
                                   for d in report.diagnostics],
-                     note="" if report.compiled else "the previously compiled version keeps running")
+                     note=note)
         for cb in self.on_compiled:
             cb(item, report)
 
@@ -256,6 +266,8 @@ class Writer:
         self.tree._relayout(folder)
         if item.name != names.item_file_name(want.sl_name, want.type, want.subtype):
             log.info("viewer named the new item %r (asked for %r)", item.name, want.sl_name)
+        if want.type == "script":
+            self._never_compiled.add(item.uuid)
         self.ws.emit("create", path=self.tree.path_of(item), item_id=item.uuid)
         return item
 
@@ -303,7 +315,8 @@ class Writer:
     async def _delete_later(self, folder: Folder, name: str, item: Item) -> None:
         self._begin()
         try:
-            await trio.sleep(self.ws.options.delete_grace)
+            with trio.move_on_after(self.ws.options.delete_grace):
+                await self._hurry.wait()  # set at shutdown: carry the delete out now
             if folder.tombstones.get(name) is not item:
                 return  # re-created meanwhile: the item lives on
             del folder.tombstones[name]
@@ -328,11 +341,10 @@ class Writer:
         finally:
             self._end()
 
-    async def flush_tombstones(self) -> None:
-        """Shutdown: deletes whose grace period has not passed are carried out now."""
-        for folder in [self.tree.root, *self.tree.objects.values()]:
-            for f in (folder, *folder.prims.values()):
-                f.tombstones.clear()
+    def hurry_deletes(self) -> None:
+        """Shutdown: deletes whose grace period has not passed are carried out now (wait_idle
+        then waits for them), rather than dropped with the daemon."""
+        self._hurry.set()
 
     # --- renames ------------------------------------------------------------------------------
 
