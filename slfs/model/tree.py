@@ -79,6 +79,8 @@ class Item(Node):
     mtime_ns: int = attrs.field(factory=_now_ns)
     # Bumped each time the prim's inventory replaces this item's record (conflict detection).
     generation: int = 0
+    # Until this time.monotonic(), the next inventory update is the echo of our own save.
+    expect_own_update: float = 0.0
     # Local edits not yet stored in-world (shared by every open handle, as on a local disk) and
     # the content they started from (a save whose base differs from the viewer's is a conflict).
     local: bytearray | None = None
@@ -421,6 +423,10 @@ class Tree:
             item.data = data
             item.generation += 1
             unchanged = data.revision is not None and data.revision == old.revision
+            own = item.expect_own_update > time.monotonic()
+            if own:
+                item.expect_own_update = 0.0
+                unchanged = True
             if item.content is not None and item.content_valid and not unchanged:
                 # The viewer sends no per-item content change: any replacement may hide one.
                 item.content_valid = False

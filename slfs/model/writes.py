@@ -36,6 +36,9 @@ from .workspace import Workspace
 
 log = logging.getLogger(__name__)
 
+# How long after our own save an inventory update is taken as its echo.
+OWN_UPDATE_WINDOW = 2.0
+
 
 @attrs.frozen
 class CompileReport:
@@ -139,8 +142,17 @@ class Writer:
         await self._check_conflict(item, data, path)
         assert item.folder is not None
         params: dict[str, Any] = {"prim_id": item.folder.uuid, "item_id": item.uuid, "content": text}
-        res: ContentSaveResponse = await self._with_retries(
-            f"save {path}", "object.content.save", params, ContentSaveResponse)
+        # The viewer answers our save with an inventory update that says nothing of whose change
+        # it was; the first one after our save is ours, and must not make the file look stale.
+        item.expect_own_update = time.monotonic() + OWN_UPDATE_WINDOW
+        try:
+            res: ContentSaveResponse = await self._with_retries(
+                f"save {path}", "object.content.save", params, ContentSaveResponse)
+        except BaseException:
+            item.expect_own_update = 0.0
+            raise
+        if item.expect_own_update:
+            item.expect_own_update = time.monotonic() + OWN_UPDATE_WINDOW
         if item.local is not None and bytes(item.local) == data:
             item.local = None
             item.dirty = False

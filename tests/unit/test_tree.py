@@ -115,3 +115,18 @@ def test_options() -> None:
     for bad in ("prefetch=x", "delete_grace=-1", "vm=java", "nope", "open_cmd="):
         with pytest.raises(ValueError):
             parse_options([bad])
+
+
+def test_the_echo_of_our_own_save_does_not_make_the_item_stale(tree: tuple[Tree, list[Invalidation]]) -> None:
+    import time
+
+    tr, _ = tree
+    tr.publish(obj(inventory=[script("i1", "A")]))
+    item = tr.by_uuid["i1"]
+    assert isinstance(item, Item)
+    item.content, item.content_valid = b"saved", True
+    item.expect_own_update = time.monotonic() + 2
+    tr.update(update(inventory=[script("i1", "A")]))
+    assert item.content_valid and item.expect_own_update == 0.0
+    tr.update(update(inventory=[script("i1", "A")]))  # the next one may be anybody's
+    assert not item.content_valid
