@@ -433,6 +433,15 @@ class SimViewer:
             return Response(rid, None, RpcError(-32000, "Connection closed unexpectedly"))
         return Response(rid, None, RpcError(-32001, "Request timed out"))
 
+    async def execute_on_clients(self, command: str, params: dict[str, Any] | None = None) -> list[Response]:
+        """A viewer-side command.execute (editor.show_message, editor.open_file) on every
+        authenticated client that advertised `commands`; their responses."""
+        body: dict[str, Any] = {"command": command}
+        if params is not None:
+            body["params"] = params
+        conns = [c for c in self._conns if c.authenticated and not c.closed]
+        return [await self.call_client(c, "command.execute", body, timeout=10.0) for c in conns]
+
     async def _notify(self, conn: _Conn, method: str, params: Any = None) -> None:
         out: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:

@@ -1,0 +1,58 @@
+"""Commands the viewer sends to slfs: show_message becomes an event, open_file runs the user's
+editor as an argument vector (never a shell), and only when one is configured."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+import trio
+
+from e2e.harness import MountFactory
+
+pytestmark = pytest.mark.fuse
+
+
+def events(text: str) -> list[dict[str, object]]:
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+async def test_show_message_is_an_event(mount_factory: MountFactory) -> None:
+    m = await mount_factory()
+    assert m.sim is not None
+    (resp,) = await m.sim.execute_on_clients("editor.show_message", {"message": "Reset done", "level": "warn"})
+    assert resp.error is None and resp.result == {"success": True}
+    text = (await m.read_bytes(".slfs", "events")).decode()
+    assert any(e["type"] == "viewer.message" and e["message"] == "Reset done" for e in events(text))
+
+
+async def test_open_file_runs_the_configured_editor_without_a_shell(mount_factory: MountFactory,
+                                                                   tmp_path: Path) -> None:
+    record = tmp_path / "argv.json"
+    editor = tmp_path / "editor.py"
+    editor.write_text(f"#!/usr/bin/env python3\nimport json, sys\njson.dump(sys.argv[1:], open({str(record)!r}, 'w'))\n")
+    editor.chmod(editor.stat().st_mode | stat.S_IXUSR)
+    pwned = tmp_path / "pwned"
+    m = await mount_factory(options=[f"open_cmd={editor} --line {{line}} {{path}}"])
+    assert m.sim is not None
+    hostile = f"/x/a b; touch {pwned}"
+    (resp,) = await m.sim.execute_on_clients("editor.open_file", {"path": hostile, "line": 7})
+    assert resp.error is None
+    with trio.fail_after(10):
+        while not record.exists():
+            await trio.sleep(0.05)
+    assert json.loads(record.read_text()) == ["--line", "7", hostile]
+    assert not pwned.exists()
+
+
+async def test_open_file_without_an_editor_is_only_an_event(mount_factory: MountFactory) -> None:
+    m = await mount_factory()
+    assert m.sim is not None
+    (resp,) = await m.sim.execute_on_clients("editor.open_file", {"path": "/x/y.lsl"})
+    assert resp.error is None
+    text = (await m.read_bytes(".slfs", "events")).decode()
+    assert any(e["type"] == "viewer.open_file" and e["path"] == "/x/y.lsl" for e in events(text))
+    assert os.path.ismount(m.mnt)
