@@ -33,7 +33,8 @@ async def test_open_file_runs_the_configured_editor_without_a_shell(mount_factor
                                                                    tmp_path: Path) -> None:
     record = tmp_path / "argv.json"
     editor = tmp_path / "editor.py"
-    editor.write_text(f"#!/usr/bin/env python3\nimport json, sys\njson.dump(sys.argv[1:], open({str(record)!r}, 'w'))\n")
+    editor.write_text("#!/usr/bin/env python3\nimport json, sys\n"
+                      f"json.dump(sys.argv[1:], open({str(record)!r}, 'w'))\n")
     editor.chmod(editor.stat().st_mode | stat.S_IXUSR)
     pwned = tmp_path / "pwned"
     m = await mount_factory(options=[f"open_cmd={editor} --line {{line}} {{path}}"])
