@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import logging
 import math
+import random
 import subprocess
 import time
 from collections.abc import Callable
@@ -204,16 +205,26 @@ class Workspace:
     # --- calls ------------------------------------------------------------------------------
 
     async def call(self, what: str, method: str, params: dict[str, Any], result_type: type[Any] | None = None,
-                   *, timeout: float | None = None) -> Any:
-        """Call the viewer; every failure becomes an FsError with a clear errno and message."""
-        try:
-            if result_type is None:
-                return await self.session.call(method, params, timeout=timeout)
-            return await self.session.call_typed(method, params, result_type, timeout=timeout)
-        except NotConnected as exc:
-            raise FsError(errno.EIO, f"{what}: not connected to the viewer ({exc.message})") from None
-        except RpcError as exc:
-            raise from_rpc(exc, what) from None
+                   *, timeout: float | None = None, retries: int = 0,
+                   transient: Callable[[RpcError], bool] = lambda _e: False) -> Any:
+        """Call the viewer; every failure becomes an FsError with a clear errno and message.
+
+        An error `transient` says will pass is retried up to `retries` times, with jittered
+        exponential backoff."""
+        for attempt in range(retries + 1):
+            try:
+                if result_type is None:
+                    return await self.session.call(method, params, timeout=timeout)
+                return await self.session.call_typed(method, params, result_type, timeout=timeout)
+            except NotConnected as exc:
+                raise FsError(errno.EIO, f"{what}: not connected to the viewer ({exc.message})") from None
+            except RpcError as exc:
+                if attempt == retries or not transient(exc):
+                    raise from_rpc(exc, what) from None
+                delay = 0.1 * (2**attempt) * random.uniform(0.5, 1.5)
+                log.info("%s: %s; retrying in %.2f s", what, exc.message, delay)
+                await trio.sleep(delay)
+        raise AssertionError("unreachable")
 
     # --- content ----------------------------------------------------------------------------
 

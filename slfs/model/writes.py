@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import errno
 import logging
-import random
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -27,9 +26,8 @@ from .. import paths
 from ..protocol import errors as codes
 from ..protocol.errors import RpcError
 from ..protocol.types import ContentSaveResponse, Diagnostic, InventoryItem, ItemCreateResponse
-from ..session import NotConnected
 from . import names
-from .errors import FsError, from_rpc
+from .errors import FsError
 from .naming_rules import RemoteName, parse_remote_name, size_limit
 from .tree import Folder, Item, Scratch
 from .workspace import Workspace
@@ -38,6 +36,10 @@ log = logging.getLogger(__name__)
 
 # How long after our own save an inventory update is taken as its echo.
 OWN_UPDATE_WINDOW = 2.0
+
+
+def _item_briefly_missing(exc: RpcError) -> bool:
+    return exc.code == codes.INVALID_PARAMS and "Item not found in prim inventory" in exc.message
 
 
 @attrs.frozen
@@ -193,20 +195,8 @@ class Writer:
 
     async def _with_retries(self, what: str, method: str, params: dict[str, Any], result_type: type[Any]) -> Any:
         """Right after a save some viewers report an existing item as not found: retry a few times."""
-        attempts = max(1, self.ws.options.save_retries + 1)
-        for attempt in range(attempts):
-            try:
-                return await self.ws.session.call_typed(method, params, result_type)
-            except NotConnected as exc:
-                raise FsError(errno.EIO, f"{what}: not connected to the viewer ({exc.message})") from None
-            except RpcError as exc:
-                transient = exc.code == codes.INVALID_PARAMS and "Item not found in prim inventory" in exc.message
-                if not transient or attempt == attempts - 1:
-                    raise from_rpc(exc, what) from None
-                delay = 0.1 * (2 ** attempt) * random.uniform(0.5, 1.5)
-                log.info("%s: viewer says item not found; retrying in %.2f s", what, delay)
-                await trio.sleep(delay)
-        raise AssertionError("unreachable")
+        return await self.ws.call(what, method, params, result_type, retries=self.ws.options.save_retries,
+                                  transient=_item_briefly_missing)
 
     def _record_compile(self, item: Item, res: ContentSaveResponse, path: str) -> None:
         compiled = res.compiled is not False
