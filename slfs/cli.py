@@ -111,7 +111,8 @@ def cmd_mount(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def cmd_umount(mountpoint: str) -> int:
-    from .daemon import read_registry, registry_path, unmount
+    from .daemon import unmount
+    from .registry import read_registry, registry_path
 
     real = os.path.realpath(mountpoint)
     entry = next((e for e in read_registry() if e.get("mountpoint") == real), None)

@@ -11,8 +11,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
-from typing import Any
 
 import pyfuse3
 import trio
@@ -26,6 +24,7 @@ from .model.options import Options
 from .model.syntax import SyntaxFiles
 from .model.tree import Scratch
 from .model.workspace import Workspace
+from .registry import registry_path
 
 log = logging.getLogger(__name__)
 
@@ -80,24 +79,6 @@ def unmount(mountpoint: str, *, lazy: bool = False) -> bool:
             return True
         log.debug("%s: %s", " ".join(argv), res.stderr.strip())
     return False
-
-
-def registry_path(mountpoint: str) -> Path:
-    return paths.runtime_dir() / "mounts" / f"{paths.mount_key(mountpoint)}.json"
-
-
-def read_registry() -> list[dict[str, Any]]:
-    """Running mounts (entries whose daemon died are skipped)."""
-    out = []
-    folder = paths.runtime_dir() / "mounts"
-    for p in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        try:
-            entry = json.loads(p.read_text())
-            os.kill(int(entry["pid"]), 0)
-        except (OSError, ValueError, KeyError):
-            continue
-        out.append(entry)
-    return out
 
 
 class Daemon:

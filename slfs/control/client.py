@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from types import TracebackType
 from typing import Any
 
-from .. import paths
+from ..registry import read_registry
 
 PROTOCOL_VERSION = 1
 CONNECT_TIMEOUT = 5.0
@@ -169,22 +169,6 @@ class ControlClient:
 
 
 # --- which mount ---------------------------------------------------------------------------------
-
-
-def read_registry() -> list[dict[str, Any]]:
-    """Running mounts, as slfs.daemon.read_registry() reads them (entries of dead daemons are
-    skipped). Read here so the CLI verbs need not import the FUSE daemon."""
-    out = []
-    folder = paths.runtime_dir() / "mounts"
-    for p in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        try:
-            entry = json.loads(p.read_text())
-            os.kill(int(entry["pid"]), 0)
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        if isinstance(entry, dict):
-            out.append(entry)
-    return out
 
 
 class NoMount(ControlError):
