@@ -824,6 +824,16 @@ class SimViewer:
         value = params.get(key)
         return value.lower() if isinstance(value, str) and value else None
 
+    def _published_prim(self, prim_id: str) -> tuple[SimObject, Prim]:
+        """Steps 2 and 3 of every validator: the prim exists, its object is published."""
+        found = self.world.find_prim(prim_id)
+        if found is None:
+            raise invalid("Prim not found")
+        obj, prim = found
+        if not obj.published:
+            raise denied("Object is not published")
+        return obj, prim
+
     def _common(
         self, params: dict[str, Any], *, write: bool, read_script: bool = False, property_check: bool = False
     ) -> tuple[SimObject, Prim, Item]:
@@ -833,12 +843,7 @@ class SimViewer:
             raise invalid("prim_id and item_id are required")
         if property_check and not any(k in params for k in ("name", "description", "permissions")):
             raise invalid("At least one property (name, description, or permissions) must be specified")
-        found = self.world.find_prim(prim_id)
-        if found is None:
-            raise invalid("Prim not found")
-        obj, prim = found
-        if not obj.published:
-            raise denied("Object is not published")
+        obj, prim = self._published_prim(prim_id)
         item = prim.find(item_id)
         if item is None:
             raise invalid("Item not found in prim inventory")
@@ -858,12 +863,7 @@ class SimViewer:
         prim_id, item_id = self._str(params, "prim_id"), self._str(params, "item_id")
         if prim_id is None or item_id is None:
             raise invalid("prim_id and item_id are required")
-        found = self.world.find_prim(prim_id)
-        if found is None:
-            raise invalid("Prim not found")
-        obj, prim = found
-        if not obj.published:
-            raise denied("Object is not published")
+        obj, prim = self._published_prim(prim_id)
         item = prim.find(item_id)
         if item is None:
             raise invalid("Script not found in prim inventory")
@@ -1130,12 +1130,7 @@ class SimViewer:
             raise invalid("prim_id is required")
         if not any(k in params for k in ("name", "description", "permissions")):
             raise invalid("At least one property (name, description, or permissions) must be specified")
-        found = self.world.find_prim(prim_id)
-        if found is None:
-            raise invalid("Prim not found")
-        obj, prim = found
-        if not obj.published:
-            raise denied("Object is not published")
+        obj, prim = self._published_prim(prim_id)
         if not prim.permissions.can_modify:
             raise denied("No modify permission on object")
         name = params.get("name")
