@@ -32,6 +32,8 @@ def _stamp(t: float) -> str:
 class EventLog:
     def __init__(self, log_path: Path | None) -> None:
         self.events: collections.deque[dict[str, Any]] = collections.deque(maxlen=MAX_EVENTS)
+        # Each event encoded once: `.slfs/events` is re-read on every poll of tail -f.
+        self._lines: collections.deque[bytes] = collections.deque(maxlen=MAX_EVENTS)
         self.seq = 0
         self.log_path = log_path
         self.script_logs: dict[str, collections.deque[str]] = {}
@@ -41,6 +43,7 @@ class EventLog:
         self.seq += 1
         event = {"seq": self.seq, **event}
         self.events.append(event)
+        self._lines.append(json.dumps(event, default=str).encode() + b"\n")
         if event.get("type") in ("runtime.debug", "runtime.error") and event.get("item_id"):
             self._script_line(event)
         self._write(event)
@@ -74,8 +77,8 @@ class EventLog:
                     if older.exists():
                         older.rename(self.log_path.with_name(f"{self.log_path.name}.{i + 1}"))
                 self.log_path.rename(self.log_path.with_name(f"{self.log_path.name}.1"))
-            with self.log_path.open("a") as f:
-                f.write(json.dumps(event, default=str) + "\n")
+            with self.log_path.open("ab") as f:
+                f.write(self._lines[-1])
         except OSError as exc:
             log.warning("cannot write the event log %s: %s", self.log_path, exc)
             self.log_path = None
@@ -90,7 +93,7 @@ class EventLog:
         return recv
 
     def render(self) -> bytes:
-        return b"".join(json.dumps(e, default=str).encode() + b"\n" for e in self.events)
+        return b"".join(self._lines)
 
     def script_log(self, item_id: str) -> bytes:
         lines = self.script_logs.get(item_id)
