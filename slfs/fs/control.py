@@ -228,7 +228,10 @@ class Control:
         return ("\n".join(lines) + "\n").encode() if lines else b""
 
     def render_all_diagnostics(self) -> bytes:
-        return b"".join(self.render_diagnostics(item) for item in self.tree.iter_items())
+        # Only items compiled this session can have lines: no walk over every item of the mount.
+        compiled = list(self.writer.compiles) if self.writer is not None else []
+        items = [self.tree.by_uuid.get(uuid) for uuid in compiled]
+        return b"".join(self.render_diagnostics(i) for i in items if isinstance(i, Item) and i.attached)
 
     # --- content ----------------------------------------------------------------------------
 
