@@ -29,6 +29,7 @@ from ..model.tree import ROOT_INODE, EntryChanged, Folder, InodeChanged, Item, L
 from ..model.workspace import Workspace
 from ..model.writes import Writer
 from .control import FILE, LINK, Control, Virtual
+from .overlay import Overlay
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +90,7 @@ class Operations(pyfuse3.Operations):
         self.tree = ws.tree
         self.control = Control(ws)
         self.writer = Writer(ws)
+        self.overlay = Overlay(ws.tree, self.writer)
         self.uid = os.getuid()
         self.gid = os.getgid()
         self._handles: dict[int, Handle] = {}
@@ -210,67 +212,6 @@ class Operations(pyfuse3.Operations):
         node.lookups += 1
         return attr
 
-    # --- the local overlay ---------------------------------------------------------------------
-
-    def _overlay_path(self, parent: Node) -> str | None:
-        if isinstance(parent, Local):
-            return parent.path
-        if isinstance(parent, Folder):
-            return str(self.writer.overlay_dir(parent))
-        return None
-
-    def _local(self, parent: Node, name: str) -> Local | None:
-        base = self._overlay_path(parent)
-        if base is None:
-            return None
-        path = os.path.join(base, name)
-        try:
-            st = os.lstat(path)
-        except OSError:
-            return None
-        return self._local_node(parent, name, path, st)
-
-    def _local_node(self, parent: Node, name: str, path: str, st: os.stat_result | None = None) -> Local:
-        # Keyed by path, not by the disk inode: hard links (git's objects) get inodes of their own,
-        # so unlinking one name never leaves another pointing at a removed path.
-        key = f"local:{path}"
-        ino = self.tree.inode_for(key)
-        node = self.tree.node(ino)
-        if not isinstance(node, Local):
-            node = Local(inode=ino, uuid=key, name=name, path=path, local_parent=parent)
-            self.tree.add_node(node)
-        node.name, node.local_parent = name, parent
-        return node
-
-    def _move_local_keys(self, old_path: str, new_path: str) -> None:
-        """After a rename on disk, the node (and for a directory everything below) follows."""
-        moved = {}
-        for key, ino in list(self.tree._inodes.items()):
-            if not key.startswith("local:"):
-                continue
-            path = key[6:]
-            if path == old_path or path.startswith(old_path + "/"):
-                del self.tree._inodes[key]
-                moved["local:" + new_path + path[len(old_path):]] = ino
-        for key, ino in moved.items():
-            self.tree._inodes[key] = ino
-            node = self.tree.node(ino)
-            if isinstance(node, Local):
-                node.uuid, node.path = key, key[6:]
-
-    def _forget_local(self, node: Local) -> None:
-        """The disk file is gone: its (st_dev, st_ino) may be reused by another file."""
-        if self.tree._inodes.get(node.uuid) == node.inode:
-            del self.tree._inodes[node.uuid]
-        node.local_parent = None
-
-    def _ensure_overlay(self, parent: Node) -> str:
-        base = self._overlay_path(parent)
-        if base is None:
-            raise FsError(errno.EPERM, "")
-        os.makedirs(base, mode=0o755, exist_ok=True)
-        return base
-
     # --- lookup and attributes ---------------------------------------------------------------
 
     def _lookup(self, parent: Node | Virtual, name: str) -> Node | Virtual | None:
@@ -278,9 +219,9 @@ class Operations(pyfuse3.Operations):
             if name == names.CONTROL_DIR:
                 return self.control.control_dir(parent)
             node = parent.entries.get(name) or parent.scratch.get(name)
-            return node or self._local(parent, name)
+            return node or self.overlay.find(parent, name)
         if isinstance(parent, Local):
-            return self._local(parent, name)
+            return self.overlay.find(parent, name)
         if isinstance(parent, Virtual):
             return self.control.lookup(parent, name)
         return None
@@ -413,10 +354,10 @@ class Operations(pyfuse3.Operations):
         if isinstance(node, (Folder, Local)):
             if isinstance(node, Local) and not os.path.isdir(node.path):
                 raise FsError(errno.ENOTDIR, "")
-            base = self._overlay_path(node)
+            base = self.overlay.dir_of(node)
             if base is not None and os.path.isdir(base):
                 for de in os.scandir(base):
-                    entries[de.name] = self._local_node(node, de.name, de.path, de.stat(follow_symlinks=False)).inode
+                    entries[de.name] = self.overlay.node(node, de.name, de.path).inode
             if isinstance(node, Folder):
                 entries.update({name: n.inode for name, n in node.scratch.items()})
                 entries.update({name: n.inode for name, n in node.entries.items()})
@@ -464,10 +405,10 @@ class Operations(pyfuse3.Operations):
             raise FsError(errno.EPERM, "")
         if isinstance(parent, Folder) and self._lookup(parent, sname) is not None:
             raise FsError(errno.EEXIST, "")
-        base = self._ensure_overlay(parent)
+        base = self.overlay.ensure(parent)
         path = os.path.join(base, sname)
         os.mkdir(path, mode & ~ctx.umask)
-        return self._counted(self._local_node(parent, sname, path, os.lstat(path)))
+        return self._counted(self.overlay.node(parent, sname, path))
 
     @_guarded
     async def rmdir(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
@@ -477,7 +418,7 @@ class Operations(pyfuse3.Operations):
             raise FsError(errno.ENOENT, "")
         if isinstance(node, Local):
             os.rmdir(node.path)
-            self._forget_local(node)
+            self.overlay.removed(node)
             return
         if isinstance(node, Folder):
             raise FsError(errno.EPERM, f"{self.tree.path_of(node)}: prims cannot be deleted from the file system")
@@ -492,9 +433,9 @@ class Operations(pyfuse3.Operations):
             raise FsError(errno.EPERM, f"symlink {sname}: in-world folders hold only scripts and notecards")
         if not isinstance(parent, (Folder, Local)):
             raise FsError(errno.EPERM, "")
-        path = os.path.join(self._ensure_overlay(parent), sname)
+        path = os.path.join(self.overlay.ensure(parent), sname)
         os.symlink(target, path)
-        return self._counted(self._local_node(parent, sname, path, os.lstat(path)))
+        return self._counted(self.overlay.node(parent, sname, path))
 
     @_guarded
     async def link(self, inode: int, new_parent_inode: int, new_name: bytes,
@@ -505,9 +446,9 @@ class Operations(pyfuse3.Operations):
         if not isinstance(node, Local) or not isinstance(parent, (Folder, Local)) or (
                 isinstance(parent, Folder) and not is_local_name(sname)):
             raise FsError(errno.EPERM, f"link {sname}: hard links exist only in the local overlay")
-        path = os.path.join(self._ensure_overlay(parent), sname)
+        path = os.path.join(self.overlay.ensure(parent), sname)
         os.link(node.path, path)
-        return self._counted(self._local_node(parent, sname, path, os.lstat(path)))
+        return self._counted(self.overlay.node(parent, sname, path))
 
     # --- files -------------------------------------------------------------------------------
 
@@ -697,9 +638,9 @@ class Operations(pyfuse3.Operations):
         sname = os.fsdecode(name)
         fh = next(self._fh)
         if isinstance(parent, Local) or (isinstance(parent, Folder) and is_local_name(sname)):
-            path = os.path.join(self._ensure_overlay(parent), sname)
+            path = os.path.join(self.overlay.ensure(parent), sname)
             fd = os.open(path, (flags | os.O_CREAT) & ~os.O_NOCTTY, mode & ~ctx.umask)
-            node = self._local_node(parent, sname, path, os.fstat(fd))
+            node = self.overlay.node(parent, sname, path)
             self._handles[fh] = Handle(node.inode, fd=fd, writable=True)
             return pyfuse3.FileInfo(fh=fh, keep_cache=False), self._counted(node)
         if not isinstance(parent, Folder) or parent.inode == ROOT_INODE:
@@ -733,7 +674,7 @@ class Operations(pyfuse3.Operations):
             raise FsError(errno.ENOENT, "")
         if isinstance(node, Local):
             os.unlink(node.path)
-            self._forget_local(node)
+            self.overlay.removed(node)
         elif isinstance(node, Scratch) and isinstance(parent, Folder):
             parent.scratch.pop(sname, None)
             node.folder = None  # open handles keep the data; a flush sends nothing
@@ -774,7 +715,7 @@ class Operations(pyfuse3.Operations):
                 # The overlay (.git/, .vscode/...) is kept per directory name: it moves along.
                 os.makedirs(os.path.dirname(after), exist_ok=True)
                 os.rename(before, after)
-                self._move_local_keys(before, after)
+                self.overlay.moved(before, after)
             return
         local_target = isinstance(dst_parent, Local) or is_local_name(new)
         if local_target:
@@ -796,16 +737,16 @@ class Operations(pyfuse3.Operations):
     async def _rename_to_local(self, src: Node, src_parent: Node | Virtual, old: str, dst_parent: Node | Virtual,
                                new: str, dst: Node | Virtual | None) -> None:
         assert isinstance(dst_parent, (Folder, Local))
-        base = self._ensure_overlay(dst_parent)
+        base = self.overlay.ensure(dst_parent)
         path = os.path.join(base, new)
         if isinstance(dst, (Item, Folder)) or (isinstance(dst, Scratch) and dst.folder is not None):
             raise FsError(errno.EEXIST, "")
         if isinstance(src, Local):
             if isinstance(dst, Local):
-                self._forget_local(dst)
+                self.overlay.removed(dst)
             os.rename(src.path, path)
-            self._move_local_keys(src.path, path)
-            self._local_node(dst_parent, new, path)
+            self.overlay.moved(src.path, path)
+            self.overlay.node(dst_parent, new, path)
             return
         # An item or a new file leaves for a backup or temp name: it becomes a local file; the
         # item stays in-world, hidden until a file of its name is created again (vim, emacs).
@@ -814,19 +755,18 @@ class Operations(pyfuse3.Operations):
         with open(tmp, "wb") as f:
             f.write(data)
         if isinstance(dst, Local):
-            self._forget_local(dst)
+            self.overlay.removed(dst)
         os.replace(tmp, path)
-        key = f"local:{path}"
         if isinstance(src, Item) and isinstance(src_parent, Folder):
             orphan = self.writer.detach(src_parent, src)  # the inode the kernel holds stays on `new`
-            self.tree._inodes[key] = orphan.inode
+            self.overlay.bind(path, orphan.inode)
             self.tree.nodes.pop(orphan.inode, None)
         elif isinstance(src, Scratch) and isinstance(src_parent, Folder):
             src_parent.scratch.pop(old, None)
-            self.tree._inodes[key] = src.inode
+            self.overlay.bind(path, src.inode)
             self.tree.nodes.pop(src.inode, None)
         lookups = src.lookups
-        node = self._local_node(dst_parent, new, path)
+        node = self.overlay.node(dst_parent, new, path)
         node.lookups = lookups
 
     async def _rename_to_remote(self, src: Node, src_parent: Node | Virtual, old: str, dst_parent: Folder,
@@ -854,7 +794,7 @@ class Operations(pyfuse3.Operations):
             data = await self._data_of(src)
             if target.folder is dst_parent and dst_parent.tombstones.get(new) is target:
                 dst_parent.tombstones.pop(new)
-                self.tree._relayout(dst_parent)
+                self.tree.relayout(dst_parent)
             await self.writer.replace_into(target, data, src.inode)
             self._drop_source(src, src_parent, old)
             return
@@ -877,18 +817,15 @@ class Operations(pyfuse3.Operations):
         """The renamed file's old name is gone; its inode now belongs to an item."""
         if isinstance(src, Local):
             os.unlink(src.path)
-            self._forget_local(src)
+            self.overlay.removed(src)
         elif isinstance(src, Scratch) and isinstance(src_parent, Folder):
             src_parent.scratch.pop(old, None)
         elif isinstance(src, Item) and isinstance(src_parent, Folder):
             # mv A B over an existing B: B holds A's content now (and A's inode); A goes like an rm.
-            fresh = self.tree.fresh_inode()
-            src.inode, src.lookups = fresh, 0
-            self.tree.nodes[fresh] = src
-            self.tree._inodes[src.uuid] = fresh
+            self.tree.move_to_fresh_inode(src)
             src_parent.tombstones[old] = src
             self.writer.ws.spawn(self.writer._delete_later, src_parent, old, src)
-            self.tree._relayout(src_parent)
+            self.tree.relayout(src_parent)
 
     # --- extended attributes -----------------------------------------------------------------
 

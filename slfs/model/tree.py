@@ -237,6 +237,32 @@ class Tree:
             # Detached and no longer known to the kernel: the inode number stays reserved.
             del self.nodes[inode]
 
+    def bind_key(self, key: str, inode: int) -> None:
+        """Make `key` (a UUID, or another stable name such as a local path) mean `inode`."""
+        self._inodes[key] = inode
+
+    def unbind_key(self, key: str, inode: int) -> None:
+        if self._inodes.get(key) == inode:
+            del self._inodes[key]
+
+    def rekey_prefix(self, old: str, new: str) -> list[tuple[str, int]]:
+        """Keys equal to `old` or below `old + "/"` move under `new`; returns the new (key, inode)s."""
+        moved = []
+        for key, ino in list(self._inodes.items()):
+            if key == old or key.startswith(old + "/"):
+                del self._inodes[key]
+                moved.append((new + key[len(old):], ino))
+        self._inodes.update(moved)
+        return moved
+
+    def move_to_fresh_inode(self, item: Item) -> None:
+        """The item's inode went to another file (a rename over it): it takes a new one, unknown
+        to the kernel."""
+        fresh = self.fresh_inode()
+        item.inode, item.lookups = fresh, 0
+        self.nodes[fresh] = item
+        self._inodes[item.uuid] = fresh
+
     def fresh_inode(self) -> int:
         return next(self._next_inode)
 
@@ -259,7 +285,7 @@ class Tree:
         self._inodes[item.uuid] = inode
         return orphan
 
-    def _register(self, node: Node) -> None:
+    def register(self, node: Node) -> None:
         self.nodes[node.inode] = node
         self.by_uuid[node.uuid] = node
 
@@ -292,7 +318,7 @@ class Tree:
                 self._remove_object(oid, relayout=False)
         for obj in objects:
             self._put_object(obj, relayout=False)
-        self._relayout(self.root)
+        self.relayout(self.root)
 
     def publish(self, obj: PublishedObject) -> None:
         self._put_object(obj, relayout=True)
@@ -333,7 +359,7 @@ class Tree:
                     self._set_inventory(child, mod.inventory)
                 if mod.link_name is not None and mod.link_name != child.link_name:
                     child.link_name = mod.link_name
-                    self._relayout(folder)
+                    self.relayout(folder)
             # Deltas the document specifies but viewers do not emit.
             for added in changes.added or []:
                 self._put_child(folder, added)
@@ -341,9 +367,9 @@ class Tree:
                 if removed in folder.prims:
                     self._detach(folder.prims.pop(removed))
             if changes.added or changes.removed:
-                self._relayout(folder)
+                self.relayout(folder)
         if root_renamed:
-            self._relayout(self.root)
+            self.relayout(self.root)
         return True
 
     def invalidate_item(self, item: Item, *, data: bool) -> None:
@@ -359,7 +385,7 @@ class Tree:
             folder = Folder(inode=self.inode_for(obj.object_id), uuid=obj.object_id, object_id=obj.object_id)
             folder.parent = self.root
             self.objects[obj.object_id] = folder
-            self._register(folder)
+            self.register(folder)
             renamed = True
         renamed = renamed or folder.link_name != obj.object_name
         folder.link_name = obj.object_name
@@ -369,15 +395,15 @@ class Tree:
         self._touch(folder)
         self._set_inventory(folder, obj.inventory, relayout=False)
         self._set_children(folder, obj.linked_objects or [], relayout=False)
-        self._relayout(folder)
+        self.relayout(folder)
         if renamed and relayout:
-            self._relayout(self.root)
+            self.relayout(self.root)
 
     def _remove_object(self, object_id: str, *, relayout: bool) -> None:
         folder = self.objects.pop(object_id)
         self._detach(folder)
         if relayout:
-            self._relayout(self.root)
+            self.relayout(self.root)
 
     def _put_child(self, obj_folder: Folder, link: LinkedObject) -> Folder:
         child = obj_folder.prims.get(link.link_id)
@@ -388,7 +414,7 @@ class Tree:
             )
             child.parent = obj_folder
             obj_folder.prims[link.link_id] = child
-            self._register(child)
+            self.register(child)
         child.link_name = link.link_name
         child.link_number = link.link_number
         child.description = link.link_description or ""
@@ -404,7 +430,7 @@ class Tree:
         for link in links:
             self._put_child(folder, link)
         if relayout:
-            self._relayout(folder)
+            self.relayout(folder)
 
     def _set_inventory(self, folder: Folder, inventory: list[InventoryItem], *, relayout: bool = True) -> None:
         """A complete replacement of a prim's inventory (the only inventory shape viewers send)."""
@@ -417,7 +443,7 @@ class Tree:
                 item = Item(inode=self.inode_for(data.item_id), uuid=data.item_id, data=data, folder=folder)
                 item.parent = folder
                 folder.items[data.item_id] = item
-                self._register(item)
+                self.register(item)
                 continue
             old = item.info
             item.data = data
@@ -433,9 +459,9 @@ class Tree:
                 self.on_stale(item)
             self._on_invalidate(InodeChanged(item.inode, data=False))
         if relayout:
-            self._relayout(folder)
+            self.relayout(folder)
 
-    def _relayout(self, folder: Folder) -> None:
+    def relayout(self, folder: Folder) -> None:
         """Recompute the folder's file names and report every name whose meaning changed."""
         if folder is self.root:
             members: list[Node] = list(self.objects.values())

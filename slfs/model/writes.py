@@ -261,11 +261,11 @@ class Writer:
             # The response came before the viewer's object.update: enter the item now.
             item = Item(inode=inode, uuid=data.item_id, data=data, folder=folder, parent=folder)
             folder.items[data.item_id] = item
-            self.tree._register(item)
-            self.tree._inodes[item.uuid] = inode
+            self.tree.register(item)
+            self.tree.bind_key(item.uuid, inode)
         elif item.inode != inode:
             self.rebind(item, inode)
-        self.tree._relayout(folder)
+        self.tree.relayout(folder)
         if item.name != names.item_file_name(want.sl_name, want.type, want.subtype):
             log.info("viewer named the new item %r (asked for %r)", item.name, want.sl_name)
         if want.type == "script":
@@ -290,7 +290,7 @@ class Writer:
         item.base = item.content
         item.local = bytearray()
         item.dirty = True
-        self.tree._relayout(folder)
+        self.tree.relayout(folder)
         log.info("%s: re-created, keeps item %s", self.tree.path_of(item), item.uuid)
         return item
 
@@ -299,7 +299,7 @@ class Writer:
         name = item.name
         folder.tombstones[name] = item
         orphan = self.rebind(item, self.tree.fresh_inode())
-        self.tree._relayout(folder)
+        self.tree.relayout(folder)
         return orphan
 
     def unlink(self, folder: Folder, item: Item) -> None:
@@ -311,7 +311,7 @@ class Writer:
         name = item.name
         folder.tombstones[name] = item
         self.rebind(item, self.tree.fresh_inode())
-        self.tree._relayout(folder)
+        self.tree.relayout(folder)
         self.ws.spawn(self._delete_later, folder, name, item)
 
     async def _delete_later(self, folder: Folder, name: str, item: Item) -> None:
@@ -336,7 +336,7 @@ class Writer:
             except FsError as exc:
                 self.ws.note_error(f"deleting {shown} failed: {exc.message}")
                 folder.tombstones.pop(name, None)
-                self.tree._relayout(folder)  # it is still there: show it again
+                self.tree.relayout(folder)  # it is still there: show it again
                 return
             self.ws.emit("delete", path=shown, item_id=item.uuid)
             log.info("deleted %s (item %s)", shown, item.uuid)
@@ -364,7 +364,7 @@ class Writer:
             await self.ws.call(f"rename {shown}", "object.item.modify",
                                {"prim_id": item.folder.uuid, "item_id": item.uuid, "name": want.sl_name})
             item.data = attrs.evolve(info, name=want.sl_name)
-        self.tree._relayout(item.folder)
+        self.tree.relayout(item.folder)
 
     async def rename_folder(self, folder: Folder, new_name: str) -> None:
         shown = self.tree.path_of(folder)
@@ -379,7 +379,7 @@ class Writer:
             raise FsError(errno.EACCES, f"{shown}: no modify permission on the prim")
         await self.ws.call(f"rename {shown}", "object.modify", {"prim_id": folder.uuid, "name": sl_name})
         folder.link_name = sl_name
-        self.tree._relayout(folder.parent or self.tree.root)
+        self.tree.relayout(folder.parent or self.tree.root)
 
     async def replace_into(self, item: Item, data: bytes, inode: int) -> None:
         """A file renamed onto an item's name: its content is saved into that item (same item_id),
