@@ -28,6 +28,7 @@ from ..model.naming_rules import is_local_name, parse_remote_name
 from ..model.tree import ROOT_INODE, EntryChanged, Folder, InodeChanged, Item, Local, Node, Scratch
 from ..model.workspace import Workspace
 from ..model.writes import Writer
+from .attributes import XATTR_PREFIX, Attributes
 from .control import FILE, LINK, Control, Virtual
 from .overlay import Overlay
 
@@ -38,7 +39,6 @@ F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 # Environment hook for the test that proves a failing handler leaves the mount alive.
 FAULT_ENV = "SLFS_INJECT_FAULT"
 
-XATTR_PREFIX = "user.sl."
 
 
 def _guarded(fn: F) -> F:
@@ -91,13 +91,11 @@ class Operations(pyfuse3.Operations):
         self.control = Control(ws)
         self.writer = Writer(ws)
         self.overlay = Overlay(ws.tree, self.writer)
-        self.uid = os.getuid()
-        self.gid = os.getgid()
         self._handles: dict[int, Handle] = {}
         self._dir_handles: dict[int, list[tuple[str, int]]] = {}
         self._fh = itertools.count(1)
         self._fault = os.environ.get(FAULT_ENV, "")
-        self.mounted_at_ns = time.time_ns()
+        self.attributes = Attributes(ws.tree, ws.options)
         ws.extra_status = lambda: {  # type: ignore[method-assign]
             "pending_saves": self.writer.pending_saves,
             "last_recovery": self.writer.last_recovery or "none",
@@ -137,78 +135,9 @@ class Operations(pyfuse3.Operations):
             raise FsError(errno.ENOENT, f"inode {inode} is gone")
         return node
 
-    def _attrs(self, node: Node | Virtual) -> pyfuse3.EntryAttributes:
-        a = pyfuse3.EntryAttributes()
-        a.st_ino = node.inode
-        a.st_uid = self.uid
-        a.st_gid = self.gid
-        a.st_blksize = 4096
-        a.entry_timeout = self.ws.options.attr_timeout
-        a.attr_timeout = self.ws.options.attr_timeout
-        mtime = self.mounted_at_ns
-        if isinstance(node, Item):
-            size = node.size
-            if size is None:
-                # Not fetched yet: answer the listing now; a stat asks again and waits (getattr).
-                size = 0
-                a.attr_timeout = 0
-            mode = 0o644 if node.writable else 0o444
-            if not node.readable:
-                mode = 0
-            a.st_mode = stat.S_IFREG | mode
-            a.st_size = size
-            a.st_nlink = 1 if node.attached else 0
-            mtime = node.mtime_ns
-            a.st_ctime_ns = max(node.ctime_ns, mtime)
-        elif isinstance(node, Scratch):
-            a.st_mode = stat.S_IFREG | node.mode
-            a.st_size = len(node.data)
-            a.st_nlink = 1 if node.folder is not None else 0
-            a.attr_timeout = a.entry_timeout = 1
-            mtime = node.mtime_ns
-            a.st_ctime_ns = mtime
-        elif isinstance(node, Local):
-            st = os.lstat(node.path)
-            a.st_mode = st.st_mode
-            a.st_size = st.st_size
-            a.st_nlink = st.st_nlink
-            a.st_uid, a.st_gid = st.st_uid, st.st_gid
-            a.attr_timeout = a.entry_timeout = 1
-            a.st_ctime_ns = st.st_ctime_ns
-            a.st_atime_ns = st.st_atime_ns
-            a.st_mtime_ns = st.st_mtime_ns
-            a.st_blocks = st.st_blocks
-            return a
-        elif isinstance(node, Folder):
-            mode = 0o755 if node.writable else 0o555
-            a.st_mode = stat.S_IFDIR | mode
-            a.st_nlink = 2 + (len(node.prims) if node.inode != ROOT_INODE else len(self.tree.objects))
-            mtime = node.mtime_ns
-            a.st_ctime_ns = mtime
-        elif isinstance(node, Virtual):
-            a.attr_timeout = 0
-            a.entry_timeout = 1
-            if node.kind == FILE:
-                a.st_mode = stat.S_IFREG | (0o644 if node.writer is not None else 0o444)
-                a.st_size = len(node.render()) if node.render is not None else 0
-                a.st_nlink = 1
-                mtime = time.time_ns() if node.direct_io else self.mounted_at_ns
-            elif node.kind == LINK:
-                a.st_mode = stat.S_IFLNK | 0o777
-                a.st_size = len((node.target and node.target()) or "")
-                a.st_nlink = 1
-            else:
-                a.st_mode = stat.S_IFDIR | 0o555
-                a.st_nlink = 2
-            a.st_ctime_ns = self.mounted_at_ns
-        a.st_mtime_ns = mtime
-        a.st_atime_ns = mtime
-        a.st_blocks = (a.st_size + 511) // 512
-        return a
-
     def _counted(self, node: Node | Virtual) -> pyfuse3.EntryAttributes:
         """Attributes for a reply that hands the kernel a reference (lookup, create, readdirplus)."""
-        attr = self._attrs(node)
+        attr = self.attributes.entry(node)
         node.lookups += 1
         return attr
 
@@ -259,7 +188,7 @@ class Operations(pyfuse3.Operations):
         if isinstance(node, Item) and node.size is None:
             # st_size must be exact whenever a program can see it (git reads exactly st_size).
             await self.ws.read_content(node)
-        return self._attrs(node)
+        return self.attributes.entry(node)
 
     @_guarded
     async def setattr(self, inode: int, attr: pyfuse3.EntryAttributes, fields: pyfuse3.SetattrFields,
@@ -278,7 +207,7 @@ class Operations(pyfuse3.Operations):
                 os.utime(node.path, ns=(attr.st_atime_ns if fields.update_atime else st.st_atime_ns,
                                         attr.st_mtime_ns if fields.update_mtime else st.st_mtime_ns),
                          follow_symlinks=False)
-            return self._attrs(node)
+            return self.attributes.entry(node)
         if fields.update_size:
             if isinstance(node, Item):
                 await self._editable(node)
@@ -304,7 +233,7 @@ class Operations(pyfuse3.Operations):
             node.mode = stat.S_IMODE(attr.st_mode) & 0o777
         # Other changes to items (mode, owner, times) are accepted and not kept: modes show the
         # in-world permissions and mtime only moves when the content does.
-        return self._attrs(node)
+        return self.attributes.entry(node)
 
     @staticmethod
     def _resize(buf: bytearray, size: int) -> None:
@@ -382,7 +311,7 @@ class Operations(pyfuse3.Operations):
             if node is None:
                 continue
             try:
-                attr = self._attrs(node)
+                attr = self.attributes.entry(node)
             except OSError:
                 continue  # an overlay file removed meanwhile
             if not pyfuse3.readdir_reply(token, os.fsencode(name), attr, i + 1):
@@ -829,28 +758,6 @@ class Operations(pyfuse3.Operations):
 
     # --- extended attributes -----------------------------------------------------------------
 
-    def _xattrs(self, node: Node | Virtual) -> dict[str, bytes]:
-        out: dict[str, str] = {}
-        if isinstance(node, Item) and node.folder is not None:
-            info = node.info
-            out["item_id"] = node.uuid
-            out["prim_id"] = node.folder.uuid
-            out["object_id"] = node.folder.object_id
-            out["type"] = info.type
-            out["description"] = info.description or ""
-            p = info.permissions
-            out["perms"] = f"owner=0x{p.owner:08x} next_owner=0x{p.next_owner:08x}" if p else "unknown"
-            if node.is_script:
-                out["vm"] = info.vm or ""
-                out["running"] = "1" if info.running else "0"
-                out["faulted"] = "1" if info.faulted else "0"
-        elif isinstance(node, Folder) and node.inode != ROOT_INODE:
-            out["prim_id"] = node.uuid
-            out["object_id"] = node.object_id
-            out["link_number"] = str(node.link_number)
-            out["description"] = node.description
-        return {XATTR_PREFIX + k: v.encode() for k, v in out.items()}
-
     @_guarded
     async def getxattr(self, inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> bytes:
         sname = os.fsdecode(name)
@@ -858,7 +765,7 @@ class Operations(pyfuse3.Operations):
             raise FsError(errno.EOPNOTSUPP, "")  # otherwise ls shows a '+' on every file
         if not sname.startswith(XATTR_PREFIX):
             raise FsError(errno.ENODATA, "")  # security.capability is asked before every write
-        value = self._xattrs(self._node(inode)).get(sname)
+        value = self.attributes.xattrs(self._node(inode)).get(sname)
         if value is None:
             raise FsError(errno.ENODATA, "")
         return value
@@ -868,7 +775,7 @@ class Operations(pyfuse3.Operations):
         node = self.tree.node(inode) or self.control.nodes.get(inode)
         if node is None:
             return []
-        return [k.encode() for k in self._xattrs(node)]
+        return [k.encode() for k in self.attributes.xattrs(node)]
 
     @_guarded
     async def setxattr(self, inode: int, name: bytes, value: bytes, ctx: pyfuse3.RequestContext) -> None:

@@ -1,0 +1,116 @@
+"""What `stat` and `getfattr` show for every kind of node (no I/O but the overlay's lstat)."""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+
+import pyfuse3
+
+from ..model.options import Options
+from ..model.tree import ROOT_INODE, Folder, Item, Local, Node, Scratch, Tree
+from .control import FILE, LINK, Virtual
+
+XATTR_PREFIX = "user.sl."
+
+
+class Attributes:
+    def __init__(self, tree: Tree, options: Options) -> None:
+        self.tree = tree
+        self.options = options
+        self.uid = os.getuid()
+        self.gid = os.getgid()
+        self.mounted_at_ns = time.time_ns()
+
+    def entry(self, node: Node | Virtual) -> pyfuse3.EntryAttributes:
+        a = pyfuse3.EntryAttributes()
+        a.st_ino = node.inode
+        a.st_uid = self.uid
+        a.st_gid = self.gid
+        a.st_blksize = 4096
+        a.entry_timeout = self.options.attr_timeout
+        a.attr_timeout = self.options.attr_timeout
+        mtime = self.mounted_at_ns
+        if isinstance(node, Item):
+            size = node.size
+            if size is None:
+                # Not fetched yet: answer the listing now; a stat asks again and waits (getattr).
+                size = 0
+                a.attr_timeout = 0
+            mode = 0o644 if node.writable else 0o444
+            if not node.readable:
+                mode = 0
+            a.st_mode = stat.S_IFREG | mode
+            a.st_size = size
+            a.st_nlink = 1 if node.attached else 0
+            mtime = node.mtime_ns
+            a.st_ctime_ns = max(node.ctime_ns, mtime)
+        elif isinstance(node, Scratch):
+            a.st_mode = stat.S_IFREG | node.mode
+            a.st_size = len(node.data)
+            a.st_nlink = 1 if node.folder is not None else 0
+            a.attr_timeout = a.entry_timeout = 1
+            mtime = node.mtime_ns
+            a.st_ctime_ns = mtime
+        elif isinstance(node, Local):
+            st = os.lstat(node.path)
+            a.st_mode = st.st_mode
+            a.st_size = st.st_size
+            a.st_nlink = st.st_nlink
+            a.st_uid, a.st_gid = st.st_uid, st.st_gid
+            a.attr_timeout = a.entry_timeout = 1
+            a.st_ctime_ns = st.st_ctime_ns
+            a.st_atime_ns = st.st_atime_ns
+            a.st_mtime_ns = st.st_mtime_ns
+            a.st_blocks = st.st_blocks
+            return a
+        elif isinstance(node, Folder):
+            mode = 0o755 if node.writable else 0o555
+            a.st_mode = stat.S_IFDIR | mode
+            a.st_nlink = 2 + (len(node.prims) if node.inode != ROOT_INODE else len(self.tree.objects))
+            mtime = node.mtime_ns
+            a.st_ctime_ns = mtime
+        elif isinstance(node, Virtual):
+            a.attr_timeout = 0
+            a.entry_timeout = 1
+            if node.kind == FILE:
+                a.st_mode = stat.S_IFREG | (0o644 if node.writer is not None else 0o444)
+                a.st_size = len(node.render()) if node.render is not None else 0
+                a.st_nlink = 1
+                mtime = time.time_ns() if node.direct_io else self.mounted_at_ns
+            elif node.kind == LINK:
+                a.st_mode = stat.S_IFLNK | 0o777
+                a.st_size = len((node.target and node.target()) or "")
+                a.st_nlink = 1
+            else:
+                a.st_mode = stat.S_IFDIR | 0o555
+                a.st_nlink = 2
+            a.st_ctime_ns = self.mounted_at_ns
+        a.st_mtime_ns = mtime
+        a.st_atime_ns = mtime
+        a.st_blocks = (a.st_size + 511) // 512
+        return a
+
+    def xattrs(self, node: Node | Virtual) -> dict[str, bytes]:
+        """The user.sl.* attributes: the in-world identity and state of items and prims."""
+        out: dict[str, str] = {}
+        if isinstance(node, Item) and node.folder is not None:
+            info = node.info
+            out["item_id"] = node.uuid
+            out["prim_id"] = node.folder.uuid
+            out["object_id"] = node.folder.object_id
+            out["type"] = info.type
+            out["description"] = info.description or ""
+            p = info.permissions
+            out["perms"] = f"owner=0x{p.owner:08x} next_owner=0x{p.next_owner:08x}" if p else "unknown"
+            if node.is_script:
+                out["vm"] = info.vm or ""
+                out["running"] = "1" if info.running else "0"
+                out["faulted"] = "1" if info.faulted else "0"
+        elif isinstance(node, Folder) and node.inode != ROOT_INODE:
+            out["prim_id"] = node.uuid
+            out["object_id"] = node.object_id
+            out["link_number"] = str(node.link_number)
+            out["description"] = node.description
+        return {XATTR_PREFIX + k: v.encode() for k, v in out.items()}
