@@ -89,14 +89,6 @@ class Control:
     def control_dir(self, folder: Folder) -> Virtual:
         return self._dir(folder.inode, names.CONTROL_DIR, DIR, folder)
 
-    def file_node(self, parent: int, name: str, render: Callable[[], bytes], *, direct_io: bool = False,
-                  writer: Callable[[bytes], Awaitable[None]] | None = None) -> Virtual:
-        """For the layers that add sidecars and root files."""
-        return self._file(parent, name, render, direct_io=direct_io, writer=writer)
-
-    def dir_node(self, parent: int, name: str, role: str) -> Virtual:
-        return self._dir(parent, name, role)
-
     # --- lookups ---------------------------------------------------------------------------
 
     def lookup(self, vdir: Virtual, name: str) -> Virtual | None:

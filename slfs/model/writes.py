@@ -25,7 +25,7 @@ import trio
 from .. import paths
 from ..protocol import errors as codes
 from ..protocol.errors import RpcError
-from ..protocol.types import ContentSaveResponse, Diagnostic, InventoryItem, ItemCreateResponse
+from ..protocol.types import ContentSaveResponse, Diagnostic, ItemCreateResponse
 from . import names
 from .errors import FsError
 from .naming_rules import RemoteName, parse_remote_name, size_limit
@@ -65,7 +65,6 @@ class Writer:
         self._idle.set()
         self._hurry = trio.Event()
         self._never_compiled: set[str] = set()  # scripts created here that no compile has accepted yet
-        self.on_compiled: list[Any] = []  # callbacks(item, report)
 
     # --- local disk: overlay, recovery, trash -------------------------------------------------
 
@@ -213,8 +212,6 @@ class Writer:
                      diagnostics=[{"row": d.row, "column": d.column, "level": d.level, "message": d.message}
                                   for d in report.diagnostics],
                      note=note)
-        for cb in self.on_compiled:
-            cb(item, report)
 
     # --- creating ---------------------------------------------------------------------------
 
@@ -396,6 +393,3 @@ class Writer:
             item.local, item.dirty = before
             raise
         self.rebind(item, inode)
-
-    def item_for_new_name(self, folder: Folder, data: InventoryItem) -> Item | None:
-        return folder.items.get(data.item_id)

@@ -15,7 +15,6 @@ import attrs
 from .errors import ProtocolError, RpcError
 
 RequestId = Union[int, str, None]
-_NO_ID = object()
 
 
 @attrs.frozen
