@@ -1,15 +1,27 @@
 """Generic JSON <-> attrs conversion for protocol payloads.
 
 Every payload class is a frozen attrs class whose fields are named as on the wire. A field with no
-default is required; a field defaulting to None is optional and left out when encoding. Unknown
-fields are kept in `extra` so nothing the viewer sends is lost, and a malformed payload raises
-ProtocolError naming the offending field ("object.inventory[2].name: must be a string").
+default is required; a field with a default is optional and left out when encoding when it is None.
+
+Decoding bends where it may and holds where it must:
+- A required field (ids, names, item type, content: what slfs acts on) that is missing or of the
+  wrong type makes the payload fail with ProtocolError naming the field
+  ("object.inventory[2].name: must be a string").
+- An optional field of an unexpected type is kept raw in `extra`, reported to `on_ignored` (the
+  session logs it once per method and field) and otherwise ignored: the field takes its default.
+  Newer viewers changed the type of an optional field once already (`embedded_items`, a list in our
+  guess, a count in fact): such a change must never make an item, a prim or a call fail.
+- A list of payload objects (an inventory, linked prims) is structural: an element whose required
+  fields are malformed fails the payload, because dropping it would read as a deletion.
+- Unknown fields are kept in `extra` so nothing the viewer sends is lost.
 """
 
 from __future__ import annotations
 
+import re
 import types
 import typing
+from collections.abc import Callable
 from typing import Any, TypeVar, Union
 
 import attrs
@@ -17,6 +29,16 @@ import attrs
 from .errors import ProtocolError
 
 T = TypeVar("T")
+
+# Called with (field path without list indices, what was wrong) for each optional field ignored.
+OnIgnored = Callable[[str, str], None]
+
+_INDEX = re.compile(r"\[\d+\]")
+
+
+def field_key(path: str) -> str:
+    """`object.inventory[3].vm` -> `object.inventory[].vm`: one key for every element."""
+    return _INDEX.sub("[]", path)
 
 _resolved: set[type] = set()
 
@@ -27,7 +49,7 @@ def _describe(tp: Any) -> str:
     return names.get(tp, getattr(tp, "__name__", str(tp)))
 
 
-def _convert(tp: Any, value: Any, path: str) -> Any:
+def _convert(tp: Any, value: Any, path: str, on_ignored: OnIgnored | None = None) -> Any:
     if tp is Any or tp is object:
         return value
     origin = typing.get_origin(tp)
@@ -40,7 +62,7 @@ def _convert(tp: Any, value: Any, path: str) -> Any:
             if arg is type(None):
                 continue
             try:
-                return _convert(arg, value, path)
+                return _convert(arg, value, path, on_ignored)
             except ProtocolError as exc:
                 errors.append(exc)
         raise errors[0] if len(errors) == 1 else ProtocolError("has the wrong type", path)
@@ -53,15 +75,15 @@ def _convert(tp: Any, value: Any, path: str) -> Any:
         if not isinstance(value, list):
             raise ProtocolError("must be an array", path)
         (item_tp,) = typing.get_args(tp) or (Any,)
-        return [_convert(item_tp, v, f"{path}[{i}]") for i, v in enumerate(value)]
+        return [_convert(item_tp, v, f"{path}[{i}]", on_ignored) for i, v in enumerate(value)]
     if origin is dict:
         if not isinstance(value, dict):
             raise ProtocolError("must be an object", path)
         args = typing.get_args(tp)
         val_tp = args[1] if len(args) == 2 else Any
-        return {k: _convert(val_tp, v, f"{path}.{k}") for k, v in value.items()}
+        return {k: _convert(val_tp, v, f"{path}.{k}", on_ignored) for k, v in value.items()}
     if attrs.has(tp):
-        return from_json(tp, value, path)
+        return from_json(tp, value, path, on_ignored=on_ignored)
     if tp is bool:
         if not isinstance(value, bool):
             raise ProtocolError("must be a boolean", path)
@@ -92,25 +114,50 @@ def _fields(cls: type) -> tuple[attrs.Attribute, ...]:  # type: ignore[type-arg]
     return attrs.fields(cls)
 
 
-def from_json(cls: type[T], data: Any, path: str = "") -> T:
-    """Build `cls` from a decoded JSON value, validating every field."""
+def _structural(tp: Any) -> bool:
+    """A list of payload objects: its elements' failures fail the payload (see the module doc)."""
+    args = [a for a in typing.get_args(tp) if a is not type(None)] if typing.get_origin(tp) in (
+        Union, types.UnionType) else [tp]
+    for arg in args:
+        if typing.get_origin(arg) is list:
+            (item_tp,) = typing.get_args(arg) or (Any,)
+            if attrs.has(item_tp):
+                return True
+    return False
+
+
+def from_json(cls: type[T], data: Any, path: str = "", *, on_ignored: OnIgnored | None = None) -> T:
+    """Build `cls` from a decoded JSON value: strict on required fields, lenient on optional ones."""
     if data is None and all(f.default is not attrs.NOTHING for f in _fields(cls)):
         data = {}  # "params" absent on a method whose parameters are all optional
     if not isinstance(data, dict):
         raise ProtocolError("must be an object", path or cls.__name__)
     kwargs: dict[str, Any] = {}
     known: set[str] = set()
+    ignored: dict[str, Any] = {}
     for field in _fields(cls):
         if field.name == "extra":
             continue
         known.add(field.name)
         where = f"{path}.{field.name}" if path else field.name
-        if field.name not in data or (data[field.name] is None and field.default is None):
+        if field.name not in data or (data[field.name] is None and field.default is not attrs.NOTHING):
             if field.default is attrs.NOTHING:
                 raise ProtocolError("is required", where)
             continue
-        kwargs[field.name] = _convert(field.type, data[field.name], where)
+        value = data[field.name]
+        if field.default is attrs.NOTHING:
+            kwargs[field.name] = _convert(field.type, value, where, on_ignored)
+            continue
+        try:
+            kwargs[field.name] = _convert(field.type, value, where, on_ignored)
+        except ProtocolError as exc:
+            if _structural(field.type) and isinstance(value, list):
+                raise
+            ignored[field.name] = value
+            if on_ignored is not None:
+                on_ignored(field_key(exc.field or where), exc.reason)
     extra = {k: v for k, v in data.items() if k not in known}
+    extra.update(ignored)
     if extra and any(f.name == "extra" for f in _fields(cls)):
         kwargs["extra"] = extra
     return cls(**kwargs)

@@ -36,6 +36,7 @@ class ProtocolError(ValueError):
 
     def __init__(self, message: str, field: str = "") -> None:
         self.field = field
+        self.reason = message
         super().__init__(f"{field}: {message}" if field else message)
 
 

@@ -216,6 +216,10 @@ class CompilationResult:
     success: bool
     running: bool = False
     diagnostics: list[Diagnostic] | None = None
+    # Newer viewers: the script's place, when it is in an object (a save made in the viewer).
+    object_id: str | None = None
+    prim_id: str | None = None
+    item_id: str | None = None
     extra: dict[str, Any] = _extra()
 
 
@@ -266,9 +270,19 @@ class RuntimeError_:
 
 @attrs.frozen(kw_only=True)
 class Permissions:
-    owner: int = PERM_ALL
-    next_owner: int = PERM_ALL
+    """Items always carry both masks. A prim's `next_owner` is absent until the viewer has the
+    prim's properties (newer viewers; a later object.update carries it): None then."""
+
+    owner: int
+    next_owner: int | None = None
     extra: dict[str, Any] = _extra()
+
+    def merged(self, later: Permissions | None) -> Permissions:
+        """These permissions with what a later update says: its fields win, absent ones stay."""
+        if later is None:
+            return self
+        next_owner = later.next_owner if later.next_owner is not None else self.next_owner
+        return Permissions(owner=later.owner, next_owner=next_owner)
 
     @property
     def can_modify(self) -> bool:
@@ -374,6 +388,7 @@ class LinkedObjectModified:
     link_id: str
     link_name: str | None = None
     link_description: str | None = None
+    permissions: Permissions | None = None  # child prim properties (newer viewers)
     inventory: list[InventoryItem] | None = None
     extra: dict[str, Any] = _extra()
 
@@ -398,6 +413,10 @@ class ObjectUpdate:
     object_id: str
     object_name: str | None = None
     object_description: str | None = None
+    # Root prim properties that newer viewers send once the prim's properties arrive.
+    owner_id: str | None = None
+    permissions: Permissions | None = None
+    can_save_back: bool | None = None
     inventory: list[InventoryItem] | None = None
     linked_objects: list[LinkedObject] | None = None
     changes: ObjectChanges | None = None
@@ -428,7 +447,9 @@ class ContentGetResponse:
     prim_id: str | None = None
     item_id: str | None = None
     encoding: str | None = None  # V2
-    embedded_items: list[Any] | None = None  # V2, notecards
+    # Newer viewers: how many inventory items the notecard embeds beside its text (a count, not a
+    # list; doc/external-editor-json-rpc.md in AlchemyViewer/Alchemy, ObjectContentGetResponse).
+    embedded_items: int | None = None
     extra: dict[str, Any] = _extra()
 
 

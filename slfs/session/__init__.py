@@ -1,12 +1,12 @@
 """Session layer: the WebSocket JSON-RPC session with the viewer (slfs is the client)."""
 
 from .challenge import ChallengeError, read_challenge
-from .errors import CallTimeout, NotConnected
+from .errors import CallTimeout, MessageTooLarge, NotConnected
 from .listener import NullListener, SessionInfo, SessionListener
 from .session import CONNECTED, CONNECTING, DISCONNECTED, METHOD_TIMEOUTS, ViewerSession, timeout_for
 
 __all__ = [
-    "CONNECTED", "CONNECTING", "DISCONNECTED", "METHOD_TIMEOUTS", "CallTimeout", "ChallengeError",
+    "CONNECTED", "CONNECTING", "DISCONNECTED", "METHOD_TIMEOUTS", "CallTimeout", "ChallengeError", "MessageTooLarge",
     "NotConnected", "NullListener", "SessionInfo", "SessionListener", "ViewerSession", "read_challenge",
     "timeout_for",
 ]

@@ -3,14 +3,20 @@
 The viewer names a file holding a UUID; whoever can read it is the local user. The path comes from
 the network, so the file must be a regular file (not a symlink, FIFO or device), owned by us, and
 small; it is opened with O_NOFOLLOW | O_NONBLOCK so neither a symlink nor a FIFO can trick or block us.
+Anyone can listen on the viewer's port while the viewer is down, so the content is sent back only
+when it is exactly one UUID ("a temporary file ... containing a UUID, and nothing else": the newer
+protocol document, SessionHandshake.challenge): any other file of ours (a key, a token) is refused
+without a byte of it being sent or logged.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import stat
 
 MAX_CHALLENGE_BYTES = 1024
+_UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
 
 
 class ChallengeError(Exception):
@@ -18,7 +24,7 @@ class ChallengeError(Exception):
 
 
 def read_challenge(path: str) -> str:
-    """Return the file's content with surrounding whitespace stripped, or raise ChallengeError."""
+    """Return the UUID the file holds (surrounding whitespace stripped), or raise ChallengeError."""
     if not isinstance(path, str) or not path:
         raise ChallengeError("no challenge path given")
     if "\0" in path:
@@ -55,10 +61,10 @@ def read_challenge(path: str) -> str:
         os.close(fd)
     if len(data) > MAX_CHALLENGE_BYTES:
         raise ChallengeError(f"challenge file {path!r} is too big")
-    try:
-        text = data.decode("utf-8").strip()
-    except UnicodeDecodeError:
-        raise ChallengeError(f"challenge file {path!r} is not UTF-8 text") from None
+    text = data.decode("ascii", "replace").strip()
     if not text:
         raise ChallengeError(f"challenge file {path!r} is empty")
+    if _UUID.fullmatch(text) is None:
+        # Never say what it holds: the message goes to the log.
+        raise ChallengeError(f"challenge file {path!r} does not hold a UUID ({len(data)} bytes); not answering")
     return text

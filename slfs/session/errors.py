@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from slfs.protocol.errors import CONNECTION_CLOSED, REQUEST_TIMEOUT, RpcError
+from slfs.protocol.errors import CONNECTION_CLOSED, MESSAGE_TOO_LARGE, REQUEST_TIMEOUT, RpcError
 
 
 class NotConnected(RpcError):
@@ -19,3 +19,14 @@ class CallTimeout(RpcError):
         super().__init__(REQUEST_TIMEOUT, f"Request timed out: {method} after {timeout:g} s")
         self.method = method
         self.timeout = timeout
+
+
+class MessageTooLarge(RpcError):
+    """A message we would send is over the viewer's limit: refused here, before it closes the
+    connection with 1009 (64 KB before session.ok, 16 MB after: the newer protocol document)."""
+
+    def __init__(self, what: str, size: int, limit: int) -> None:
+        super().__init__(MESSAGE_TOO_LARGE, f"{what} would be {size} bytes, over the viewer's limit of "
+                         f"{limit} bytes; not sent")
+        self.size = size
+        self.limit = limit

@@ -59,7 +59,7 @@ from slfs.protocol.types import (
 
 from . import challenge as _challenge
 from .commands import command_list, validate_command
-from .errors import CallTimeout, NotConnected
+from .errors import CallTimeout, MessageTooLarge, NotConnected
 from .ids import IdAllocator
 from .listener import SessionInfo, SessionListener
 
@@ -80,6 +80,12 @@ METHOD_TIMEOUTS: dict[str, float] = {
 }
 
 MAX_MESSAGE_SIZE = 64 * 1024 * 1024  # the viewer sends at most 16 MiB
+# What the viewer takes from us: 64 KB before authentication, 16 MB after; larger closes with 1009
+# (newer protocol document, "Usage Flow"). We refuse such a message locally instead.
+PREAUTH_SEND_LIMIT = 64 * 1024
+SEND_LIMIT = 16 * 1024 * 1024
+CLOSE_TOO_BIG = 1009
+CLOSE_TRY_AGAIN = 1013
 
 CONNECTING = "connecting"
 CONNECTED = "connected"
@@ -126,6 +132,8 @@ class _Connection:
         self.disconnect_note = ""  # what a session.disconnect notification said
         self.handshake: SessionHandshake | None = None
         self.session_ok = False  # session.ok received
+        self.refused = ""  # why we refused the peer's handshake: the connection then ends
+        self.last_sent_size = 0  # for the log when the viewer closes with 1009
         self.ready = False  # object.list answered and on_connected delivered
 
     # --- teardown -------------------------------------------------------------------------------
@@ -146,8 +154,13 @@ class _Connection:
 
     # --- sending --------------------------------------------------------------------------------
 
-    async def send(self, text: str) -> None:
+    async def send(self, text: str, what: str = "a message") -> None:
+        size = len(text.encode("utf-8"))
+        limit = SEND_LIMIT if self.session_ok else PREAUTH_SEND_LIMIT
+        if size > limit:
+            raise MessageTooLarge(what, size, limit)
         async with self.send_lock:
+            self.last_sent_size = size
             await self.ws.send_message(text)
 
     async def notify(self, method: str, params: Any = None) -> None:
@@ -170,7 +183,7 @@ class _Connection:
         try:
             with trio.move_on_after(timeout) as scope:
                 try:
-                    await self.send(encode_request(rid, method, params))
+                    await self.send(encode_request(rid, method, params), method)
                 except _CLOSED_ERRORS:
                     raise NotConnected(f"Connection closed while sending {method}") from None
                 log.debug("call %s id=%s sent", method, rid)
@@ -196,6 +209,11 @@ class _Connection:
                 code = exc.reason.code if exc.reason is not None else None
                 text = (exc.reason.reason or "") if exc.reason is not None else ""
                 reason = f"viewer closed the connection (code {code}{': ' + text if text else ''})"
+                if code == CLOSE_TOO_BIG:
+                    log.warning("viewer closed the connection as a message was too big (1009); the last "
+                                "message we sent was %d bytes", self.last_sent_size)
+                elif code == CLOSE_TRY_AGAIN:
+                    reason = "viewer is busy with other connections (code 1013: Try Again Later); backing off"
                 if self.disconnect_note:
                     reason = f"{self.disconnect_note}; {reason}"
                 if not self.close_reason:
@@ -261,9 +279,16 @@ class _Connection:
             log.exception("handler for %s failed", req.method)
             reply = encode_error(req.id, RpcError.standard(INTERNAL_ERROR, str(exc) or type(exc).__name__))
         try:
-            await self.send(reply)
+            try:
+                await self.send(reply, f"the answer to {req.method}")
+            except MessageTooLarge as exc:
+                log.error("%s", exc.message)
+                await self.send(encode_error(req.id, RpcError.standard(INTERNAL_ERROR, exc.message)))
         except _CLOSED_ERRORS:
             log.info("could not answer %s id=%r: connection closed", req.method, req.id)
+        if self.refused:
+            # Whatever the peer says next (even session.ok), this connection is over; run() backs off.
+            self.abort(f"refused the viewer's handshake: {self.refused}")
 
 
 Handler = Callable[[_Connection, Any], Awaitable[Any]]
@@ -301,6 +326,7 @@ class ViewerSession:
         self.info: SessionInfo | None = None
         self.last_error = ""
         self._ids = IdAllocator()
+        self._ignored_fields: set[tuple[str, str]] = set()  # (method, field) already logged
         self._conn: _Connection | None = None
         self._state_changed = trio.Event()
         self._methods: dict[str, Handler] = {
@@ -367,7 +393,7 @@ class ViewerSession:
         """call(), with the result parsed into `result_type`; a malformed result raises RpcError -32603."""
         result = await self.call(method, params, timeout=timeout)
         try:
-            return codec.from_json(result_type, result)
+            return self.decode(result_type, result, f"{method} result")
         except ProtocolError as exc:
             log.warning("malformed result of %s: %s", method, exc)
             raise RpcError.standard(INTERNAL_ERROR, f"malformed result of {method}: {exc}") from None
@@ -383,6 +409,19 @@ class ViewerSession:
         await self.wait_state(CONNECTED, timeout)
         assert self.info is not None
         return self.info
+
+    def decode(self, cls: type[T], data: Any, what: str) -> T:
+        """Decode a payload; an optional field of an unexpected type is logged once per `what` and
+        field for the life of the session, then ignored (see protocol.codec)."""
+
+        def ignored(field: str, problem: str) -> None:
+            key = (what, field)
+            if key not in self._ignored_fields:
+                self._ignored_fields.add(key)
+                log.warning("viewer sent %s with field %s of an unexpected type (%s); ignoring it "
+                            "(logged once)", what, field, problem)
+
+        return codec.from_json(cls, data, on_ignored=ignored)
 
     # --- state ----------------------------------------------------------------------------------
 
@@ -508,7 +547,7 @@ class ViewerSession:
                     return
             else:
                 try:
-                    objects = codec.from_json(ObjectListResponse, resp.result).objects
+                    objects = self.decode(ObjectListResponse, resp.result, "object.list result").objects
                 except ProtocolError as exc:
                     conn.abort(f"malformed object.list result: {exc}")
                     return
@@ -551,8 +590,13 @@ class ViewerSession:
     def _handle_notification(self, conn: _Connection, msg: Notification) -> None:
         method = msg.method
         try:
+            if method == "session.ok" and (conn.refused or conn.handshake is None):
+                # Only an answer to our accepted handshake is confirmed by the viewer.
+                log.warning("ignoring session.ok on a connection whose handshake we %s",
+                            "refused" if conn.refused else "have not answered")
+                return
             if method == "session.ok":
-                ok = codec.from_json(SessionOk, msg.params if isinstance(msg.params, dict) else None)
+                ok = self.decode(SessionOk, msg.params if isinstance(msg.params, dict) else None, method)
                 if conn.session_ok:
                     log.warning("ignoring a second session.ok")
                     return
@@ -560,23 +604,23 @@ class ViewerSession:
                 log.info("viewer accepted the session")
                 conn.nursery.start_soon(self._after_session_ok, conn, ok)
             elif method == "session.disconnect":
-                dis = codec.from_json(SessionDisconnect, msg.params)
+                dis = self.decode(SessionDisconnect, msg.params, method)
                 conn.disconnect_note = f"viewer disconnected us (reason {dis.reason}: {dis.message})"
                 log.warning("%s", conn.disconnect_note)
             elif method == "object.publish":
-                self._listen("on_publish", codec.from_json(ObjectPublish, msg.params).object)
+                self._listen("on_publish", self.decode(ObjectPublish, msg.params, method).object)
             elif method == "object.unpublish":
-                self._listen("on_unpublish", codec.from_json(ObjectUnpublish, msg.params))
+                self._listen("on_unpublish", self.decode(ObjectUnpublish, msg.params, method))
             elif method == "object.update":
-                self._listen("on_update", codec.from_json(ObjectUpdate, msg.params))
+                self._listen("on_update", self.decode(ObjectUpdate, msg.params, method))
             elif method == "runtime.debug":
-                self._listen("on_runtime_debug", codec.from_json(RuntimeDebug, msg.params))
+                self._listen("on_runtime_debug", self.decode(RuntimeDebug, msg.params, method))
             elif method == "runtime.error":
-                self._listen("on_runtime_error", codec.from_json(RuntimeError_, msg.params))
+                self._listen("on_runtime_error", self.decode(RuntimeError_, msg.params, method))
             elif method == "language.syntax.change":
-                self._listen("on_syntax_change", codec.from_json(SyntaxChange, msg.params))
+                self._listen("on_syntax_change", self.decode(SyntaxChange, msg.params, method))
             elif method == "script.compiled":
-                self._listen("on_compiled", codec.from_json(CompilationResult, msg.params))
+                self._listen("on_compiled", self.decode(CompilationResult, msg.params, method))
             elif method == "script.unsubscribe":
                 log.info("ignoring script.unsubscribe (no live sync)")
             else:
@@ -591,7 +635,7 @@ class ViewerSession:
 
     async def _serve_handshake(self, conn: _Connection, params: Any) -> Any:
         try:
-            hs = codec.from_json(SessionHandshake, params)
+            hs = self.decode(SessionHandshake, params, "session.handshake")
         except ProtocolError as exc:
             log.warning("malformed handshake: %s", exc)
             raise RpcError.standard(INVALID_PARAMS, str(exc)) from None
@@ -604,7 +648,8 @@ class ViewerSession:
                 answer = self._read_challenge(hs.challenge)
             except _challenge.ChallengeError as exc:
                 log.error("refusing the handshake: %s", exc)
-                raise RpcError(AUTH_REQUIRED, f"Challenge file rejected: {exc}") from None
+                conn.refused = str(exc)
+                raise RpcError(AUTH_REQUIRED, "Challenge file rejected") from None
         conn.handshake = hs
         result: dict[str, Any] = {
             "client_name": CLIENT_NAME,

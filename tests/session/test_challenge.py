@@ -36,9 +36,37 @@ def test_too_big(tmp_path: os.PathLike[str]) -> None:
         read_challenge(path)
 
 
-def test_exactly_max_is_fine(tmp_path: os.PathLike[str]) -> None:
-    path = write(os.path.join(tmp_path, "max"), b"a" * MAX_CHALLENGE_BYTES)
-    assert read_challenge(path) == "a" * MAX_CHALLENGE_BYTES
+def test_uuid_padded_to_max_is_fine(tmp_path: os.PathLike[str]) -> None:
+    data = UUID.encode() + b" " * (MAX_CHALLENGE_BYTES - len(UUID))
+    assert read_challenge(write(os.path.join(tmp_path, "max"), data)) == UUID
+
+
+def test_uppercase_uuid(tmp_path: os.PathLike[str]) -> None:
+    assert read_challenge(write(os.path.join(tmp_path, "u"), UUID.upper().encode())) == UUID.upper()
+
+
+KEY = (b"-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtz\n"
+       b"-----END OPENSSH PRIVATE KEY-----\n")
+
+
+@pytest.mark.parametrize("data", [
+    KEY,
+    b"a" * 100,
+    UUID.encode() + b"\n" + UUID.encode(),  # two UUIDs
+    UUID.encode() + b"x",
+    UUID.replace("-", "").encode(),  # not the 8-4-4-4-12 form
+    b"{" + UUID.encode() + b"}",
+    UUID[:-1].encode() + b"g",
+    "6ba7b810-9dad-11d1-80b4-00c04fd430c\u0661".encode(),  # a non-ASCII digit
+], ids=["ssh-key", "letters", "two-uuids", "trailing", "no-dashes", "braces", "non-hex", "unicode-digit"])
+def test_anything_but_one_uuid_is_refused_without_its_content(tmp_path: os.PathLike[str], data: bytes) -> None:
+    path = write(os.path.join(tmp_path, "secret"), data)
+    with pytest.raises(ChallengeError, match="does not hold a UUID") as info:
+        read_challenge(path)
+    text = str(info.value)
+    for chunk in data.decode(errors="replace").split():
+        if len(chunk) >= 4:
+            assert chunk not in text
 
 
 def test_empty(tmp_path: os.PathLike[str]) -> None:
@@ -58,8 +86,8 @@ def test_fifo_refused_without_blocking(tmp_path: os.PathLike[str]) -> None:
         read_challenge(path)
 
 
-def test_not_utf8(tmp_path: os.PathLike[str]) -> None:
-    with pytest.raises(ChallengeError, match="UTF-8"):
+def test_not_text(tmp_path: os.PathLike[str]) -> None:
+    with pytest.raises(ChallengeError, match="does not hold a UUID"):
         read_challenge(write(os.path.join(tmp_path, "b"), b"\xff\xfe"))
 
 

@@ -275,15 +275,57 @@ async def test_bad_challenge_file_answers_error() -> None:
             await rec.wait_for(lambda: len(fake.handshake_answers) >= 2)
             err = fake.handshake_answers[0]["error"]
             assert err["code"] == -32002
-            assert "does not exist" in err["message"]
+            # The peer learns nothing about our files (not even whether the path exists).
+            assert err["message"] == "Challenge file rejected"
             assert session.state != "connected"
+            assert "does not exist" in session.last_error or "does not exist" in session.state_detail
+
+
+async def test_impostor_with_a_key_file_is_refused_and_dropped(tmp_path: Any, caplog: Any) -> None:
+    """Anyone can listen on the viewer's port while it is down. Such a peer names a 0600 file of ours
+    shaped like an SSH key and sends session.ok whatever we answer: nothing of the file is sent or
+    logged, the connection is closed, and reconnects back off."""
+    secret = b"-----BEGIN OPENSSH PRIVATE KEY-----\nc2VjcmV0LWtleS1tYXRlcmlhbA==\n-----END OPENSSH PRIVATE KEY-----\n"
+    key = tmp_path / "id_ed25519"
+    key.write_bytes(secret)
+    key.chmod(0o600)
+    fake = FakeViewer()
+    frames: list[str] = []
+
+    async def handshake(conn: FakeConn) -> bool:
+        resp = await conn.call("session.handshake", {"challenge": str(key)})
+        fake.handshake_answers.append(resp)
+        frames.append(json.dumps(resp))
+        await conn.notify("session.ok")  # as if it had accepted us
+        with trio.move_on_after(2):
+            while not conn.closed:
+                await trio.sleep(0.01)
+        return False
+
+    fake.handshake = handshake  # type: ignore[method-assign]
+    caplog.set_level(logging.DEBUG)
+    with trio.fail_after(15):
+        async with running(fake, backoff_min=0.2, backoff_max=0.4) as (session, rec, _):
+            await rec.wait_for(lambda: len(fake.handshake_answers) >= 3, timeout=10)
+            assert session.state != "connected"
+            assert "connected" not in rec.names()
+    assert all(c.closed for c in fake.conns)
+    assert not any(method == "object.list" for method, _ in fake.calls)
+    for answer in fake.handshake_answers:
+        assert "result" not in answer and answer["error"]["code"] == -32002
+    for part in (b"c2VjcmV0LWtleS1tYXRlcmlhbA==", b"OPENSSH"):
+        assert part.decode() not in "".join(frames)
+        assert part.decode() not in caplog.text
+    # backoff: the reconnects are spread out, not a tight loop
+    times = [r.created for r in caplog.records if "refusing the handshake" in r.getMessage()]
+    assert len(times) >= 3 and times[2] - times[0] >= 0.15
 
 
 async def test_malformed_handshake_params() -> None:
     fake = FakeViewer()
 
     async def handshake(conn: FakeConn) -> bool:
-        resp = await conn.call("session.handshake", {"features": "nope"})
+        resp = await conn.call("session.handshake", ["not", "an", "object"])
         fake.handshake_answers.append(resp)
         await conn.close()
         return False
