@@ -143,8 +143,8 @@ def test_missing_optional_fields_are_accepted() -> None:
     v2 = from_json(t.SessionOk, {"agent_id": "a", "agent_name": "Resident"})
     assert v2.agent_name == "Resident"
     got = from_json(t.ContentGetResponse, {"success": True, "content": "x", "encoding": "utf-8",
-                                           "embedded_items": []})
-    assert got.encoding == "utf-8" and got.embedded_items == []
+                                           "embedded_items": 2})
+    assert got.encoding == "utf-8" and got.embedded_items == 2
 
 
 def test_rpc_error_labels() -> None:

@@ -1,0 +1,200 @@
+"""Decoding bends where it may and holds where it must (protocol.codec).
+
+The property: for every payload type, replacing any optional field, at any depth, by a value of
+another JSON type decodes without error, keeps every required field, and reports the field once.
+Required fields stay strict."""
+
+from __future__ import annotations
+
+import types
+import typing
+from typing import Any, Union
+
+import attrs
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from slfs.protocol import ProtocolError, from_json
+from slfs.protocol import types as t
+from slfs.protocol.codec import field_key
+
+PAYLOAD_TYPES = sorted((c for c in vars(t).values() if isinstance(c, type) and attrs.has(c)),
+                       key=lambda c: c.__name__)
+
+
+def _fields(cls: type) -> tuple[attrs.Attribute, ...]:  # type: ignore[type-arg]
+    attrs.resolve_types(cls, globalns=vars(t))
+    return tuple(f for f in attrs.fields(cls) if f.name != "extra")
+
+
+def _strip_optional(tp: Any) -> Any:
+    if typing.get_origin(tp) in (Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        return args[0] if len(args) == 1 else tp
+    return tp
+
+
+def sample(tp: Any) -> Any:
+    """A valid JSON value of `tp`, with every optional field present (so each can be replaced)."""
+    tp = _strip_optional(tp)
+    origin = typing.get_origin(tp)
+    if attrs.has(tp):
+        return {f.name: sample(f.type) for f in _fields(tp)}
+    if origin is typing.Literal:
+        return typing.get_args(tp)[0]
+    if origin is list:
+        (item,) = typing.get_args(tp) or (Any,)
+        return [sample(item), sample(item)]
+    if origin is dict:
+        return {"k": sample(typing.get_args(tp)[1])} if typing.get_args(tp) else {}
+    return {str: "x", int: 7, float: 1.5, bool: True, dict: {}, list: []}.get(tp, "any")
+
+
+def json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    return {str: "string", list: "array", dict: "object"}[type(value)]
+
+
+def optional_paths(cls: type, data: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Paths (keys and list indices) of every optional field in `data`, at any depth."""
+    out: list[tuple[Any, ...]] = []
+    for f in _fields(cls):
+        if f.name not in data:
+            continue
+        here = (*prefix, f.name)
+        if f.default is not attrs.NOTHING and _strip_optional(f.type) is not Any:
+            out.append(here)
+        inner = _strip_optional(f.type)
+        if attrs.has(inner):
+            out += optional_paths(inner, data[f.name], here)
+        elif typing.get_origin(inner) is list and typing.get_args(inner) and attrs.has(typing.get_args(inner)[0]):
+            for i, element in enumerate(data[f.name]):
+                out += optional_paths(typing.get_args(inner)[0], element, (*here, i))
+    return out
+
+
+def required_values(obj: Any, prefix: str = "") -> dict[str, Any]:
+    """Every required field's decoded value, by path, through nested payloads."""
+    out: dict[str, Any] = {}
+    for f in _fields(type(obj)):
+        value = getattr(obj, f.name)
+        here = f"{prefix}.{f.name}" if prefix else f.name
+        if f.default is attrs.NOTHING:
+            out[here] = value if not attrs.has(type(value)) and not isinstance(value, list) else None
+        if attrs.has(type(value)):
+            out.update(required_values(value, here))
+        elif isinstance(value, list):
+            for i, element in enumerate(value):
+                if attrs.has(type(element)):
+                    out.update(required_values(element, f"{here}[{i}]"))
+    return out
+
+
+def _set(data: Any, path: tuple[Any, ...], value: Any) -> Any:
+    import copy
+
+    data = copy.deepcopy(data)
+    cur = data
+    for key in path[:-1]:
+        cur = cur[key]
+    cur[path[-1]] = value
+    return data
+
+
+def _dotted(path: tuple[Any, ...]) -> str:
+    out = ""
+    for key in path:
+        out += f"[{key}]" if isinstance(key, int) else (f".{key}" if out else key)
+    return out
+
+
+OTHER_VALUES = st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.floats(allow_nan=False) \
+    | st.text(max_size=10) | st.lists(st.integers() | st.text(max_size=3), max_size=3) \
+    | st.dictionaries(st.text(max_size=5), st.integers() | st.text(max_size=3), max_size=3)
+
+CASES = [(cls, path) for cls in PAYLOAD_TYPES for path in optional_paths(cls, sample(cls))]
+
+
+def test_every_payload_has_a_valid_sample() -> None:
+    for cls in PAYLOAD_TYPES:
+        from_json(cls, sample(cls))
+    assert len(CASES) > 100
+
+
+@settings(max_examples=600)
+@given(st.sampled_from(CASES), OTHER_VALUES)
+def test_optional_field_of_another_type_never_fails(case: tuple[type, tuple[Any, ...]], value: Any) -> None:
+    cls, path = case
+    original = sample(cls)
+    old = original
+    for key in path:
+        old = old[key]
+    if json_kind(value) == json_kind(old):
+        value = None if json_kind(old) != "null" else "other"
+    ignored: list[tuple[str, str]] = []
+    before = from_json(cls, original)
+    after = from_json(cls, _set(original, path, value), on_ignored=lambda f, why: ignored.append((f, why)))
+    gone = _dotted(path)
+
+    def kept(values: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in values.items() if not (k == gone or k.startswith((gone + ".", gone + "[")))}
+
+    assert kept(required_values(after)) == kept(required_values(before))
+    if value is not None:
+        # Reported under the field's index-free key (the session logs each key once), and kept raw.
+        assert field_key(_dotted(path)) in {f for f, _ in ignored}
+
+
+@pytest.mark.parametrize("cls", PAYLOAD_TYPES, ids=lambda c: c.__name__)
+def test_required_fields_stay_strict(cls: type) -> None:
+    for f in _fields(cls):
+        if f.default is attrs.NOTHING:
+            if f.type is not Any:
+                good = sample(cls)[f.name]
+                wrong = 5 if isinstance(good, str) else "wrong"
+                with pytest.raises(ProtocolError, match=f.name):
+                    from_json(cls, {**sample(cls), f.name: wrong})
+            bad = {k: v for k, v in sample(cls).items() if k != f.name}
+            with pytest.raises(ProtocolError, match="is required"):
+                from_json(cls, bad)
+
+
+def test_embedded_items_as_a_count_and_as_the_old_guess() -> None:
+    ignored: list[tuple[str, str]] = []
+    got = from_json(t.ContentGetResponse, {"content": "hi", "embedded_items": 3})
+    assert got.embedded_items == 3
+    old = from_json(t.ContentGetResponse, {"content": "hi", "embedded_items": []},
+                    on_ignored=lambda f, why: ignored.append((f, why)))
+    assert old.content == "hi" and old.embedded_items is None
+    assert old.extra["embedded_items"] == []  # kept raw
+    assert ignored == [("embedded_items", "must be an integer")]
+
+
+def test_one_bad_item_field_is_reported_once_per_key() -> None:
+    inventory = [{"item_id": f"i{n}", "name": "n", "type": "script", "vm": 5} for n in range(50)]
+    ignored: list[str] = []
+    msg = from_json(t.ObjectPublish, {"object": {"object_id": "o", "inventory": inventory}},
+                    on_ignored=lambda f, why: ignored.append(f))
+    assert len(msg.object.inventory) == 50 and all(i.vm is None for i in msg.object.inventory)
+    assert set(ignored) == {"object.inventory[].vm"}
+
+
+def test_an_inventory_element_without_its_id_fails_the_payload() -> None:
+    # Dropping it would read as a deletion of that item.
+    with pytest.raises(ProtocolError, match=r"inventory\[1\]\.item_id"):
+        from_json(t.ObjectUpdate, {"object_id": "o", "inventory": [
+            {"item_id": "a", "name": "n", "type": "notecard"}, {"name": "n", "type": "notecard"}]})
+
+
+def test_deferred_permissions_merge() -> None:
+    first = t.Permissions(owner=0x7FFFFFFF)
+    later = from_json(t.Permissions, {"owner": 0x8E000, "next_owner": 0x82000})
+    assert first.merged(later) == t.Permissions(owner=0x8E000, next_owner=0x82000)
+    assert later.merged(t.Permissions(owner=1)) == t.Permissions(owner=1, next_owner=0x82000)
+    assert first.merged(None) is first
