@@ -271,17 +271,16 @@ class ControlServer:
             prefix = self.tree.path_of(node)
             items = [i for i in self.tree.iter_items()
                      if not prefix or self.tree.path_of(i).startswith(prefix + "/")]
-        writer = self.control.writer
         files = []
         diagnostics: list[dict[str, Any]] = []
         for item in items:
-            report = writer.compiles.get(item.uuid) if writer is not None else None
+            report = self.ws.compiles.get(item.uuid)
             if report is None:
                 continue
             diags = self.control.diagnostics_of(item)
             diagnostics.extend(diags)
             files.append({"path": self.control.abspath(item), "compiled": report.compiled, "at": report.at,
-                          "note": report.note})
+                          "note": report.note, "source": report.source})
         return {"diagnostics": diagnostics, "files": files}
 
     async def _set_state(self, p: dict[str, Any], word: str) -> Any:

@@ -8,8 +8,9 @@ import time
 
 import pyfuse3
 
+from ..model import names
 from ..model.options import Options
-from ..model.tree import ROOT_INODE, Folder, Item, Local, Node, Scratch, Tree
+from ..model.tree import ROOT_INODE, Folder, Item, Local, Node, Scratch, Tree, describe_perms
 from .control import FILE, LINK, Virtual
 
 XATTR_PREFIX = "user.sl."
@@ -38,7 +39,7 @@ class Attributes:
                 # Not fetched yet: answer the listing now; a stat asks again and waits (getattr).
                 size = 0
                 a.attr_timeout = 0
-            mode = 0o644 if node.writable else 0o444
+            mode = 0o644 if node.saveable else 0o444
             if not node.readable:
                 mode = 0
             a.st_mode = stat.S_IFREG | mode
@@ -102,8 +103,11 @@ class Attributes:
             out["object_id"] = node.folder.object_id
             out["type"] = info.type
             out["description"] = info.description or ""
-            p = info.permissions
-            out["perms"] = f"owner=0x{p.owner:08x} next_owner=0x{p.next_owner:08x}" if p else "unknown"
+            out["perms"] = describe_perms(info.permissions)
+            if info.type == "notecard" and node.embedded_items is not None:
+                out["embedded_items"] = str(node.embedded_items)
+            if info.revision is not None:
+                out["revision"] = str(info.revision)
             if node.is_script:
                 out["vm"] = info.vm or ""
                 out["running"] = "1" if info.running else "0"
@@ -113,4 +117,10 @@ class Attributes:
             out["object_id"] = node.object_id
             out["link_number"] = str(node.link_number)
             out["description"] = node.description
-        return {XATTR_PREFIX + k: v.encode() for k, v in out.items()}
+            out["perms"] = describe_perms(node.permissions)
+            if not node.is_child:
+                if node.owner_id:
+                    out["owner_id"] = node.owner_id
+                if node.can_save_back is not None:
+                    out["can_save_back"] = "1" if node.can_save_back else "0"
+        return {XATTR_PREFIX + k: names.encodable(v).encode() for k, v in out.items()}

@@ -11,7 +11,6 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Awaitable, Callable, Iterator
-from typing import TYPE_CHECKING
 
 import attrs
 
@@ -21,9 +20,6 @@ from ..model.events import EventLog
 from ..model.syntax import SyntaxFiles
 from ..model.tree import ROOT_INODE, Folder, Item, Node, Tree
 from ..model.workspace import Workspace
-
-if TYPE_CHECKING:
-    from ..model.writes import Writer
 
 STATE_WORDS = ("run", "stop", "reset")
 
@@ -53,7 +49,6 @@ class Control:
         self.tree: Tree = ws.tree
         self.events = events or EventLog(None)
         self.syntax = syntax or SyntaxFiles(ws)
-        self.writer: Writer | None = None  # set by the daemon; compile results come from it
         self.nodes: dict[int, Virtual] = {}
         self.sidecars: dict[str, Callable[[Virtual, str, Item], Virtual | None]] = {
             "diag": self._diag_node,
@@ -208,7 +203,7 @@ class Control:
         return os.path.join(self.ws.mountpoint or "/", self.tree.path_of(node))
 
     def diagnostics_of(self, item: Item) -> list[dict[str, object]]:
-        report = self.writer.compiles.get(item.uuid) if self.writer is not None else None
+        report = self.ws.compiles.get(item.uuid)
         if report is None:
             return []
         return [{"path": self.abspath(item), "row": d.row, "column": d.column, "level": d.level.lower(),
@@ -217,11 +212,11 @@ class Control:
     def render_diagnostics(self, item: Item) -> bytes:
         lines = [f"{d['path']}:{d['row']}:{d['column']}: {d['level']}: {d['message']}"
                  for d in self.diagnostics_of(item)]
-        return ("\n".join(lines) + "\n").encode() if lines else b""
+        return ("\n".join(lines) + "\n").encode("utf-8", "replace") if lines else b""
 
     def render_all_diagnostics(self) -> bytes:
         # Only items compiled this session can have lines: no walk over every item of the mount.
-        compiled = list(self.writer.compiles) if self.writer is not None else []
+        compiled = list(self.ws.compiles)
         items = [self.tree.by_uuid.get(uuid) for uuid in compiled]
         return b"".join(self.render_diagnostics(i) for i in items if isinstance(i, Item) and i.attached)
 
@@ -232,4 +227,4 @@ class Control:
         for key, value in self.ws.status().items():
             text = " ".join(str(value).split())  # one line per key, always
             lines.append(f"{key}: {text}")
-        return ("\n".join(lines) + "\n").encode()
+        return ("\n".join(lines) + "\n").encode("utf-8", "replace")  # names are network data

@@ -109,7 +109,8 @@ class Operations(pyfuse3.Operations):
         async for inv in self.ws.invalidations:
             try:
                 if isinstance(inv, EntryChanged):
-                    pyfuse3.invalidate_entry_async(inv.parent, inv.name.encode(), ignore_enoent=True)
+                    pyfuse3.invalidate_entry_async(inv.parent, os.fsencode(names.encodable(inv.name)),
+                                                   ignore_enoent=True)
                 elif isinstance(inv, InodeChanged):
                     await trio.to_thread.run_sync(self._invalidate_inode, inv.inode, not inv.data)
             except OSError as exc:
@@ -248,9 +249,20 @@ class Operations(pyfuse3.Operations):
             raise FsError(errno.EACCES, f"{self.tree.path_of(item)}: no modify permission")
         if item.local is None:
             data = await self.ws.read_content(item)
+            self._check_saveable(item)
             if item.local is None:
                 item.local = bytearray(data)
-                item.base = data
+                item.take_base(data)
+
+    def _check_saveable(self, item: Item) -> None:
+        """After the content is known (a notecard's embedded items come with it): EACCES, with a
+        status line, for text that cannot be saved, before anything is sent."""
+        why = item.save_refusal()
+        if why is not None:
+            message = f"{self.tree.path_of(item)}: {why}"
+            if item.writable:  # not the plain permission case: say it where people look
+                self.ws.note_error(message)
+            raise FsError(errno.EACCES, message)
 
     @_guarded
     async def readlink(self, inode: int, ctx: pyfuse3.RequestContext) -> bytes:
@@ -419,7 +431,8 @@ class Operations(pyfuse3.Operations):
             trunc = False
             if flags & os.O_TRUNC:
                 if node.local is None:
-                    node.base = node.content if node.content_valid else await self.ws.read_content(node)
+                    node.take_base(node.content if node.content_valid else await self.ws.read_content(node))
+                    self._check_saveable(node)
                     node.local = bytearray()
                     trunc = node.base != b""
                 elif node.local:
@@ -527,7 +540,16 @@ class Operations(pyfuse3.Operations):
             if folder.scratch.get(node.name) is not node:
                 return
             data = bytes(node.data)
-            await self.writer.create(folder, node.name, data, node.inode)
+            try:
+                await self.writer.create(folder, node.name, data, node.inode)
+            except FsError:
+                # Refused (no modify permission, the simulator's "Item creation failed"): the content
+                # is in the recovery folder; no half-created name is left behind.
+                if folder.scratch.get(node.name) is node:
+                    del folder.scratch[node.name]
+                    node.folder = None
+                    self.tree.invalidate_entry(folder, node.name)
+                raise
             folder.scratch.pop(node.name, None)
 
     @_guarded

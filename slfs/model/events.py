@@ -97,4 +97,4 @@ class EventLog:
 
     def script_log(self, item_id: str) -> bytes:
         lines = self.script_logs.get(item_id)
-        return ("\n".join(lines) + "\n").encode() if lines else b""
+        return ("\n".join(lines) + "\n").encode("utf-8", "replace") if lines else b""

@@ -11,6 +11,9 @@ Rules (documented in slfs(5)):
   derived from the UUID alone, so it is deterministic and never moves when unrelated entries come and
   go; a tagged name maps back to its item through the tag.
 - Names the file system cannot hold (empty, `.`, `..`, `.slfs`, longer than 255 bytes) are tagged too.
+- Names are data from the network: a lone surrogate (the JSON escape `"\ud800"`) cannot be encoded
+  as a file name, so what cannot be encoded is shown as U+FFFD; a name that then collides is tagged
+  like any other.
 """
 
 from __future__ import annotations
@@ -29,9 +32,17 @@ MAX_NAME_BYTES = 255
 MAX_SL_NAME_BYTES = 63
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def encodable(name: str) -> str:
+    """`name` with every code point UTF-8 cannot encode (lone surrogates) replaced by U+FFFD."""
+    return _SURROGATE.sub("\ufffd", name)
+
+
 def to_fs(name: str) -> str:
     """An in-world name as it appears on disk (without extension or tag)."""
-    return name.replace("/", SLASH_STANDIN).replace("\0", " ")
+    return encodable(name).replace("/", SLASH_STANDIN).replace("\0", " ")
 
 
 def to_sl(name: str) -> str:

@@ -49,8 +49,26 @@ class InodeChanged:
 Invalidation = Union[EntryChanged, InodeChanged]
 
 
+NULL_UUID = "00000000-0000-0000-0000-000000000000"
+
+
 def _now_ns() -> int:
     return time.time_ns()
+
+
+def describe_perms(p: Permissions | None) -> str:
+    """`owner=0x... next_owner=0x...`; a mask the viewer has not sent yet is `unknown`."""
+    if p is None:
+        return "unknown"
+    next_owner = f"0x{p.next_owner:08x}" if p.next_owner is not None else "unknown"
+    return f"owner=0x{p.owner:08x} next_owner={next_owner}"
+
+
+def _merged(before: Permissions | None, now: Permissions | None) -> Permissions | None:
+    """A (re)published prim's permissions: a `next_owner` not sent yet keeps what we knew."""
+    if now is None or before is None:
+        return now
+    return before.merged(now)
 
 
 @attrs.define(eq=False)
@@ -77,14 +95,22 @@ class Item(Node):
     content: bytes | None = None
     content_valid: bool = False
     mtime_ns: int = attrs.field(factory=_now_ns)
-    # Bumped each time the prim's inventory replaces this item's record (conflict detection).
+    # Bumped each time an inventory replacement may have changed this item's content: a fetch that
+    # started before it is not current.
     generation: int = 0
+    # The item's `revision` (newer viewers) the cached content is of; None when unknown.
+    content_revision: int | None = None
+    # Notecards: how many inventory items the viewer says it embeds (None until fetched). Saving its
+    # text would lose them, so such a notecard is read-only.
+    embedded_items: int | None = None
     # Until this time.monotonic(), the next inventory update is the echo of our own save.
     expect_own_update: float = 0.0
     # Local edits not yet stored in-world (shared by every open handle, as on a local disk) and
-    # the content they started from (a save whose base differs from the viewer's is a conflict).
+    # the content they started from (a save whose base differs from the viewer's is a conflict),
+    # with the revision that base was read at.
     local: bytearray | None = None
     base: bytes | None = None
+    base_revision: int | None = None
     dirty: bool = False
 
     @property
@@ -110,9 +136,28 @@ class Item(Node):
 
     @property
     def writable(self) -> bool:
+        """Modify permission on the item and its prim (rename and delete need no more)."""
         p = self.perms
         own = p is None or p.can_modify
         return own and (self.folder is None or self.folder.writable)
+
+    @property
+    def saveable(self) -> bool:
+        """Its text can be saved: writable, and not a notecard holding embedded items."""
+        return self.writable and not self.embedded_items
+
+    def save_refusal(self) -> str | None:
+        """Why the text cannot be saved, for the errno's log and status line; None when it can."""
+        if not self.writable:
+            return "no modify permission"
+        if self.embedded_items:
+            return f"holds {self.embedded_items} embedded items; edit it in the viewer"
+        return None
+
+    def take_base(self, data: bytes | None) -> None:
+        """Local edits start from `data`, the content known now."""
+        self.base = data
+        self.base_revision = self.content_revision
 
     @property
     def size(self) -> int | None:
@@ -169,6 +214,8 @@ class Folder(Node):
     description: str = ""
     link_number: int = 1
     permissions: Permissions | None = None
+    owner_id: str = ""  # object folders; newer viewers send it later (see Tree.update)
+    can_save_back: bool | None = None
     is_child: bool = False
     published: PublishedObject | None = None  # for object folders: the last full record
     items: dict[str, Item] = attrs.field(factory=dict)
@@ -341,6 +388,15 @@ class Tree:
         if msg.object_description is not None:
             folder.description = msg.object_description
             self._touch(folder)
+        # Newer viewers publish before the prim's properties are known and send them later: merge.
+        if msg.owner_id is not None and msg.owner_id != NULL_UUID:
+            folder.owner_id = msg.owner_id
+            self._touch(folder)
+        if msg.can_save_back is not None:
+            folder.can_save_back = msg.can_save_back
+            self._touch(folder)
+        if msg.permissions is not None:
+            self._set_permissions(folder, msg.permissions)
         if msg.inventory is not None:
             self._set_inventory(folder, msg.inventory)
         if msg.linked_objects is not None:
@@ -355,6 +411,8 @@ class Tree:
                 if mod.link_description is not None:
                     child.description = mod.link_description
                     self._touch(child)
+                if mod.permissions is not None:
+                    self._set_permissions(child, mod.permissions)
                 if mod.inventory is not None:
                     self._set_inventory(child, mod.inventory)
                 if mod.link_name is not None and mod.link_name != child.link_name:
@@ -371,6 +429,18 @@ class Tree:
         if root_renamed:
             self.relayout(self.root)
         return True
+
+    def _set_permissions(self, folder: Folder, later: Permissions) -> None:
+        before = folder.permissions
+        folder.permissions = before.merged(later) if before is not None else later
+        self._touch(folder)
+        if before is None or before.can_modify != folder.permissions.can_modify:
+            for item in folder.items.values():  # their modes follow the prim's
+                self._touch(item)
+
+    def invalidate_entry(self, folder: Folder, name: str) -> None:
+        """A name the kernel may have cached in `folder` means something else now (or nothing)."""
+        self._on_invalidate(EntryChanged(folder.inode, name))
 
     def invalidate_item(self, item: Item, *, data: bool) -> None:
         self._on_invalidate(InodeChanged(item.inode, data=data))
@@ -390,7 +460,10 @@ class Tree:
         renamed = renamed or folder.link_name != obj.object_name
         folder.link_name = obj.object_name
         folder.description = obj.object_description or ""
-        folder.permissions = obj.permissions
+        folder.permissions = _merged(folder.permissions, obj.permissions)
+        if obj.owner_id and obj.owner_id != NULL_UUID:
+            folder.owner_id = obj.owner_id
+        folder.can_save_back = obj.can_save_back
         folder.published = obj
         self._touch(folder)
         self._set_inventory(folder, obj.inventory, relayout=False)
@@ -418,7 +491,7 @@ class Tree:
         child.link_name = link.link_name
         child.link_number = link.link_number
         child.description = link.link_description or ""
-        child.permissions = link.permissions
+        child.permissions = _merged(child.permissions, link.permissions)
         self._touch(child)
         self._set_inventory(child, link.inventory)
         return child
@@ -447,19 +520,41 @@ class Tree:
                 continue
             old = item.info
             item.data = data
+            if data != old:
+                self._touch(item)  # mode, run state, xattrs
+            if not self._content_may_have_changed(item, old, data):
+                continue
             item.generation += 1
-            unchanged = data.revision is not None and data.revision == old.revision
-            own = item.expect_own_update > time.monotonic()
-            if own:
-                item.expect_own_update = 0.0
-                unchanged = True
-            if item.content is not None and item.content_valid and not unchanged:
-                # The viewer sends no per-item content change: any replacement may hide one.
+            if item.content is not None and item.content_valid:
                 item.content_valid = False
                 self.on_stale(item)
             self._on_invalidate(InodeChanged(item.inode, data=False))
         if relayout:
             self.relayout(folder)
+
+    @staticmethod
+    def _content_may_have_changed(item: Item, old: InventoryItem, new: InventoryItem) -> bool:
+        """Whether an inventory replacement may hide a content change of `item`.
+
+        Newer viewers send `revision`: when present it is the only signal, up means changed,
+        unchanged means not, whatever else the record carries. The first change after our own save
+        is that save's echo: the content is what we saved, now at the new revision. Older viewers
+        send no per-item signal: any replacement may hide a change, except our own save's echo."""
+        own = item.expect_own_update > time.monotonic()
+        if new.revision is not None:
+            if new.revision == old.revision:
+                return False
+            if own and old.revision is not None and item.content_revision == old.revision:
+                item.expect_own_update = 0.0
+                item.content_revision = new.revision
+                if item.base_revision == old.revision:
+                    item.base_revision = new.revision
+                return False
+            return True
+        if own:
+            item.expect_own_update = 0.0
+            return False
+        return True
 
     def relayout(self, folder: Folder) -> None:
         """Recompute the folder's file names and report every name whose meaning changed."""

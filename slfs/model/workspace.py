@@ -32,7 +32,8 @@ from ..protocol.types import (
     SyntaxChange,
 )
 from ..session import CONNECTED, NotConnected, SessionInfo, ViewerSession
-from .errors import FsError, from_rpc
+from .compiles import CompileReport, event_fields, has_nul
+from .errors import FsError, from_rpc, region_down, transient_read_error
 from .options import Options
 from .tree import Folder, Invalidation, Item, Tree
 
@@ -60,6 +61,9 @@ class Workspace:
         self.last_error = ""
         self.started_at = time.time()
         self._fetches: dict[str, _Fetch] = {}  # by item UUID: renames move inodes, not items
+        self.compiles: dict[str, CompileReport] = {}  # item_id -> the last compile this session
+        # Objects whose region answered "not connected" to the last call about them: id -> name.
+        self.regions_down: dict[str, str] = {}
         self._nursery: trio.Nursery | None = None
         # Background fetches go through one queue served by `prefetch` workers: a queued item costs a
         # reference, not a task (a find over 100,000 items would otherwise park 100,000 tasks).
@@ -157,6 +161,36 @@ class Workspace:
 
     def on_compiled(self, msg: CompilationResult) -> None:
         self.emit("script.compiled", script_id=msg.script_id, success=msg.success)
+        # Newer viewers broadcast the result of a save made in the viewer itself (its editor, Script
+        # Studio, the compile queue) with the script's place: show it as for a save through slfs.
+        # The object.update with the item's higher revision that goes with it refreshes the content.
+        node = self.tree.by_uuid.get(msg.item_id or "")
+        if not isinstance(node, Item) or not node.attached or not node.is_script:
+            return
+        if msg.prim_id and node.folder is not None and node.folder.uuid != msg.prim_id:
+            log.info("script.compiled for %s names prim %s, not its own; ignored", msg.item_id, msg.prim_id)
+            return
+        diagnostics = tuple(msg.diagnostics or ())
+        if has_nul(diagnostics):
+            diagnostics = tuple(attrs.evolve(d, message=" ".join(d.message.replace("\0", " ").split()) or
+                                             "unreadable diagnostic (NUL bytes)") for d in diagnostics)
+        note = "" if msg.success else ("the previously compiled version keeps running" if msg.running
+                                       else "the script is not running")
+        report = CompileReport(compiled=msg.success, diagnostics=diagnostics, at=time.time(), note=note,
+                               source="viewer")
+        self.record_compile(node, report, self.tree.path_of(node))
+
+    def record_compile(self, item: Item, report: CompileReport, path: str) -> None:
+        """The viewer's answer to a compile of `item`: F.diag, F.state, root diagnostics, an event."""
+        self.compiles[item.uuid] = report
+        self.emit("compile", path=path, item_id=item.uuid, **event_fields(report))
+
+    def refetch(self, item: Item) -> None:
+        """What the viewer holds may differ from what we know: fetch it again (in the background)."""
+        item.content_valid = False
+        item.generation += 1
+        self.tree.invalidate_item(item, data=True)
+        self._fetch_send.send_nowait(item)
 
     def on_editor_command(self, command: str, params: dict[str, Any]) -> None:
         if command == "editor.show_message":
@@ -210,21 +244,33 @@ class Workspace:
         """Call the viewer; every failure becomes an FsError with a clear errno and message.
 
         An error `transient` says will pass is retried up to `retries` times, with jittered
-        exponential backoff."""
+        exponential backoff. A region that stays down is named in `.slfs/status`."""
+        about = self._object_of(params)
         for attempt in range(retries + 1):
             try:
                 if result_type is None:
-                    return await self.session.call(method, params, timeout=timeout)
-                return await self.session.call_typed(method, params, result_type, timeout=timeout)
+                    result = await self.session.call(method, params, timeout=timeout)
+                else:
+                    result = await self.session.call_typed(method, params, result_type, timeout=timeout)
+                if about is not None:
+                    self.regions_down.pop(about.uuid, None)
+                return result
             except NotConnected as exc:
                 raise FsError(errno.EIO, f"{what}: not connected to the viewer ({exc.message})") from None
             except RpcError as exc:
                 if attempt == retries or not transient(exc):
+                    if region_down(exc) and about is not None:
+                        self.regions_down[about.uuid] = about.name or about.uuid
                     raise from_rpc(exc, what) from None
                 delay = 0.1 * (2**attempt) * random.uniform(0.5, 1.5)
                 log.info("%s: %s; retrying in %.2f s", what, exc.message, delay)
                 await trio.sleep(delay)
         raise AssertionError("unreachable")
+
+    def _object_of(self, params: dict[str, Any]) -> Folder | None:
+        """The object folder a call is about (by its prim_id), for status lines."""
+        node = self.tree.by_uuid.get(str(params.get("prim_id") or params.get("object_id") or ""))
+        return node.object_folder if isinstance(node, Folder) else None
 
     # --- content ----------------------------------------------------------------------------
 
@@ -262,20 +308,32 @@ class Workspace:
 
     async def _fetch(self, item: Item) -> None:
         assert item.folder is not None
-        generation = item.generation
+        generation, revision = item.generation, item.info.revision
         path = self.tree.path_of(item)
         res: ContentGetResponse = await self.call(
             f"read {path}", "object.content.get", {"prim_id": item.folder.uuid, "item_id": item.uuid},
-            ContentGetResponse,
+            ContentGetResponse, retries=self.options.save_retries, transient=transient_read_error,
         )
         self.fetch_count += 1
-        self.set_content(item, res.content.encode("utf-8", "replace"), valid=generation == item.generation)
+        if item.info.type == "notecard":
+            self.set_embedded_items(item, res.embedded_items or 0)
+        current = generation == item.generation
+        self.set_content(item, res.content.encode("utf-8", "replace"), valid=current,
+                         revision=revision if current else None)
 
-    def set_content(self, item: Item, data: bytes, *, valid: bool) -> None:
-        """Record content; mtime moves only when the bytes differ from what was known before."""
+    def set_embedded_items(self, item: Item, count: int) -> None:
+        """What the viewer says the notecard embeds: more than none makes it read-only (mode 0444)."""
+        if item.embedded_items != count:
+            item.embedded_items = count
+            self.tree.invalidate_item(item, data=False)
+
+    def set_content(self, item: Item, data: bytes, *, valid: bool, revision: int | None = None) -> None:
+        """Record content (of `revision`, by default the item's current one); mtime moves only when
+        the bytes differ from what was known before."""
         changed = item.content is not None and item.content != data
         item.content = data
         item.content_valid = valid
+        item.content_revision = revision if revision is not None or not valid else item.info.revision
         if changed:
             item.mtime_ns = time.time_ns()
             # A first fetch needs no invalidation: unknown sizes were never cached by the kernel.
@@ -318,6 +376,7 @@ class Workspace:
                        agent=info.agent_name, agent_id=info.agent_id)
         out.update(objects=len(self.tree.objects), items=self.tree.item_count, content_fetches=self.fetch_count)
         out["last_error"] = self.last_error or "none"
+        out["region_unavailable"] = ", ".join(sorted(self.regions_down.values())) or "none"
         out.update(self.extra_status())
         return out
 

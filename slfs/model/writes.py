@@ -17,17 +17,17 @@ import logging
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import attrs
 import trio
 
 from .. import paths
 from ..protocol import errors as codes
-from ..protocol.errors import RpcError
-from ..protocol.types import ContentSaveResponse, Diagnostic, ItemCreateResponse
+from ..protocol.types import ContentSaveResponse, ItemCreateResponse
 from . import names
-from .errors import FsError
+from .compiles import CompileReport, failure_report, has_nul
+from .errors import FsError, region_down, transient_save_error
 from .naming_rules import RemoteName, parse_remote_name, size_limit
 from .tree import Folder, Item, Scratch
 from .workspace import Workspace
@@ -38,27 +38,12 @@ log = logging.getLogger(__name__)
 OWN_UPDATE_WINDOW = 2.0
 
 
-def _item_briefly_missing(exc: RpcError) -> bool:
-    return exc.code == codes.INVALID_PARAMS and "Item not found in prim inventory" in exc.message
-
-
-@attrs.frozen
-class CompileReport:
-    """The answer of the last save of a script in this session."""
-
-    compiled: bool
-    diagnostics: tuple[Diagnostic, ...]
-    at: float
-    note: str = ""  # what a failed compile means in-world
-
-
 class Writer:
     def __init__(self, ws: Workspace) -> None:
         self.ws = ws
         self.tree = ws.tree
         self.pending_saves = 0
         self.last_recovery = ""
-        self.compiles: dict[str, CompileReport] = {}  # item_id -> last compile
         self._create_locks: defaultdict[str, trio.Lock] = defaultdict(trio.Lock)
         self._save_locks: defaultdict[str, trio.Lock] = defaultdict(trio.Lock)
         self._idle = trio.Event()
@@ -133,6 +118,9 @@ class Writer:
             except FsError as exc:
                 if exc.errno != errno.ESTALE:
                     self.recover(path, data, f"saving {path} failed: {exc.message}")
+                if exc.errno == errno.EACCES and "embedded items" in exc.message:
+                    # The viewer knows the notecard embeds items we were not told of: read-only now.
+                    self.ws.set_embedded_items(item, max(1, item.embedded_items or 0))
                 raise
             finally:
                 self._end()
@@ -149,19 +137,41 @@ class Writer:
         try:
             res: ContentSaveResponse = await self._with_retries(
                 f"save {path}", "object.content.save", params, ContentSaveResponse)
+        except FsError as exc:
+            item.expect_own_update = 0.0
+            if item.is_script and exc.rpc_code == codes.INTERNAL_ERROR:
+                # Some builds answer a failed LSL compile with "Internal error: stoi": whether and
+                # what the viewer stored is unknown, so show what it holds now.
+                self._garbled_compile(item, path, exc.message)
+                raise FsError(errno.EIO, f"{path}: the viewer failed the save without diagnostics "
+                              f"({exc.message})") from None
+            raise
         except BaseException:
             item.expect_own_update = 0.0
             raise
+        if item.is_script and has_nul(res.diagnostics):
+            item.expect_own_update = 0.0
+            self._garbled_compile(item, path, "the viewer's compile answer holds NUL bytes: "
+                                  + " ".join(d.message for d in res.diagnostics or ()))
+            raise FsError(errno.EIO, f"{path}: the viewer's compile answer is unreadable (NUL bytes)")
         if item.expect_own_update:
             item.expect_own_update = time.monotonic() + OWN_UPDATE_WINDOW
         if item.local is not None and bytes(item.local) == data:
             item.local = None
             item.dirty = False
-        item.base = data
         self.ws.set_content(item, data, valid=True)
+        item.take_base(data)
         if item.is_script:
             self._record_compile(item, res, path)
         log.info("saved %s (%d bytes)", path, len(data))
+
+    def _garbled_compile(self, item: Item, path: str, message: str) -> None:
+        """A save answered without a usable verdict: `F.diag` says what the viewer said, the local
+        edits go (save() keeps them in the recovery folder) and the item is fetched again."""
+        self.ws.record_compile(item, failure_report(message, "the viewer did not say whether it compiled"), path)
+        item.local = None
+        item.dirty = False
+        self.ws.refetch(item)
 
     def _decode(self, data: bytes, path: str) -> str:
         try:
@@ -175,6 +185,16 @@ class Writer:
         base = item.base
         if base is None:
             return
+        now = item.info.revision
+        if now is not None and item.base_revision is not None:
+            # Newer viewers: the revision says it. Read at the current one, or stale.
+            if item.base_revision >= now:
+                return
+            fresh = item.content_valid and item.content_revision == now
+            current = item.content if fresh and item.content is not None else await self.ws.read_content(item)
+            if current != data:
+                self._stale(item, data, path, current)
+            return
         if item.content_valid and item.content == base:
             return
         if not item.content_valid:
@@ -183,19 +203,23 @@ class Writer:
             current = item.content or b""
         if current in (base, data):
             return
+        self._stale(item, data, path, current)
+
+    def _stale(self, item: Item, data: bytes, path: str, current: bytes) -> NoReturn:
         where = self.recover(path, data, f"{path} changed in-world since it was read; not saved (conflict)")
         # The file now shows the in-world version; the local edits are in the recovery folder.
         item.local = None
         item.dirty = False
-        item.base = current
         self.ws.set_content(item, current, valid=True)
+        item.take_base(current)
         self.tree.invalidate_item(item, data=True)
         raise FsError(errno.ESTALE, f"{path}: changed in-world since it was read; your version is in {where}")
 
     async def _with_retries(self, what: str, method: str, params: dict[str, Any], result_type: type[Any]) -> Any:
-        """Right after a save some viewers report an existing item as not found: retry a few times."""
+        """Right after a save some viewers report an existing item as not found, and a region may be
+        briefly down: retry a few times."""
         return await self.ws.call(what, method, params, result_type, retries=self.ws.options.save_retries,
-                                  transient=_item_briefly_missing)
+                                  transient=transient_save_error)
 
     def _record_compile(self, item: Item, res: ContentSaveResponse, path: str) -> None:
         compiled = res.compiled is not False
@@ -207,11 +231,7 @@ class Writer:
         else:
             note = "the previously compiled version keeps running"
         report = CompileReport(compiled=compiled, diagnostics=tuple(res.diagnostics or ()), at=time.time(), note=note)
-        self.compiles[item.uuid] = report
-        self.ws.emit("compile", path=path, item_id=item.uuid, compiled=report.compiled,
-                     diagnostics=[{"row": d.row, "column": d.column, "level": d.level, "message": d.message}
-                                  for d in report.diagnostics],
-                     note=note)
+        self.ws.record_compile(item, report, path)
 
     # --- creating ---------------------------------------------------------------------------
 
@@ -234,11 +254,11 @@ class Writer:
         if want.type == "script":
             item.local = bytearray(data)
             item.dirty = True
-            item.base = None
+            item.take_base(None)
             await self.save(item)
         else:
-            item.base = data
             self.ws.set_content(item, data, valid=True)
+            item.take_base(data)
         return item
 
     async def _create(self, folder: Folder, want: RemoteName, text: str, inode: int, shown: str) -> Item:
@@ -248,8 +268,10 @@ class Writer:
         else:
             params["text"] = text
         async with self._create_locks[folder.uuid]:
+            # A region that is down answers before anything is created: safe to retry.
             res: ItemCreateResponse = await self.ws.call(f"create {shown}", "object.item.create", params,
-                                                         ItemCreateResponse)
+                                                         ItemCreateResponse, retries=self.ws.options.save_retries,
+                                                         transient=region_down)
         data = res.as_item()
         if data.subtype is None and want.type == "script":
             data = attrs.evolve(data, subtype=want.subtype)
@@ -284,7 +306,7 @@ class Writer:
         if item.folder is not folder or item.uuid not in folder.items:
             return None  # deleted in-world meanwhile
         self.rebind(item, self.tree.fresh_inode())
-        item.base = item.content
+        item.take_base(item.content)
         item.local = bytearray()
         item.dirty = True
         self.tree.relayout(folder)

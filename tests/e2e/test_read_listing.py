@@ -177,6 +177,8 @@ async def test_getfattr(mounted: Mount) -> None:
     cube_id = "edb64ade-4edb-5ab6-9b00-726ed29bc790"
     hello = sample_item(world, "Hello Cube/Hello.lsl")
     got = await xattrs("Hello Cube/Hello.lsl")
+    # Newer viewers send each item's revision; older ones none.
+    assert got.pop("user.sl.revision", None) == (str(hello.revision) if m.sim.v2 else None)
     assert got == {
         "user.sl.item_id": hello.item_id,
         "user.sl.prim_id": cube_id,
@@ -201,8 +203,11 @@ async def test_getfattr(mounted: Mount) -> None:
         "user.sl.type",
         "user.sl.description",
         "user.sl.perms",
+        "user.sl.embedded_items",
+        *(["user.sl.revision"] if m.sim.v2 else []),
     }
     assert notes["user.sl.type"] == "notecard"
+    assert notes["user.sl.embedded_items"] == "0"  # the stat fetched it; none embedded
     locked = await xattrs("Locked Box/NoMod Script.lsl")
     assert locked["user.sl.perms"] == "owner=0x0008a000 next_owner=0x00082000"
     # a child prim
@@ -212,6 +217,7 @@ async def test_getfattr(mounted: Mount) -> None:
         "user.sl.object_id": "e66d1a51-2375-5a1a-bc85-a3ebb447fab7",
         "user.sl.link_number": "5",
         "user.sl.description": "Front door",
+        "user.sl.perms": "owner=0x7fffffff next_owner=0x0008e000",
     }
     door_script = await xattrs("House/Door@59196331/Door Script.lsl")
     assert door_script["user.sl.prim_id"] == door["user.sl.prim_id"]
@@ -222,6 +228,9 @@ async def test_getfattr(mounted: Mount) -> None:
         "user.sl.object_id": "e66d1a51-2375-5a1a-bc85-a3ebb447fab7",
         "user.sl.link_number": "1",
         "user.sl.description": "A linkset of eight prims",
+        "user.sl.perms": "owner=0x7fffffff next_owner=0x0008e000",
+        "user.sl.owner_id": world.agent_id,
+        "user.sl.can_save_back": "1",
     }
     # one attribute by name; an unknown one is ENODATA
     one = await m.out("getfattr", "--only-values", "-n", "user.sl.type", m.path("Hello Cube/Hello.lsl"))
