@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+
 import pytest
 
 from slfs.model.tree import EntryChanged, InodeChanged, Invalidation, Item, Tree, describe_perms
