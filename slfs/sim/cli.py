@@ -30,6 +30,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--handshake-timeout", type=float, default=30.0, help="seconds to wait for a handshake answer"
     )
+    p.add_argument(
+        "--compile-failure",
+        choices=("stoi", "nul"),
+        default=None,
+        help="answer an LSL save whose compile fails like some viewer builds: stoi = -32603 "
+        '"Internal error: stoi", nul = a diagnostic made of NUL characters (default: diagnostics)',
+    )
+    p.add_argument(
+        "--deferred-properties",
+        action="store_true",
+        help="V2: every object is published with placeholder names and permissions; the real ones "
+        "follow as object.update (see --properties-delay)",
+    )
+    p.add_argument(
+        "--properties-delay",
+        type=float,
+        default=0.05,
+        help="V2: seconds until deferred properties arrive (default 0.05; negative: never)",
+    )
+    p.add_argument(
+        "--deferred-owner-id",
+        choices=("absent", "null"),
+        default="absent",
+        help="V2: owner_id while properties are deferred: left out (default) or the null UUID",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="log debug output to stderr")
     return p
 
@@ -45,15 +70,25 @@ async def _run(sim: SimViewer, port: int) -> None:
             nursery.cancel_scope.cancel()
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, stream=sys.stderr)
+def build_sim(args: argparse.Namespace) -> SimViewer:
+    """The SimViewer the parsed command line asks for."""
     world = load_world(args.world) if args.world else sample_world()
-    sim = SimViewer(
+    if args.deferred_properties:
+        for obj in world.objects.values():
+            obj.deferred_properties = True
+    return SimViewer(
         world,
         viewer_version=args.viewer_version,
         latency_ms=args.latency_ms,
         handshake_timeout=args.handshake_timeout,
+        properties_delay=args.properties_delay if args.properties_delay >= 0 else None,
+        deferred_owner_id=args.deferred_owner_id,
+        compile_failure=args.compile_failure,
     )
-    trio.run(_run, sim, args.port)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, stream=sys.stderr)
+    trio.run(_run, build_sim(args), args.port)
     return 0

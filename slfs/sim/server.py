@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import tempfile
 import time
@@ -26,6 +27,8 @@ from slfs.protocol.errors import (
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     PARSE_ERROR,
+    REQUEST_TIMEOUT,
+    SERVICE_UNAVAILABLE,
     ProtocolError,
     RpcError,
 )
@@ -34,6 +37,7 @@ from slfs.protocol.jsonrpc import Notification, Request, Response, parse_object
 from . import syntax
 from .compiler import compile_source, runtime_events
 from .world import (
+    NULL_UUID,
     SCRIPT_VMS,
     SUBTYPE_LSL,
     SUBTYPE_LUAU,
@@ -55,6 +59,18 @@ V2_PREAUTH_LIMIT = 64 * 1024
 V2_MESSAGE_LIMIT = 16 * 1024 * 1024
 V1_MESSAGE_LIMIT = 256 * 1024 * 1024
 V2_MAX_UNAUTHENTICATED = 4
+# Newer protocol document, Usage Flow 1: "The viewer takes 32 connections at most, and closes any
+# more unanswered"; "A client that stops reading is dropped once 32 MB of messages wait unsent to
+# it, and a close the viewer starts drops the connection if it has not completed within 5 seconds".
+V2_MAX_CONNECTIONS = 32
+V2_UNSENT_LIMIT = 32 * 1024 * 1024
+CLOSE_TIMEOUT = 5.0
+# Exact texts of the newer protocol document (AlchemyViewer/Alchemy doc/external-editor-json-rpc.md).
+REGION_DOWN = "The object's region is not connected"
+EMBEDDED_ITEMS_REFUSED = (
+    "The notecard holds embedded items, which saving its text would lose; edit it in the viewer"
+)
+COMPILE_FAILURES = ("stoi", "nul")
 SESSION_FEATURES = {
     "live_sync": False,
     "compilation": True,
@@ -99,28 +115,82 @@ def _int32(value: int) -> int:
 
 
 class _Conn:
-    def __init__(self, ws: WebSocketConnection, number: int) -> None:
+    """One client connection. Frames go out through a queue and a writer task, so the sim can tell
+    how much waits unsent to a client that stops reading (`unsent`, bytes of UTF-8 handed to `send`
+    and not yet written to the socket; what the kernel buffers beyond that is not counted)."""
+
+    def __init__(self, ws: WebSocketConnection, number: int, *, unsent_limit: int | None = None) -> None:
         self.ws = ws
         self.number = number
         self.authenticated = False
         self.closed = False
-        self.lock = trio.Lock()
+        self.dropped = False  # dropped for not reading (V2 unsent limit)
         self.pending: dict[str, tuple[trio.Event, list[Response]]] = {}
         self.nursery: trio.Nursery | None = None
+        self.unsent = 0
+        self.unsent_limit = unsent_limit
+        self._out_send, self._out_recv = trio.open_memory_channel[Any](math.inf)
+        self._writing = False
 
     async def send(self, text: str) -> None:
+        """Queue a frame (frames go out in the order they were queued)."""
         if self.closed:
             return
+        size = len(text.encode("utf-8"))
+        if self.unsent_limit is not None and self.unsent + size > self.unsent_limit:
+            log.info("connection %d: %d bytes wait unsent; dropping it", self.number, self.unsent + size)
+            self.dropped = True
+            await self.abort()
+            return
+        self.unsent += size
+        self._out_send.send_nowait((text, size))
+
+    async def writer(self) -> None:
+        """Write queued frames until the connection closes."""
+        self._writing = True
         try:
-            async with self.lock:
-                await self.ws.send_message(text)
-        except (ConnectionClosed, trio.BrokenResourceError, trio.ClosedResourceError):
-            self.closed = True
+            async for entry in self._out_recv:
+                if isinstance(entry, trio.Event):  # a flush marker of close()
+                    entry.set()
+                    continue
+                text, size = entry
+                try:
+                    await self.ws.send_message(text)
+                except (ConnectionClosed, trio.BrokenResourceError, trio.ClosedResourceError):
+                    self.closed = True
+                    return
+                finally:
+                    self.unsent -= size
+        finally:
+            self._writing = False
+            while True:  # wake any close() waiting for a flush that will not happen
+                try:
+                    entry = self._out_recv.receive_nowait()
+                except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                    break
+                if isinstance(entry, trio.Event):
+                    entry.set()
 
     async def close(self, code: int = 1000, reason: str | None = None) -> None:
+        """Send what is queued, then close; a close not done within CLOSE_TIMEOUT drops the socket."""
+        self.closed = True
+        with trio.move_on_after(CLOSE_TIMEOUT) as scope:
+            if self._writing:
+                flushed = trio.Event()
+                self._out_send.send_nowait(flushed)
+                await flushed.wait()
+            try:
+                await self.ws.aclose(code, reason)
+            except Exception:  # already gone
+                pass
+        if scope.cancelled_caught:
+            await self.abort()
+
+    async def abort(self) -> None:
+        """Drop the TCP connection without a close handshake."""
         self.closed = True
         try:
-            await self.ws.aclose(code, reason)
+            await self.ws._stream.aclose()
         except Exception:  # already gone
             pass
 
@@ -167,9 +237,16 @@ class SimViewer:
         tmpdir: str | None = None,
         viewer_version_string: str = "7.2.0.1",
         client_ping_interval: float | None = None,
+        properties_delay: float | None = 0.05,
+        deferred_owner_id: str = "absent",
+        compile_failure: str | None = None,
     ) -> None:
         if viewer_version not in (1, 2):
             raise ValueError("viewer_version must be 1 or 2")
+        if deferred_owner_id not in ("absent", "null"):
+            raise ValueError("deferred_owner_id must be 'absent' or 'null'")
+        if compile_failure is not None and compile_failure not in COMPILE_FAILURES:
+            raise ValueError("compile_failure must be None, 'stoi' or 'nul'")
         self.world = world
         self.viewer_version = viewer_version
         self.latency_ms = latency_ms
@@ -181,6 +258,13 @@ class SimViewer:
         self.tmpdir = tmpdir or tempfile.gettempdir()
         self.viewer_version_string = viewer_version_string
         self.client_ping_interval = client_ping_interval
+        # V2, objects with deferred_properties: seconds from publish (or, for an object published in
+        # the world file, from the first session.ok) until the properties arrive; None: only
+        # deliver_properties() delivers them.
+        self.properties_delay = properties_delay
+        self.deferred_owner_id = deferred_owner_id  # placeholder owner_id: "absent" or "null" (UUID)
+        self.compile_failure = compile_failure  # None, "stoi" or "nul": how a failed LSL save is answered
+        self.dropped_connections = 0  # connections dropped for not reading (V2)
         self.client_pings: list[Response] = []  # answers to the sim's own system.ping calls
         self.syntax_id = "e2a4f6b8-1c3d-4e5f-8a9b-0c1d2e3f4a5b"
         self.port: int | None = None
@@ -192,6 +276,8 @@ class SimViewer:
         self._rpc_counter = 1000
         self._fail_next: dict[str, list[RpcError]] = {}
         self._creating: set[str] = set()
+        self._refuse_create: dict[str, list[str]] = {}
+        self._world_deferred_scheduled = False
         self._last_inventory: dict[tuple[str, str], str] = {}
         self._nursery: trio.Nursery | None = None
         self._listen_scope: trio.CancelScope | None = None
@@ -294,24 +380,29 @@ class SimViewer:
         self._fail_next.setdefault(method, []).append(error)
 
     async def _handle(self, request: WebSocketRequest) -> None:
+        if self.v2 and sum(1 for c in self._conns if not c.closed) >= V2_MAX_CONNECTIONS:
+            return  # "closes any more unanswered": trio-websocket closes the socket, no HTTP answer
         if any(k.lower() == b"origin" for k, _ in request.headers):
             await request.reject(403)
             return
         ws = await request.accept()
         self._conn_counter += 1
-        conn = _Conn(ws, self._conn_counter)
-        if self.v2 and sum(1 for c in self._conns if not c.authenticated) >= V2_MAX_UNAUTHENTICATED:
+        conn = _Conn(ws, self._conn_counter, unsent_limit=V2_UNSENT_LIMIT if self.v2 else None)
+        if self.v2 and sum(1 for c in self._conns if not (c.authenticated or c.closed)) >= V2_MAX_UNAUTHENTICATED:
             await conn.close(1013, "Try again later")
             return
         self._conns.append(conn)
         try:
             async with trio.open_nursery() as cn:
                 conn.nursery = cn
+                cn.start_soon(conn.writer)
                 cn.start_soon(self._handshake, conn)
                 await self._reader(conn)
                 cn.cancel_scope.cancel()
         finally:
             conn.closed = True
+            if conn.dropped:
+                self.dropped_connections += 1
             if conn in self._conns:
                 self._conns.remove(conn)
             for event, _box in conn.pending.values():
@@ -340,6 +431,15 @@ class SimViewer:
         try:
             msg = parse_object(obj)
         except ProtocolError as exc:
+            if self.v2 and self._is_request_like(obj):
+                # Newer protocol document, "Malformed messages": answered -32600 with the message's
+                # id, or null; an invalid response is dropped. (V1 drops both.)
+                rid = obj.get("id") if isinstance(obj, dict) else None
+                if not isinstance(rid, (str, int)) or isinstance(rid, bool):
+                    rid = None
+                err = RpcError.standard(INVALID_REQUEST, f"Malformed request ({exc})")
+                await conn.send(self._error_text(rid, err))
+                return
             log.debug("dropping invalid message: %s", exc)
             return
         if isinstance(msg, Response):
@@ -355,6 +455,10 @@ class SimViewer:
             if not conn.authenticated or msg.method not in self._handlers:
                 return
             if msg.method in ASYNC_METHODS:
+                if self.v2:
+                    # Newer protocol document: "A method that must be called with an id, called as
+                    # a notification, is neither run nor answered."
+                    return
                 err = RpcError.standard(INVALID_REQUEST, f"{msg.method} must be called as a request")
                 await conn.send(self._error_text(None, err))
                 return
@@ -367,6 +471,13 @@ class SimViewer:
             return
         assert conn.nursery is not None
         conn.nursery.start_soon(self._dispatch, conn, msg.method, msg.params, msg.id, True)
+
+    @staticmethod
+    def _is_request_like(obj: Any) -> bool:
+        """Not a response: anything with a `method`, or with neither `result` nor `error`."""
+        if not isinstance(obj, dict):
+            return True
+        return "method" in obj or not ("result" in obj or "error" in obj)
 
     def _error_text(self, rid: Any, err: RpcError) -> str:
         return dumps({"jsonrpc": "2.0", "id": rid, "error": err.to_json()})
@@ -506,6 +617,13 @@ class SimViewer:
             )
         else:
             await self._notify(conn, "session.ok")
+        if self.v2 and not self._world_deferred_scheduled:
+            # Objects the world file publishes with deferred properties get them this long after
+            # the first client is in (a viewer publishes only while a client is connected).
+            self._world_deferred_scheduled = True
+            for obj in self.world.objects.values():
+                if obj.published and obj.deferred_properties:
+                    self._schedule_properties(obj.object_id)
         if self.client_ping_interval and conn.nursery is not None:
             conn.nursery.start_soon(self._ping_client, conn, self.client_ping_interval)
 
@@ -546,7 +664,12 @@ class SimViewer:
         return item[0]
 
     def _wire_object(self, obj: SimObject) -> dict[str, Any]:
-        return obj.to_wire(revision=self.v2, owner_id=self.world.agent_id)
+        return obj.to_wire(
+            revision=self.v2,
+            owner_id=self.world.agent_id,
+            placeholders=self.v2 and obj.deferred_properties,
+            placeholder_owner=NULL_UUID if self.deferred_owner_id == "null" else None,
+        )
 
     def _remember_inventories(self, obj: SimObject) -> None:
         for prim in obj.prims():
@@ -562,6 +685,110 @@ class SimViewer:
         obj.published = True
         self._remember_inventories(obj)
         await self.broadcast("object.publish", {"object": self._wire_object(obj)})
+        if self.v2 and obj.deferred_properties:
+            self._schedule_properties(obj.object_id)
+
+    def _schedule_properties(self, object_id: str) -> None:
+        if self.properties_delay is None or self._nursery is None:
+            return
+        delay = self.properties_delay
+
+        async def later() -> None:
+            await trio.sleep(delay)
+            if object_id in self.world.objects:
+                await self.deliver_properties(object_id)
+
+        self._nursery.start_soon(later)
+
+    async def deliver_properties(self, object_id: str) -> None:
+        """V2: the prims' ObjectProperties arrive. Clears the object's `deferred_properties` and, if
+        it is published, sends the documented property updates: one for the root (object_name,
+        object_description, owner_id, full permissions, can_save_back), then one per child
+        (changes.linked_objects.modified[{link_id, link_name, link_description, permissions}]).
+        Does nothing for an object whose properties are not deferred."""
+        obj = self.world.objects[object_id.lower()]
+        if not obj.deferred_properties:
+            return
+        obj.deferred_properties = False
+        if not (self.v2 and obj.published):
+            return
+        # Newer protocol document, ObjectUpdate: "Root prim properties changed: object_id, plus any
+        # changed subset of object_name, object_description, owner_id, permissions, can_save_back";
+        # "Deferred permission fields": the update carries the full owner/next_owner block and the
+        # real owner_id.
+        await self.broadcast(
+            "object.update",
+            {
+                "object_id": obj.object_id,
+                "object_name": obj.root.name,
+                "object_description": obj.root.description,
+                "owner_id": self.world.agent_id,
+                "permissions": obj.root.permissions.to_json(),
+                "can_save_back": True,
+            },
+        )
+        for child in obj.children:
+            mod = {
+                "link_id": child.prim_id,
+                "link_name": child.name,
+                "link_description": child.description,
+                "permissions": child.permissions.to_json(),
+            }
+            await self.broadcast(
+                "object.update", {"object_id": obj.object_id, "changes": {"linked_objects": {"modified": [mod]}}}
+            )
+
+    def set_region_connected(self, object_id: str, connected: bool) -> None:
+        """The region of an object (root or any prim id) goes down or comes back. V2 answers the
+        object's item calls with -32005 "The object's region is not connected" while it is down;
+        V1 (whose document has no such error) ignores it. No notification is sent."""
+        self.object_of(object_id).region_connected = connected
+
+    def refuse_next_create(self, prim_id: str, reason: str = "Inventory creation refused by the simulator") -> None:
+        """The simulator refuses the next object.item.create in this prim: nothing is created. V2
+        answers -32603 "Internal error: Item creation failed: <reason>"; V1 (whose document has no
+        such error) sees no item arrive and answers -32001 "Timed out waiting for item creation"
+        (at once here, where a viewer waits 30 s)."""
+        self._refuse_create.setdefault(prim_id.lower(), []).append(reason)
+
+    async def viewer_save(self, item_id: str, text: str, *, running: bool | None = None) -> None:
+        """A save made in the viewer itself (its script editor, Script Studio, the compile queue).
+
+        Stores the text with a new revision; a script is compiled (a failed compile keeps the old
+        version running; `running` sets the run state after a good compile). Then, for a script,
+        `script.compiled` {script_id, success, running, diagnostics (failed compiles)}: in V2 with
+        object_id (root), prim_id and item_id, broadcast to every connection when the object is
+        published (newer document, CompilationResult "Delivery": to the subscribed connection, and
+        the sim has no subscriptions, so to everyone); in V1 to nobody (older document: "routed
+        only to the connection subscribed to that script"). Then the inventory update (in V2 the
+        item's revision is higher), and a running script's runtime output. Notecards keep their
+        embedded items (the viewer's editor carries them)."""
+        obj, prim, item = self._find(item_id)
+        self._store_content(item, text)
+        if item.is_script:
+            diagnostics = compile_source(item.content, item.language)
+            if not diagnostics:
+                item.compiled_content = item.content
+                item.faulted = False
+                if running is not None:
+                    item.running = running
+            if self.v2 and obj.published:
+                note: dict[str, Any] = {
+                    "script_id": f"{prim.prim_id}_{item.item_id}",  # the format is not documented
+                    "success": not diagnostics,
+                    "running": item.running,
+                    "object_id": obj.object_id,
+                    "prim_id": prim.prim_id,
+                    "item_id": item.item_id,
+                }
+                if diagnostics:
+                    note["diagnostics"] = diagnostics
+                await self.broadcast("script.compiled", note)
+            await self.send_inventory_update(obj, prim)
+            if not diagnostics and item.running:
+                await self.run_script(item.item_id)
+            return
+        await self.send_inventory_update(obj, prim)
 
     async def unpublish(self, object_id: str, reason: str = "user") -> None:
         obj = self.world.objects[object_id.lower()]
@@ -617,9 +844,8 @@ class SimViewer:
         if not obj.published:
             return
         self._remember_inventories(obj)
-        await self.broadcast(
-            "object.update", {"object_id": obj.object_id, "linked_objects": obj.linked_wire(revision=self.v2)}
-        )
+        linked = obj.linked_wire(revision=self.v2, placeholders=self.v2 and obj.deferred_properties)
+        await self.broadcast("object.update", {"object_id": obj.object_id, "linked_objects": linked})
 
     async def set_content(self, item_id: str, text: str) -> None:
         """An in-world edit by someone else: new content, new revision, an inventory update."""
@@ -808,6 +1034,11 @@ class SimViewer:
         item.content = text
         item.revision = self.world.next_revision()
 
+    async def _send_item_update(self, item_id: str) -> None:
+        found = self.world.find_item(item_id)
+        if found is not None:
+            await self.send_inventory_update(found[0], found[1])
+
     def _later(self, ctx: _Ctx, delay: float, fn: Callable[[], Awaitable[None]]) -> None:
         async def run() -> None:
             await trio.sleep(delay)
@@ -844,6 +1075,7 @@ class SimViewer:
         if property_check and not any(k in params for k in ("name", "description", "permissions")):
             raise invalid("At least one property (name, description, or permissions) must be specified")
         obj, prim = self._published_prim(prim_id)
+        self._check_region(obj)  # step 4 of the newer document's common preconditions
         item = prim.find(item_id)
         if item is None:
             raise invalid("Item not found in prim inventory")
@@ -871,7 +1103,14 @@ class SimViewer:
             raise invalid("Item is not a script")
         if not item.permissions.can_modify:
             raise denied("No modify permission on script")
+        # The newer document's set_running/reset error table lists the region check last, after
+        # the permission check (unlike the common validator, where it precedes the item lookup).
+        self._check_region(obj)
         return obj, prim, item
+
+    def _check_region(self, obj: SimObject) -> None:
+        if self.v2 and not obj.region_connected:
+            raise RpcError(SERVICE_UNAVAILABLE, REGION_DOWN)
 
     # ============================================================================================
     # methods
@@ -988,7 +1227,9 @@ class SimViewer:
         if self.v2:
             out["encoding"] = "utf-8"
             if item.type == "notecard":
-                out["embedded_items"] = []
+                # Newer document, ObjectContentGetResponse: `embedded_items?: number`, how many
+                # inventory items the notecard holds beside its text. (The older one has no field.)
+                out["embedded_items"] = item.embedded_items
         return out
 
     async def _m_content_save(self, params: dict[str, Any], ctx: _Ctx) -> Any:
@@ -1001,9 +1242,16 @@ class SimViewer:
         if self.v2 and item.is_script and vm is not None and vm not in SCRIPT_VMS:
             raise invalid("vm must be 'luau', 'mono', or 'lsl2'")
         if item.type == "notecard":
+            if self.v2 and item.embedded_items:
+                # Newer document, ObjectContentSave "Notecards with embedded items": refused, as
+                # the text alone would be saved without them. Nothing is stored.
+                raise denied(EMBEDDED_ITEMS_REFUSED)
             if self.v2 and len(content.encode("utf-8")) > NOTECARD_LIMIT:
                 raise invalid(f"Notecard is too large (more than {NOTECARD_LIMIT} bytes)")
             self._store_content(item, content)
+            # V1: the older document is silent, and the viewer saved the text alone: the embedded
+            # items are lost.
+            item.embedded_items = 0
             await self.send_inventory_update(obj, prim)
             return {"success": True, "prim_id": prim.prim_id, "item_id": item.item_id}
         if isinstance(vm, str) and vm in SCRIPT_VMS and item.subtype != SUBTYPE_LUAU:
@@ -1016,6 +1264,18 @@ class SimViewer:
             "item_id": item.item_id,
             "compiled": not diagnostics,
         }
+        item_id = item.item_id
+        if diagnostics and item.language == "lsl" and self.compile_failure == "stoi":
+            # newer-viewers research: "Some viewer builds answer a failed LSL compile with -32603
+            # 'Internal error: stoi' instead of diagnostics". The source was stored all the same,
+            # and the inventory update follows as for any save.
+            self._later(ctx, self.apply_delay, lambda: self._send_item_update(item_id))
+            raise RpcError.standard(INTERNAL_ERROR, "stoi")
+        if diagnostics and item.language == "lsl" and self.compile_failure == "nul":
+            # "... one answered with NUL bytes": a diagnostic of NUL characters, in the shape the
+            # viewer gives a compiler line it cannot parse (row 0, column 0).
+            message = "\x00" * max(1, len(diagnostics[0]["message"]))
+            diagnostics = [{"row": 0, "column": 0, "level": "ERROR", "message": message, "format": "lsl"}]
         if diagnostics:
             out["diagnostics"] = diagnostics
         else:
@@ -1023,7 +1283,6 @@ class SimViewer:
             item.faulted = False
             if isinstance(running, bool):
                 item.running = running
-        item_id = item.item_id
         restart = not diagnostics and item.running
 
         async def after() -> None:
@@ -1057,11 +1316,22 @@ class SimViewer:
             raise invalid("vm must be 'luau', 'mono', or 'lsl2'")
         if not obj.published:
             raise denied("Object is not published")
+        if self.v2:
+            # The newer document's error table, in its order: modify on the prim, then the region.
+            if not prim.permissions.can_modify:
+                raise denied("No modify permission on prim")
+            self._check_region(obj)
         if prim.prim_id in self._creating:
             raise RpcError.standard(INVALID_REQUEST, "An item.create is already in flight for this prim")
         self._creating.add(prim.prim_id)
         try:
             await trio.sleep(self.create_delay)
+            refusals = self._refuse_create.get(prim.prim_id)
+            if refusals:
+                reason = refusals.pop(0)
+                if self.v2:
+                    raise RpcError.standard(INTERNAL_ERROR, f"Item creation failed: {reason}")
+                raise RpcError(REQUEST_TIMEOUT, "Timed out waiting for item creation")
             taken = {i.name for i in prim.inventory}
             final = name
             n = 1
@@ -1238,6 +1508,11 @@ class SimViewer:
         if object_id is None:
             raise invalid("object_id is required")
         found = self.world.find_prim(object_id)
+        # Newer document, known viewer commands: "an in-world object in a published linkset. Any
+        # other object is refused with -32003" (no message given; this one is chosen here).
+        outside = found is None or not found[0].published
+        if self.v2 and command in ("viewer.teleport", "viewer.camera.focus") and outside:
+            raise denied("Object is not in a published linkset")
         if found is None:
             raise invalid("Object not found")
         obj = found[0]

@@ -22,6 +22,13 @@ PERM_ALL = 0x7FFFFFFF
 # What a fresh item gets: full perms for the owner, copy/modify/transfer/move for the next owner.
 DEFAULT_NEXT_OWNER = PERM_MOVE | PERM_COPY | PERM_MODIFY | PERM_TRANSFER
 
+# What a viewer shows for an object whose ObjectProperties have not arrived yet: it derives the
+# owner mask from the object's update flags, which carry only these rights of the current agent
+# (doc/external-editor-json-rpc.md in AlchemyViewer/Alchemy, "Deferred permission fields").
+AGENT_RIGHTS = PERM_MODIFY | PERM_COPY | PERM_TRANSFER | PERM_MOVE
+PLACEHOLDER_OBJECT_NAME = "Object"
+NULL_UUID = "00000000-0000-0000-0000-000000000000"
+
 SUBTYPE_LSL = 0
 SUBTYPE_LUAU = 1
 SCRIPT_VMS = ("luau", "mono", "lsl2")
@@ -61,6 +68,9 @@ class Item:
     creator_id: str | None = None
     # The source of the version that is actually running (last successful compile), or None.
     compiled_content: str | None = None
+    # Notecards: how many inventory items (landmarks, textures...) are embedded beside the text
+    # (newer protocol document, ObjectContentGetResponse.embedded_items: a count).
+    embedded_items: int = 0
 
     @property
     def is_script(self) -> bool:
@@ -102,6 +112,8 @@ class Item:
         }
         if self.is_script:
             out.update(subtype=self.subtype, vm=self.vm, running=self.running, faulted=self.faulted)
+        if self.type == "notecard" and self.embedded_items:
+            out["embedded_items"] = self.embedded_items
         if self.creator_id:
             out["creator_id"] = self.creator_id
         return out
@@ -132,6 +144,11 @@ class SimObject:
     root: Prim
     children: list[Prim] = attrs.Factory(list)
     published: bool = False
+    # The viewer has not received the prims' ObjectProperties yet: a V2 publish carries placeholders
+    # until the sim delivers the properties (SimViewer.deliver_properties).
+    deferred_properties: bool = False
+    # False while the object's region is disconnected (V2 answers -32005 for its items).
+    region_connected: bool = True
 
     @property
     def object_id(self) -> str:
@@ -149,8 +166,17 @@ class SimObject:
             return 1
         return self.children.index(prim) + 2
 
-    def to_wire(self, *, revision: bool, owner_id: str) -> dict[str, Any]:
-        """The PublishedObject form."""
+    def to_wire(
+        self, *, revision: bool, owner_id: str, placeholders: bool = False, placeholder_owner: str | None = None
+    ) -> dict[str, Any]:
+        """The PublishedObject form.
+
+        `placeholders`: what a newer viewer publishes before the prims' ObjectProperties arrive
+        (newer protocol document, PublishedObject / LinkedObject comments and "Deferred permission
+        fields"): `object_name` "Object", each child's `link_name` "Link #<link_number>", empty
+        descriptions, `permissions.owner` derived from the agent's rights and no `next_owner`,
+        `owner_id` absent (`placeholder_owner` None) or `placeholder_owner` (the null UUID), and
+        `can_save_back` false."""
         out: dict[str, Any] = {
             "object_id": self.object_id,
             "object_name": self.root.name,
@@ -161,13 +187,23 @@ class SimObject:
             "can_save_back": True,
             "inventory": [i.to_wire(revision=revision) for i in self.root.explorable()],
         }
+        if placeholders:
+            out["object_name"] = PLACEHOLDER_OBJECT_NAME
+            out["object_description"] = ""  # not known yet either
+            out["permissions"] = {"owner": self.root.permissions.owner & AGENT_RIGHTS}
+            out["can_save_back"] = False
+            if placeholder_owner is None:
+                del out["owner_id"]
+            else:
+                out["owner_id"] = placeholder_owner
         if self.children:
-            out["linked_objects"] = self.linked_wire(revision=revision)
+            out["linked_objects"] = self.linked_wire(revision=revision, placeholders=placeholders)
         return out
 
-    def linked_wire(self, *, revision: bool) -> list[dict[str, Any]]:
-        return [
-            {
+    def linked_wire(self, *, revision: bool, placeholders: bool = False) -> list[dict[str, Any]]:
+        out = []
+        for n, c in enumerate(self.children, start=2):
+            link: dict[str, Any] = {
                 "link_id": c.prim_id,
                 "link_number": n,
                 "link_name": c.name,
@@ -175,8 +211,12 @@ class SimObject:
                 "permissions": c.permissions.to_json(),
                 "inventory": [i.to_wire(revision=revision) for i in c.explorable()],
             }
-            for n, c in enumerate(self.children, start=2)
-        ]
+            if placeholders:
+                link["link_name"] = f"Link #{n}"
+                link["link_description"] = ""
+                link["permissions"] = {"owner": c.permissions.owner & AGENT_RIGHTS}
+            out.append(link)
+        return out
 
 
 @attrs.define
@@ -213,28 +253,34 @@ class World:
         return {
             "agent_id": self.agent_id,
             "agent_name": self.agent_name,
-            "objects": [
-                {
-                    "object_id": o.object_id,
-                    "object_name": o.root.name,
-                    "object_description": o.root.description,
-                    "published": o.published,
-                    "permissions": o.root.permissions.to_json(),
-                    "inventory": [i.to_world() for i in o.root.inventory],
-                    "linked_objects": [
-                        {
-                            "link_id": c.prim_id,
-                            "link_name": c.name,
-                            "link_description": c.description,
-                            "permissions": c.permissions.to_json(),
-                            "inventory": [i.to_world() for i in c.inventory],
-                        }
-                        for c in o.children
-                    ],
-                }
-                for o in self.objects.values()
-            ],
+            "objects": [_object_to_world(o) for o in self.objects.values()],
         }
+
+
+def _object_to_world(o: SimObject) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "object_id": o.object_id,
+        "object_name": o.root.name,
+        "object_description": o.root.description,
+        "published": o.published,
+        "permissions": o.root.permissions.to_json(),
+        "inventory": [i.to_world() for i in o.root.inventory],
+        "linked_objects": [
+            {
+                "link_id": c.prim_id,
+                "link_name": c.name,
+                "link_description": c.description,
+                "permissions": c.permissions.to_json(),
+                "inventory": [i.to_world() for i in c.inventory],
+            }
+            for c in o.children
+        ],
+    }
+    if o.deferred_properties:
+        out["deferred_properties"] = True
+    if not o.region_connected:
+        out["region_connected"] = False
+    return out
 
 
 # --- loading -------------------------------------------------------------------------------------
@@ -268,6 +314,9 @@ def item_from_json(data: dict[str, Any], world: World) -> Item:
         item.vm = str(vm) if vm else ("luau" if item.subtype == SUBTYPE_LUAU else "mono")
         item.running = bool(data.get("running", False))
         item.faulted = bool(data.get("faulted", False))
+    if item.type == "notecard":
+        count = data.get("embedded_items", 0)
+        item.embedded_items = count if isinstance(count, int) and not isinstance(count, bool) and count > 0 else 0
     rev = data.get("revision")
     if isinstance(rev, int) and rev > 0:
         item.revision = rev
@@ -299,7 +348,13 @@ def world_from_json(data: dict[str, Any]) -> World:
     for odata in data.get("objects", []):
         root = prim_from_json(odata, world, root=True)
         children = [prim_from_json(c, world, root=False) for c in odata.get("linked_objects", [])]
-        world.objects[root.prim_id] = SimObject(root, children, bool(odata.get("published", True)))
+        world.objects[root.prim_id] = SimObject(
+            root,
+            children,
+            bool(odata.get("published", True)),
+            deferred_properties=odata.get("deferred_properties") is True,
+            region_connected=odata.get("region_connected", True) is not False,
+        )
     # Items without a stored revision get one now, in world order; running scripts are assumed to
     # run the source they hold if it compiles.
     from .compiler import compile_source

@@ -128,9 +128,12 @@ async def start_sim(nursery: trio.Nursery) -> StartSim:
 
 @asynccontextmanager
 async def raw(
-    sim: SimViewer, *, login: bool = True, headers: list[tuple[str, str]] | None = None
+    sim: SimViewer, *, login: bool = True, headers: list[tuple[str, str]] | None = None, **ws_options: Any
 ) -> AsyncIterator[RawClient]:
-    async with open_websocket_url(f"ws://127.0.0.1:{sim.port}/any/path", extra_headers=headers) as ws:
+    """A RawClient on a fresh connection; `ws_options` go to open_websocket_url (max_message_size...)."""
+    async with open_websocket_url(
+        f"ws://127.0.0.1:{sim.port}/any/path", extra_headers=headers, **ws_options
+    ) as ws:
         client = RawClient(ws)
         if login:
             await client.login()

@@ -104,7 +104,8 @@ async def test_notification_of_async_method(start_sim, connect) -> None:
 
 def test_cli_runs_and_stops() -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "slfs.sim", "--port", "0", "--viewer-version", "2"],
+        [sys.executable, "-m", "slfs.sim", "--port", "0", "--viewer-version", "2", "--compile-failure", "stoi",
+         "--deferred-properties"],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -119,3 +120,29 @@ def test_cli_runs_and_stops() -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_cli_flags_for_newer_viewers() -> None:
+    from slfs.sim.cli import build_parser, build_sim
+
+    args = build_parser().parse_args(
+        [
+            "--viewer-version",
+            "2",
+            "--compile-failure",
+            "stoi",
+            "--deferred-properties",
+            "--properties-delay",
+            "0.5",
+            "--deferred-owner-id",
+            "null",
+        ]
+    )
+    sim = build_sim(args)
+    assert sim.v2 and sim.compile_failure == "stoi"
+    assert sim.properties_delay == 0.5 and sim.deferred_owner_id == "null"
+    assert all(o.deferred_properties for o in sim.world.objects.values())
+    never = build_sim(build_parser().parse_args(["--properties-delay", "-1", "--compile-failure", "nul"]))
+    assert never.properties_delay is None and never.compile_failure == "nul"
+    plain = build_sim(build_parser().parse_args([]))
+    assert plain.compile_failure is None and not any(o.deferred_properties for o in plain.world.objects.values())
