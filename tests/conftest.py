@@ -11,6 +11,13 @@ in-process simulated viewer (implementation: tests/e2e/harness.py).
 
 The sim runs in the test's trio nursery, so anything touching the mount must not block the trio
 thread: use `m.run(...)` (a subprocess) or `m.thread(fn, ...)` (a worker thread).
+Every test that uses these fixtures runs once per simulated viewer version (`viewer_version`,
+ids `v1`/`v2`; `SLFS_TEST_VIEWERS=1`, `=2` or `=1,2` (the default) picks which). The version is the
+default of every `start_sim` of the mount, a restart included; `sim_kwargs={"viewer_version": N}`
+overrides it. A test that depends on a difference between the versions says so:
+
+    @pytest.mark.viewer(2, reason="V2 refuses notecards over 64 KiB; V1 truncates them")
+
 Teardown always unmounts (SIGTERM, then `fusermount3 -u -z`, then SIGKILL) and fails the test if
 the daemon logged a traceback (unless `allow_traceback=True`). In CI (`$CI` set) a missing tool or
 /dev/fuse fails instead of skipping.
@@ -30,9 +37,60 @@ from e2e.harness import Mount, MountFactory, free_port, is_mounted, new_mountpoi
 
 from slfs.sim import World
 
+VIEWER_VERSIONS = (1, 2)
+
+
+def selected_viewers() -> list[int]:
+    """The simulated viewer versions the e2e tests run against: `$SLFS_TEST_VIEWERS` (default all)."""
+    raw = os.environ.get("SLFS_TEST_VIEWERS", "").strip()
+    if not raw:
+        return list(VIEWER_VERSIONS)
+    try:
+        chosen = sorted({int(v) for v in raw.replace(" ", ",").split(",") if v})
+    except ValueError:
+        chosen = []
+    if not chosen or any(v not in VIEWER_VERSIONS for v in chosen):
+        raise pytest.UsageError(f"SLFS_TEST_VIEWERS={raw!r}: expected a comma-separated subset of {VIEWER_VERSIONS}")
+    return chosen
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "viewer(*versions, reason): the test depends on a difference between simulated viewer versions and "
+        "runs only against these",
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """`viewer_version` (used by mount_factory): one test per selected version, narrowed by `viewer(...)`."""
+    if "viewer_version" not in metafunc.fixturenames:
+        return
+    versions = selected_viewers()
+    marker = metafunc.definition.get_closest_marker("viewer")
+    if marker is not None:
+        if not marker.args or any(v not in VIEWER_VERSIONS for v in marker.args) or not marker.kwargs.get("reason"):
+            raise pytest.UsageError(f"{metafunc.definition.nodeid}: use @pytest.mark.viewer(N, ..., reason='...')")
+        versions = [v for v in versions if v in marker.args]
+    if versions:
+        params = [pytest.param(v, id=f"v{v}") for v in versions]
+    else:
+        assert marker is not None
+        wanted = ",".join(str(v) for v in marker.args)
+        reason = f"viewer {wanted} only ({marker.kwargs['reason']}); SLFS_TEST_VIEWERS excludes it"
+        skip = pytest.mark.skip(reason=reason)
+        params = [pytest.param(marker.args[0], id=f"v{marker.args[0]}", marks=skip)]
+    metafunc.parametrize("viewer_version", params, indirect=True)
+
 
 @pytest.fixture
-async def mount_factory(nursery: trio.Nursery, tmp_path: Path) -> AsyncIterator[MountFactory]:
+def viewer_version(request: pytest.FixtureRequest) -> int:
+    """The simulated viewer version of this run of the test (see pytest_generate_tests)."""
+    return int(request.param)
+
+
+@pytest.fixture
+async def mount_factory(nursery: trio.Nursery, tmp_path: Path, viewer_version: int) -> AsyncIterator[MountFactory]:
     """`await mount_factory(world=None, sim=True, sim_kwargs={}, args=(), env={}, wait_state=...,
     allow_traceback=False, start=True)` -> Mount."""
     require_fuse()
@@ -63,7 +121,7 @@ async def mount_factory(nursery: trio.Nursery, tmp_path: Path) -> AsyncIterator[
         full_env.update(env or {})
         logdir = tmp_path / f"logs{len(mounts)}"
         logdir.mkdir()
-        m = Mount(nursery, None, mnt, free_port(), full_env, args, allow_traceback, logdir)
+        m = Mount(nursery, None, mnt, free_port(), full_env, args, allow_traceback, logdir, viewer_version)
         mounts.append(m)
         if sim:
             await m.start_sim(world, **(sim_kwargs or {}))

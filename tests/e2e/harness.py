@@ -100,6 +100,7 @@ class Mount:
         args: Sequence[str],
         allow_traceback: bool,
         logdir: Path,
+        viewer_version: int = 1,
     ) -> None:
         self.nursery = nursery
         self.sim = sim
@@ -112,11 +113,15 @@ class Mount:
         self.logs: list[Path] = []
         self.logdir = logdir
         self._sim_scope: trio.CancelScope | None = None
+        # The version every start_sim uses unless told otherwise; a start_sim with its own version
+        # makes that the default for later restarts, so a restarted viewer stays the same viewer.
+        self.viewer_version = viewer_version
 
     # --- the simulated viewer ----------------------------------------------------------------
 
     async def start_sim(self, world: World | None = None, **kwargs: Any) -> SimViewer:
-        """Start (or replace) the sim on this mount's port."""
+        """Start (or replace) the sim on this mount's port (same viewer version as before unless given)."""
+        kwargs.setdefault("viewer_version", self.viewer_version)
         kwargs.setdefault("latency_ms", 0)
         kwargs.setdefault("publish_delay", 0.01)
         kwargs.setdefault("apply_delay", 0.01)
@@ -136,6 +141,7 @@ class Mount:
         else:
             raise RuntimeError(f"could not listen on port {self.port}")
         self.sim = sim
+        self.viewer_version = sim.viewer_version
         return sim
 
     def stop_sim(self) -> None:
