@@ -46,22 +46,36 @@ def is_mounted(mountpoint: str) -> bool:
         return any(line.split()[1] == real for line in f if len(line.split()) > 1)
 
 
-def prepare_mountpoint(mountpoint: str) -> None:
-    """Refuse an unusable mountpoint with a clear reason; clear a stale one left by a crash."""
+def _probe(mountpoint: str) -> int:
+    """0, or the errno a request to whatever is mounted at `mountpoint` (or the directory) fails with."""
     try:
+        # statvfs always reaches the file system: for a FUSE mount whose daemon died (kill -9) it
+        # fails with ENOTCONN, where a stat may still be answered from the kernel's attribute cache.
+        os.statvfs(mountpoint)
         os.stat(mountpoint)
     except OSError as exc:
-        if exc.errno == errno.ENOTCONN:
-            log.warning("%s: stale mount of a crashed daemon (Transport endpoint is not connected); "
-                        "unmounting it", mountpoint)
-            if not unmount(mountpoint, lazy=True):
-                raise MountError(f"{mountpoint}: a stale mount is in the way and could not be removed; "
-                                 f"try: fusermount3 -u -z {mountpoint}") from None
-            os.stat(mountpoint)
-        elif exc.errno == errno.ENOENT:
-            raise MountError(f"{mountpoint}: no such directory") from None
-        else:
-            raise MountError(f"{mountpoint}: {exc.strerror}") from None
+        return exc.errno or errno.EIO
+    return 0
+
+
+def prepare_mountpoint(mountpoint: str) -> None:
+    """Refuse an unusable mountpoint with a clear reason; clear a stale one left by a crash."""
+    error = _probe(mountpoint)
+    if error == errno.ENOTCONN:
+        log.warning("%s: stale mount of a crashed daemon (Transport endpoint is not connected); "
+                    "unmounting it", mountpoint)
+        if not unmount(mountpoint, lazy=True):
+            raise MountError(f"{mountpoint}: a stale mount is in the way and could not be removed; "
+                             f"try: fusermount3 -u -z {mountpoint}")
+        error = _probe(mountpoint)
+        if error == errno.ENOTCONN:
+            raise MountError(f"{mountpoint}: still a stale mount after unmounting one; "
+                             f"try: fusermount3 -u -z {mountpoint}")
+        log.info("%s: stale mount cleared", mountpoint)
+    if error == errno.ENOENT:
+        raise MountError(f"{mountpoint}: no such directory")
+    if error:
+        raise MountError(f"{mountpoint}: {os.strerror(error)}")
     if not os.path.isdir(mountpoint):
         raise MountError(f"{mountpoint}: not a directory")
     if is_mounted(mountpoint):

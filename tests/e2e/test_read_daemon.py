@@ -105,14 +105,43 @@ async def test_background_mount_reports_failure(mount_factory: MountFactory) -> 
 
 
 async def test_stale_mountpoint_after_kill_9(mounted: Mount) -> None:
+    """`kill -9` of the daemon, then `slfs mount` on the same mount point: the stale mount is
+    cleared (the fixture's teardown unmounts whatever is left)."""
     m = mounted
     await m.run("ls", m.mnt)
+    # The kernel now has the root's attributes cached (attr_timeout): a stat of the dead mount
+    # succeeds from that cache, so only a call that reaches the daemon tells it is gone.
+    await m.run("stat", m.mnt)
     await m.stop_daemon(signal.SIGKILL)
+    assert is_mounted(m.mnt)
+    await m.thread(os.stat, m.mnt)
     res = await m.run("ls", m.mnt, check=False)
     assert res.returncode != 0 and b"Transport endpoint is not connected" in res.stderr
     await m.start_daemon()
     assert "Hello Cube" in await m.out("ls", m.mnt)
-    assert "stale mount" in m.log_text()
+    assert "Hello" in await m.out("cat", m.path("Hello Cube", "Hello.lsl"))
+    log = m.log_text()
+    assert "stale mount of a crashed daemon" in log and "stale mount cleared" in log, log
+    m.assert_clean_log()
+
+
+async def test_mount_over_a_live_mount_is_refused(mounted: Mount) -> None:
+    m = mounted
+    res = await m.run(sys.executable, "-m", "slfs", "mount", "-f", "--port", str(m.port), m.mnt, check=False)
+    assert res.returncode == 1
+    assert b"something is already mounted here" in res.stderr + res.stdout
+    assert "Hello Cube" in await m.out("ls", m.mnt)  # the live mount is untouched
+    if os.geteuid() != 0:
+        return  # mounting a tmpfs needs root
+    # Not slfs: a tmpfs mounted over the directory is refused too.
+    other = m.mnt.parent / "other"
+    other.mkdir()
+    await m.run("mount", "-t", "tmpfs", "none", other)
+    try:
+        res = await m.run(sys.executable, "-m", "slfs", "mount", "-f", "--port", str(m.port), other, check=False)
+        assert res.returncode == 1 and b"something is already mounted here" in res.stderr + res.stdout
+    finally:
+        await m.run("umount", other)
 
 
 def parallel_world() -> object:
