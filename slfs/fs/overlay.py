@@ -1,14 +1,18 @@
 """The local overlay: dot and temp files, `.git/`, `.vscode/`... kept on disk beside the remote
 items of a folder, and passed through as they are.
 
-Overlay nodes are keyed by their path on disk, not by the disk inode: hard links (git's objects)
-get inodes of their own, so unlinking one name never leaves another pointing at a removed path.
+Overlay nodes are keyed by their path on disk. The names of one disk file (hard links: `ln`,
+git's objects) share one inode, as the kernel expects: a link's reply carries the inode of its
+target, and only then do `stat` of every name, and what is written through one name, agree at once.
+Such a node works through the name it was last looked up by, and removing that name moves it to
+another name the file still has, so it never points at a removed path.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import stat
 
 from ..model.errors import FsError
 from ..model.tree import Folder, Local, Node, Tree
@@ -21,6 +25,11 @@ class Overlay:
     def __init__(self, tree: Tree, writer: Writer) -> None:
         self.tree = tree
         self.writer = writer
+        # Hard links: the inode of each non-directory by its disk identity (st_dev, st_ino), and the
+        # paths (and their parents) known for an inode whose file has several names.
+        self._by_disk: dict[tuple[int, int], int] = {}
+        self._disk_of: dict[int, tuple[int, int]] = {}
+        self._names: dict[int, dict[str, Node]] = {}
 
     def dir_of(self, parent: Node) -> str | None:
         """The disk directory holding `parent`'s overlay entries (None where there is none)."""
@@ -36,35 +45,88 @@ class Overlay:
             return None
         path = os.path.join(base, name)
         try:
-            os.lstat(path)
+            st = os.lstat(path)
         except OSError:
             return None
-        return self.node(parent, name, path)
+        return self.node(parent, name, path, st)
 
-    def node(self, parent: Node, name: str, path: str) -> Local:
+    def node(self, parent: Node, name: str, path: str, st: os.stat_result | None = None) -> Local:
         key = KEY_PREFIX + path
-        ino = self.tree.inode_for(key)
+        ino = self._inode(parent, key, path, st)
         node = self.tree.node(ino)
         if not isinstance(node, Local):
             node = Local(inode=ino, uuid=key, name=name, path=path, local_parent=parent)
             self.tree.add_node(node)
-        node.name, node.local_parent = name, parent
+        node.uuid, node.path, node.name, node.local_parent = key, path, name, parent
         return node
+
+    def _inode(self, parent: Node, key: str, path: str, st: os.stat_result | None) -> int:
+        """The path's own inode, or for another name of a file that has one, that file's inode."""
+        if st is None:
+            try:
+                st = os.lstat(path)
+            except OSError:
+                return self.tree.inode_for(key)
+        if stat.S_ISDIR(st.st_mode):
+            return self.tree.inode_for(key)
+        disk = (st.st_dev, st.st_ino)
+        ino = self._by_disk.get(disk)
+        node = self.tree.node(ino) if ino is not None else None
+        if ino is None or not (isinstance(node, Local) and _same_file(node.path, disk)):
+            # The first name seen of this file, or its inode was forgotten (or the disk inode
+            # number reused by another file): the path's own inode.
+            ino = self.tree.inode_for(key)
+            node = self.tree.node(ino)
+        self._by_disk[disk] = ino
+        self._disk_of[ino] = disk
+        if st.st_nlink > 1:
+            self.tree.bind_key(key, ino)
+            names = self._names.setdefault(ino, {})
+            if isinstance(node, Local) and node.local_parent is not None:
+                names.setdefault(node.path, node.local_parent)
+            names[path] = parent
+        return ino
 
     def moved(self, old_path: str, new_path: str) -> None:
         """After a rename on disk, the node (and for a directory everything below) follows."""
         for key, ino in self.tree.rekey_prefix(KEY_PREFIX + old_path, KEY_PREFIX + new_path):
+            path = key[len(KEY_PREFIX):]
+            before = old_path + path[len(new_path):]
+            names = self._names.get(ino)
+            if names is not None and before in names:
+                names[path] = names.pop(before)
             node = self.tree.node(ino)
-            if isinstance(node, Local):
-                node.uuid, node.path = key, key[len(KEY_PREFIX):]
+            # A file with several names keeps working through its other name if that one is current.
+            if isinstance(node, Local) and (names is None or node.path == before):
+                node.uuid, node.path = key, path
 
     def bind(self, path: str, inode: int) -> None:
         """A file becoming overlay content at `path` keeps the kernel inode it had."""
         self.tree.bind_key(KEY_PREFIX + path, inode)
 
     def removed(self, node: Local) -> None:
-        """The disk file is gone: a new file at that path must get a new inode."""
+        """The name `node.path` is gone: a new file at that path must get a new inode. A file that
+        still has other names lives on under one of them."""
         self.tree.unbind_key(node.uuid, node.inode)
+        names = self._names.pop(node.inode, {})
+        names.pop(node.path, None)
+        disk = self._disk_of.get(node.inode)
+        others = {p: parent for p, parent in names.items() if disk is not None and _same_file(p, disk)}
+        if others and self.tree.node(node.inode) is node:
+            path, parent = next(iter(others.items()))
+            node.uuid, node.path, node.name, node.local_parent = KEY_PREFIX + path, path, os.path.basename(path), parent
+            if len(others) > 1:
+                self._names[node.inode] = others
+            return
+        # Its last name, or the inode went to an item (an overlay file renamed onto an item's
+        # name): other names of the file are looked up afresh, as a file of their own.
+        for path, parent in others.items():
+            self.tree.unbind_key(KEY_PREFIX + path, node.inode)
+            if isinstance(parent, Folder):
+                self.tree.invalidate_entry(parent, os.path.basename(path))
+        if disk is not None and self._by_disk.get(disk) == node.inode:
+            del self._by_disk[disk]
+        self._disk_of.pop(node.inode, None)
         node.local_parent = None
 
     def ensure(self, parent: Node) -> str:
@@ -73,3 +135,11 @@ class Overlay:
             raise FsError(errno.EPERM, "")
         os.makedirs(base, mode=0o755, exist_ok=True)
         return base
+
+
+def _same_file(path: str, disk: tuple[int, int]) -> bool:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) == disk

@@ -16,6 +16,7 @@ from e2e.test_write_support import (
     ARM,
     ARM_DIR,
     FROZEN,
+    GRACE,
     LEFT,
     MAIN,
     MAIN_TEXT,
@@ -245,6 +246,50 @@ async def test_mkdir_rules_and_overlay(wm: Mount) -> None:
     await settle(m)
     assert_writes(m, t, [])
     assert "4913" in listing(m, "Box")
+
+
+async def test_hard_links_in_the_overlay(wm: Mount) -> None:
+    """`ln` in the overlay: both names are one file and show the link count a local disk would, at
+    once (each step runs within one shell, inside the 1 s the kernel may cache overlay attributes)."""
+    m = wm
+    box = m.path("Box")
+    a, b = box / ".tool.sh", box / ".tool-hard"
+    t = mark(m)
+    await m.thread(write_file, a, b"#!/bin/sh\necho one\n")
+
+    async def stats(script: str) -> list[list[str]]:
+        out = (await m.sh(script, cwd=box)).stdout.decode()
+        return [line.split() for line in out.splitlines()]
+
+    before, *after = await stats(
+        "stat -c '%i %h' .tool.sh; ln .tool.sh .tool-hard; stat -c '%i %h' .tool.sh .tool-hard"
+    )
+    assert before[1] == "1"
+    assert after == [[before[0], "2"], [before[0], "2"]], (before, after)
+    # What is written through one name shows in the other (size, content), and ls -i agrees.
+    sizes = await stats("stat -c %s .tool.sh; echo two >> .tool-hard; stat -c %s .tool.sh .tool-hard")
+    assert sizes == [["19"], ["23"], ["23"]]
+    assert await m.out("cat", a) == "#!/bin/sh\necho one\ntwo\n"
+    listed = {line.split()[1]: line.split()[0] for line in (await m.out("ls", "-ai", box)).splitlines()}
+    assert listed[".tool.sh"] == listed[".tool-hard"] == before[0]
+    # Removing one name: back to 1 for the other, which keeps working (by its own name).
+    left = await stats("stat -c %h .tool.sh; rm .tool-hard; stat -c %h .tool.sh")
+    assert left == [["2"], ["1"]]
+    assert not await m.thread(os.path.lexists, b)
+    await m.sh("echo three >> .tool.sh", cwd=box)
+    assert await m.out("cat", a) == "#!/bin/sh\necho one\ntwo\nthree\n"
+    # A link into an overlay directory, one name renamed, then the first name removed.
+    await m.thread(os.mkdir, box / ".bin")
+    moved = await stats("ln .tool.sh .bin/t; mv .bin/t .bin/tool; rm .tool.sh; stat -c '%h' .bin/tool")
+    assert moved == [["1"]]
+    assert await m.out("cat", box / ".bin" / "tool") == "#!/bin/sh\necho one\ntwo\nthree\n"
+    # Hard links already on disk when the daemon starts are one inode too.
+    await m.run("ln", box / ".bin" / "tool", a)
+    await m.restart_daemon(options=[f"delete_grace={GRACE}"])
+    again = await stats("stat -c '%i %h' .tool.sh .bin/tool")
+    assert again[0] == again[1] and again[0][1] == "2", again
+    await settle(m)
+    assert_writes(m, t, [])
 
 
 # --- failures: viewer down, conflicts, unpublish, retries --------------------------------------
