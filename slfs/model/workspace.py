@@ -259,9 +259,11 @@ class Workspace:
                 raise FsError(errno.EIO, f"{what}: not connected to the viewer ({exc.message})") from None
             except RpcError as exc:
                 if attempt == retries or not transient(exc):
+                    err = from_rpc(exc, what)
                     if region_down(exc) and about is not None:
                         self.regions_down[about.uuid] = about.name or about.uuid
-                    raise from_rpc(exc, what) from None
+                        self.note_error(err.message)
+                    raise err from None
                 delay = 0.1 * (2**attempt) * random.uniform(0.5, 1.5)
                 log.info("%s: %s; retrying in %.2f s", what, exc.message, delay)
                 await trio.sleep(delay)
