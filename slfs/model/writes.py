@@ -404,8 +404,9 @@ class Writer:
         """A file renamed onto an item's name: its content is saved into that item (same item_id),
         and the item takes over the renamed file's inode."""
         shown = self.tree.path_of(item)
-        if not item.writable:
-            raise FsError(errno.EACCES, f"{shown}: no modify permission")
+        why = item.save_refusal()
+        if why is not None:
+            raise FsError(errno.EACCES, f"{shown}: {why}")
         before = (item.local, item.dirty)
         item.local = bytearray(data)
         item.dirty = True

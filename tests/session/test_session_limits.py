@@ -95,3 +95,14 @@ async def test_close_1009_is_logged_with_the_last_message_size(caplog: Any) -> N
     assert any("last message we sent was" in line for line in lines)
     size = int(next(line for line in lines if "last message" in line).rsplit("was ", 1)[1].split(" ")[0])
     assert 5000 < size < 5200
+
+
+async def test_websocket_pings_are_answered() -> None:
+    """Newer viewers ping a quiet connection (150 s) and drop one silent for 300 s."""
+    fake = FakeViewer(v2=True)
+    with trio.fail_after(10):
+        async with running(fake) as (session, _rec, _):
+            await session.wait_connected(5)
+            with trio.fail_after(2):
+                await fake.conn.ws.ping(b"are you there")  # returns when the pong arrives
+            assert session.state == "connected"
