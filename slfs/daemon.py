@@ -111,7 +111,7 @@ class Daemon:
         self.ws.on_ready.append(self.syntax.refresh)
         self.ws.on_syntax.append(self.syntax.refresh)
         control = self.ops.control
-        control.events, control.syntax, control.writer = self.events, self.syntax, self.ops.writer
+        control.events, control.syntax = self.events, self.syntax
         self.socket_path = str(paths.runtime_dir() / f"{paths.mount_key(mountpoint)}.sock")
         self.control_server = ControlServer(self.ws, control, self.events, self.socket_path)
         self.extensions: list[Callable[[trio.Nursery], Awaitable[None]]] = []
