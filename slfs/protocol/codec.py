@@ -13,7 +13,8 @@ Decoding bends where it may and holds where it must:
   guess, a count in fact): such a change must never make an item, a prim or a call fail.
 - A list of payload objects (an inventory, linked prims) is structural: an element whose required
   fields are malformed fails the payload, because dropping it would read as a deletion.
-- Unknown fields are kept in `extra` so nothing the viewer sends is lost.
+- Unknown fields are kept in `extra` so nothing the viewer sends is lost, and reported to
+  `on_ignored` too.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ T = TypeVar("T")
 # Called with (field path without list indices, what was wrong) for each optional field ignored.
 OnIgnored = Callable[[str, str], None]
 
+UNKNOWN_FIELD = "unknown field"  # the `problem` on_ignored gets for a field no payload class declares
 _INDEX = re.compile(r"\[\d+\]")
 
 
@@ -157,6 +159,9 @@ def from_json(cls: type[T], data: Any, path: str = "", *, on_ignored: OnIgnored 
             if on_ignored is not None:
                 on_ignored(field_key(exc.field or where), exc.reason)
     extra = {k: v for k, v in data.items() if k not in known}
+    if on_ignored is not None:
+        for key in extra:
+            on_ignored(field_key(f"{path}.{key}" if path else key), UNKNOWN_FIELD)
     extra.update(ignored)
     if extra and any(f.name == "extra" for f in _fields(cls)):
         kwargs["extra"] = extra

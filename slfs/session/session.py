@@ -416,8 +416,13 @@ class ViewerSession:
 
         def ignored(field: str, problem: str) -> None:
             key = (what, field)
-            if key not in self._ignored_fields:
-                self._ignored_fields.add(key)
+            if key in self._ignored_fields:
+                return
+            self._ignored_fields.add(key)
+            if problem == codec.UNKNOWN_FIELD:
+                log.info("viewer sent %s with field %s, which slfs does not know; kept, not used "
+                         "(logged once)", what, field)
+            else:
                 log.warning("viewer sent %s with field %s of an unexpected type (%s); ignoring it "
                             "(logged once)", what, field, problem)
 

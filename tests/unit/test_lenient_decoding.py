@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from slfs.protocol import ProtocolError, from_json
 from slfs.protocol import types as t
-from slfs.protocol.codec import field_key
+from slfs.protocol.codec import UNKNOWN_FIELD, field_key
 
 PAYLOAD_TYPES = sorted((c for c in vars(t).values() if isinstance(c, type) and attrs.has(c)),
                        key=lambda c: c.__name__)
@@ -183,6 +183,16 @@ def test_one_bad_item_field_is_reported_once_per_key() -> None:
                     on_ignored=lambda f, why: ignored.append(f))
     assert len(msg.object.inventory) == 50 and all(i.vm is None for i in msg.object.inventory)
     assert set(ignored) == {"object.inventory[].vm"}
+
+
+def test_unknown_fields_are_kept_and_reported_once_per_key() -> None:
+    seen: list[tuple[str, str]] = []
+    msg = from_json(t.ObjectPublish, {"object": {"object_id": "o", "future": 1, "inventory": [
+        {"item_id": "a", "name": "n", "type": "notecard", "asset_hint": "x"},
+        {"item_id": "b", "name": "m", "type": "notecard", "asset_hint": "y"}]}},
+        on_ignored=lambda f, why: seen.append((f, why)))
+    assert msg.object.extra == {"future": 1} and msg.object.inventory[1].extra == {"asset_hint": "y"}
+    assert set(seen) == {("object.future", UNKNOWN_FIELD), ("object.inventory[].asset_hint", UNKNOWN_FIELD)}
 
 
 def test_an_inventory_element_without_its_id_fails_the_payload() -> None:
