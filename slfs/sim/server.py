@@ -62,6 +62,7 @@ V2_MAX_UNAUTHENTICATED = 4
 V2_MAX_CONNECTIONS = 32
 V2_UNSENT_LIMIT = 32 * 1024 * 1024
 CLOSE_TIMEOUT = 5.0
+SEND_WAIT = 0.1  # how long a send waits for its frame to be written (see _Conn.send)
 # Exact texts of the newer protocol document (AlchemyViewer/Alchemy doc/external-editor-json-rpc.md).
 REGION_DOWN = "The object's region is not connected"
 EMBEDDED_ITEMS_REFUSED = (
@@ -121,7 +122,10 @@ class _Conn:
         self._writing = False
 
     async def send(self, text: str) -> None:
-        """Queue a frame (frames go out in the order they were queued)."""
+        """Queue a frame (frames go out in the order they were queued) and wait until it has been
+        written, but no longer than SEND_WAIT: to a client that reads, a frame has gone out when
+        this returns (what callers and tests count on); to one that stops reading, frames pile up
+        in the queue until the unsent limit drops the connection."""
         if self.closed:
             return
         size = len(text.encode("utf-8"))
@@ -131,7 +135,10 @@ class _Conn:
             await self.abort()
             return
         self.unsent += size
-        self._out_send.send_nowait((text, size))
+        written = trio.Event()
+        self._out_send.send_nowait((text, size, written))
+        with trio.move_on_after(SEND_WAIT):
+            await written.wait()
 
     async def writer(self) -> None:
         """Write queued frames until the connection closes."""
@@ -141,7 +148,7 @@ class _Conn:
                 if isinstance(entry, trio.Event):  # a flush marker of close()
                     entry.set()
                     continue
-                text, size = entry
+                text, size, written = entry
                 try:
                     await self.ws.send_message(text)
                 except (ConnectionClosed, trio.BrokenResourceError, trio.ClosedResourceError):
@@ -149,15 +156,15 @@ class _Conn:
                     return
                 finally:
                     self.unsent -= size
+                    written.set()
         finally:
             self._writing = False
-            while True:  # wake any close() waiting for a flush that will not happen
+            while True:  # wake whoever waits for a frame or a flush that will not go out
                 try:
                     entry = self._out_recv.receive_nowait()
                 except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
                     break
-                if isinstance(entry, trio.Event):
-                    entry.set()
+                (entry if isinstance(entry, trio.Event) else entry[2]).set()
 
     async def close(self, code: int = 1000, reason: str | None = None) -> None:
         """Send what is queued, then close; a close not done within CLOSE_TIMEOUT drops the socket."""
