@@ -322,6 +322,9 @@ class Operations(pyfuse3.Operations):
             node = self.tree.node(inode) or self.control.nodes.get(inode)
             if node is None:
                 continue
+            if isinstance(node, (Item, Folder)) and node.inode != ROOT_INODE and (
+                    node.parent is None or node.parent.entries.get(name) is not node):
+                continue  # gone or renamed since opendir: its entry would bring the old name back
             try:
                 attr = self.attributes.entry(node)
             except OSError:
