@@ -168,6 +168,14 @@ class Operations(pyfuse3.Operations):
             up = parent.parent if isinstance(parent, Node) else self._node(parent.parent_inode)
             return self._counted(up or self.tree.root)
         node = self._lookup(parent, sname)
+        if isinstance(node, Item) and node.size is None:
+            # The kernel keeps st_size from this reply, and an O_APPEND write appends at it: make
+            # it exact. A fetch that fails leaves the listing's attributes (never cached).
+            try:
+                await self.ws.read_content(node)
+            except FsError:
+                pass
+            node = self._lookup(parent, sname)  # it may have moved meanwhile
         if node is None:
             raise FsError(errno.ENOENT, "")
         return self._counted(node)
