@@ -58,6 +58,7 @@ from slfs.protocol.types import (
 )
 
 from . import challenge as _challenge
+from . import peer
 from .commands import command_list, validate_command
 from .errors import CallTimeout, MessageTooLarge, NotConnected
 from .ids import IdAllocator
@@ -453,6 +454,13 @@ class ViewerSession:
 
     async def _connect_once(self) -> bool:
         """Run one connection to its end; True if the viewer accepted us (session.ok)."""
+        refusal = await peer.check_listener(self.host, self.port)
+        if refusal is not None:  # an impostor holds the viewer's port: never connect to it
+            if refusal != self.last_error:
+                log.warning("%s", refusal)
+            self.last_error = refusal
+            self._set_state(CONNECTING, f"{refusal}; retrying")
+            return False
         conn: _Connection | None = None
         try:
             async with open_websocket(
