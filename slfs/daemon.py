@@ -151,6 +151,7 @@ class Daemon:
             # releases those references. (Exactness is checked while mounted, after drop_caches.)
             log.info("unmounted %s; kernel references at unmount: %d (released by the unmount)",
                      self.mountpoint, self.ops.lookup_total())
+            self.events.close()  # the event log's pending lines, written by its own thread
 
     async def _watch_signals(self) -> None:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
