@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .control.client import ControlClient, ControlError, NoMount, connect, find_mount, mount_path, read_registry
+from .stats import render as render_stats
 
 RECOMPILE_TARGETS = ("luau", "lsl2", "mono", "auto")  # as slfs.protocol.types.RECOMPILE_TARGETS
 
@@ -52,6 +53,10 @@ def _common(p: argparse.ArgumentParser) -> None:
 def add_verb_parsers(sub: Any) -> None:
     """Add the control verbs to the `slfs` subparsers."""
     p = sub.add_parser("status", help="connection state, counts and last error of a mount")
+    _common(p)
+    p.add_argument("mountpoint", nargs="?", metavar="MOUNT")
+
+    p = sub.add_parser("stats", help="request counts and latencies of a mount (FUSE handlers, viewer calls)")
     _common(p)
     p.add_argument("mountpoint", nargs="?", metavar="MOUNT")
 
@@ -104,7 +109,7 @@ def add_verb_parsers(sub: Any) -> None:
     p.add_argument("uri", metavar="URI")
 
 
-VERBS = ("status", "diag", "run", "stop", "reset", "events", "open", "close", *VIEWER_VERBS,
+VERBS = ("status", "stats", "diag", "run", "stop", "reset", "events", "open", "close", *VIEWER_VERBS,
          "recompile", "exec", "commands", "open-uri")
 
 
@@ -159,6 +164,17 @@ def cmd_status(args: argparse.Namespace) -> int:
     else:
         for key, value in data.items():
             print(f"{key}: {' '.join(str(value).split())}")
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    entry = find_mount(args.mount or args.mountpoint)
+    with connect(entry) as c:
+        data = c.request("stats")
+    if args.json:
+        _emit_json(data)
+    else:
+        sys.stdout.write(render_stats(data))
     return 0
 
 
@@ -465,6 +481,7 @@ def cmd_open_uri(args: argparse.Namespace) -> int:
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "status": cmd_status,
+    "stats": cmd_stats,
     "diag": cmd_diag,
     "run": cmd_run_stop,
     "stop": cmd_run_stop,

@@ -13,7 +13,7 @@ Protocol (version 1), modelled on a robust NDJSON RPC host:
   {"type":"subscription_ended","reason":...} and may subscribe again from its last seq.
 - On shutdown the daemon sends {"type":"shutdown"} and closes.
 
-Commands: status, diag {path}, run/stop/reset {path}, events {since, seconds}, subscribe,
+Commands: status, stats, diag {path}, run/stop/reset {path}, events {since, seconds}, subscribe,
 open {object_id}, close {path}, viewer_command {command, params, path}, commands,
 find {uuid}, resolve {path}.
 """
@@ -36,6 +36,7 @@ from ..model.events import EventLog
 from ..model.tree import ROOT_INODE, Folder, Item, Node
 from ..model.workspace import Workspace
 from ..protocol.types import VIEWER_COMMANDS
+from ..stats import STATS
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,7 @@ class ControlServer:
         self.socket_path = socket_path
         self.commands: dict[str, Handler] = {
             "status": self._status,
+            "stats": self._stats,
             "diag": self._diag,
             "run": lambda p: self._set_state(p, "run"),
             "stop": lambda p: self._set_state(p, "stop"),
@@ -261,6 +263,9 @@ class ControlServer:
 
     async def _status(self, p: dict[str, Any]) -> Any:
         return {"mount": self.ws.mountpoint, **self.ws.status()}
+
+    async def _stats(self, p: dict[str, Any]) -> Any:
+        return {"mount": self.ws.mountpoint, **STATS.snapshot()}
 
     async def _diag(self, p: dict[str, Any]) -> Any:
         node = self.resolve(p.get("path") or self.ws.mountpoint)

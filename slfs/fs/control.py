@@ -1,7 +1,7 @@
 """The hidden `.slfs/` control directory of every folder, and what lives in it.
 
 `.slfs` is never listed (so ls -a, find, grep -r, cp -r and git never see it) but resolves by
-explicit path. At the mount root it holds `status`, `by-id/`, `diagnostics`, `events` and
+explicit path. At the mount root it holds `status`, `stats`, `by-id/`, `diagnostics`, `events` and
 `syntax/`; in every folder it holds sidecars per item file (`F.diag`; scripts also `F.state` and
 `F.log`).
 """
@@ -20,6 +20,7 @@ from ..model.events import EventLog
 from ..model.syntax import SyntaxFiles
 from ..model.tree import ROOT_INODE, Folder, Item, Node, Tree
 from ..model.workspace import Workspace
+from ..stats import STATS, render
 
 STATE_WORDS = ("run", "stop", "reset")
 
@@ -44,11 +45,11 @@ class Virtual:
 
 
 class Control:
-    def __init__(self, ws: Workspace, events: EventLog | None = None, syntax: SyntaxFiles | None = None) -> None:
+    def __init__(self, ws: Workspace, events: EventLog, syntax: SyntaxFiles) -> None:
         self.ws = ws
         self.tree: Tree = ws.tree
-        self.events = events or EventLog(None)
-        self.syntax = syntax or SyntaxFiles(ws)
+        self.events = events
+        self.syntax = syntax
         self.nodes: dict[int, Virtual] = {}
         self.sidecars: dict[str, Callable[[Virtual, str, Item], Virtual | None]] = {
             "diag": self._diag_node,
@@ -57,6 +58,7 @@ class Control:
         }
         self.root_files: dict[str, Callable[[int], Virtual]] = {
             "status": lambda parent: self._file(parent, "status", self._render_status),
+            "stats": lambda parent: self._file(parent, "stats", self._render_stats),
             "by-id": lambda parent: self._dir(parent, "by-id", "byid"),
             "diagnostics": lambda parent: self._file(parent, "diagnostics", self.render_all_diagnostics,
                                                      direct_io=True),
@@ -228,3 +230,7 @@ class Control:
             text = " ".join(str(value).split())  # one line per key, always
             lines.append(f"{key}: {text}")
         return ("\n".join(lines) + "\n").encode("utf-8", "replace")  # names are network data
+
+    @staticmethod
+    def _render_stats() -> bytes:
+        return render(STATS.snapshot()).encode()

@@ -14,8 +14,8 @@ import itertools
 import logging
 import os
 import stat
-import time
 from collections.abc import Awaitable, Callable, Sequence
+from time import perf_counter_ns
 from typing import Any, TypeVar, cast
 
 import attrs
@@ -24,13 +24,14 @@ import trio
 
 from ..model import names
 from ..model.errors import FsError
-from ..model.naming_rules import is_local_name, parse_remote_name
+from ..model.naming_rules import is_local_name
+from ..model.overlay import Overlay
 from ..model.tree import ROOT_INODE, EntryChanged, Folder, InodeChanged, Item, Local, Node, Scratch
 from ..model.workspace import Workspace
 from ..model.writes import Writer
+from ..stats import STATS
 from .attributes import XATTR_PREFIX, Attributes
 from .control import FILE, LINK, Control, Virtual
-from .overlay import Overlay
 
 log = logging.getLogger(__name__)
 
@@ -42,10 +43,18 @@ FAULT_ENV = "SLFS_INJECT_FAULT"
 
 
 def _guarded(fn: F) -> F:
+    # Request accounting (`.slfs/stats`): every call is counted and timed, an errno answer counted
+    # as an error. The histogram is taken once here; a call adds to it and allocates nothing.
+    hist = STATS.handler(fn.__name__)
+
     @functools.wraps(fn)
     async def wrapper(self: Operations, *args: Any) -> Any:
+        start = perf_counter_ns()
+        failed = True
         try:
-            return await fn(self, *args)
+            result = await fn(self, *args)
+            failed = False
+            return result
         except pyfuse3.FUSEError:
             raise
         except FsError as exc:
@@ -60,6 +69,8 @@ def _guarded(fn: F) -> F:
         except Exception:
             log.exception("unexpected error in %s%r; answering EIO", fn.__name__, args[:2])
             raise pyfuse3.FUSEError(errno.EIO) from None
+        finally:
+            hist.record(perf_counter_ns() - start, failed)
 
     return cast(F, wrapper)
 
@@ -84,29 +95,33 @@ class Operations(pyfuse3.Operations):
     enable_writeback_cache = False
     enable_acl = False
 
-    def __init__(self, ws: Workspace) -> None:
+    def __init__(self, ws: Workspace, writer: Writer, overlay: Overlay, control: Control) -> None:
         super().__init__()
         self.ws = ws
         self.tree = ws.tree
-        self.control = Control(ws)
-        self.writer = Writer(ws)
-        self.overlay = Overlay(ws.tree, self.writer)
+        self.writer = writer
+        self.overlay = overlay
+        self.control = control
         self._handles: dict[int, Handle] = {}
         self._dir_handles: dict[int, list[tuple[str, int]]] = {}
         self._fh = itertools.count(1)
         self._fault = os.environ.get(FAULT_ENV, "")
         self.attributes = Attributes(ws.tree, ws.options)
-        ws.extra_status = lambda: {  # type: ignore[method-assign]
-            "pending_saves": self.writer.pending_saves,
-            "last_recovery": self.writer.last_recovery or "none",
-            "kernel_refs": self.lookup_total(),
-        }
+
+    # --- Service: what `.slfs/status` shows of the kernel side
+
+    def on_event(self, event: dict[str, Any]) -> None:
+        pass
+
+    def status(self) -> dict[str, Any]:
+        return {"kernel_refs": self.lookup_total()}
 
     # --- kernel cache invalidation ------------------------------------------------------------
 
     async def invalidator(self) -> None:
         """Apply the tree's invalidations, outside any request handler."""
         async for inv in self.ws.invalidations:
+            STATS.invalidated("entry" if isinstance(inv, EntryChanged) else "inode")
             try:
                 if isinstance(inv, EntryChanged):
                     pyfuse3.invalidate_entry_async(inv.parent, os.fsencode(names.encodable(inv.name)),

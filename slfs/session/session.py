@@ -56,6 +56,7 @@ from slfs.protocol.types import (
     SessionOk,
     SyntaxChange,
 )
+from slfs.stats import STATS
 
 from . import challenge as _challenge
 from . import peer
@@ -181,6 +182,7 @@ class _Connection:
         rid = self.session._ids.allocate(self.pending)
         waiter = _Pending(method, on_response=on_response)
         self.pending[rid] = waiter
+        start = time.perf_counter_ns()
         try:
             with trio.move_on_after(timeout) as scope:
                 try:
@@ -195,6 +197,9 @@ class _Connection:
         finally:
             if self.pending.get(rid) is waiter:
                 del self.pending[rid]
+            # `slfs stats`: send to answer handled (on_response included), by method.
+            STATS.rpc_done(method, time.perf_counter_ns() - start,
+                           waiter.error is not None or not waiter.event.is_set())
         if waiter.error is not None:
             raise waiter.error
         return waiter.result

@@ -1,0 +1,144 @@
+"""Request accounting: counts and latency percentiles of every FUSE handler and every viewer RPC
+since the daemon started (`.slfs/stats`, `slfs stats`).
+
+One daemon serves one mount, so the module-level `STATS` is the mount's. It sits below every layer
+(it imports nothing of slfs): the session records its calls here, the fs layer its handlers and the
+kernel invalidations it sends, and the control file and socket read it.
+
+A record costs no allocation beyond the integers themselves: latencies go into a fixed array of
+log-linear buckets (HDR-style: 8 buckets per power of two of nanoseconds, so a percentile read from
+it is at most 12.5 % above the true value), plus an exact count, error count, sum and maximum.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+SUB_BITS = 3
+SUB = 1 << SUB_BITS  # buckets per power of two
+LINEAR = 2 * SUB  # values below this have a bucket each
+NBUCKETS = 64 * SUB  # enough for any latency below 2**63 ns
+PERCENTILES = ((50, "p50_us"), (90, "p90_us"), (99, "p99_us"))
+
+
+def bucket_of(ns: int) -> int:
+    if ns < LINEAR:
+        return ns if ns > 0 else 0
+    shift = ns.bit_length() - SUB_BITS - 1
+    return (shift << SUB_BITS) + (ns >> shift)
+
+
+def bucket_high(index: int) -> int:
+    """The largest value that falls into bucket `index`."""
+    if index < LINEAR:
+        return index
+    shift = (index >> SUB_BITS) - 1
+    mantissa = (index & (SUB - 1)) + SUB
+    return ((mantissa + 1) << shift) - 1
+
+
+class Histogram:
+    """Count, errors, sum, max and a bucketed latency distribution of one operation."""
+
+    __slots__ = ("buckets", "count", "errors", "max_ns", "total_ns")
+
+    def __init__(self) -> None:
+        self.clear()
+
+    def clear(self) -> None:
+        self.count = 0
+        self.errors = 0
+        self.total_ns = 0
+        self.max_ns = 0
+        self.buckets = [0] * NBUCKETS
+
+    def record(self, ns: int, failed: bool = False) -> None:
+        self.count += 1
+        if failed:
+            self.errors += 1
+        self.total_ns += ns
+        if ns > self.max_ns:
+            self.max_ns = ns
+        self.buckets[bucket_of(ns)] += 1
+
+    def percentile_ns(self, q: float) -> int:
+        """The value at or below which `q` percent of the records lie (bucket resolution, capped by
+        the exact maximum); 0 when nothing was recorded."""
+        if not self.count:
+            return 0
+        rank = max(1, -(-self.count * q // 100))  # ceil(count * q / 100)
+        seen = 0
+        for index, n in enumerate(self.buckets):
+            seen += n
+            if seen >= rank:
+                return min(bucket_high(index), self.max_ns)
+        return self.max_ns
+
+    def snapshot(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"count": self.count, "errors": self.errors}
+        for q, key in PERCENTILES:
+            out[key] = round(self.percentile_ns(q) / 1000, 1)
+        out["max_us"] = round(self.max_ns / 1000, 1)
+        out["mean_us"] = round(self.total_ns / self.count / 1000, 1) if self.count else 0.0
+        return out
+
+
+class Stats:
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.fuse: dict[str, Histogram] = {}
+        self.rpc: dict[str, Histogram] = {}
+        # Kernel cache invalidations sent by the fs layer's invalidator, by kind.
+        self.invalidations: dict[str, int] = {"entry": 0, "inode": 0}
+
+    def handler(self, name: str) -> Histogram:
+        """The histogram of a FUSE handler (taken once, when the handler is defined)."""
+        return self.fuse.setdefault(name, Histogram())
+
+    def rpc_done(self, method: str, ns: int, failed: bool) -> None:
+        hist = self.rpc.get(method)
+        if hist is None:
+            hist = self.rpc[method] = Histogram()
+        hist.record(ns, failed)
+
+    def invalidated(self, kind: str) -> None:
+        self.invalidations[kind] = self.invalidations.get(kind, 0) + 1
+
+    def reset(self) -> None:
+        """Start counting afresh (tests; the histograms the handlers hold stay theirs)."""
+        self.started = time.monotonic()
+        for hist in [*self.fuse.values(), *self.rpc.values()]:
+            hist.clear()
+        self.rpc.clear()
+        self.invalidations = dict.fromkeys(self.invalidations, 0)
+
+    def snapshot(self) -> dict[str, Any]:
+        """Everything, as JSON-ready data: what `slfs stats --json` prints."""
+        return {
+            "uptime_s": round(time.monotonic() - self.started, 1),
+            "fuse": {name: h.snapshot() for name, h in sorted(self.fuse.items())},
+            "rpc": {name: h.snapshot() for name, h in sorted(self.rpc.items())},
+            "invalidations": dict(self.invalidations),
+        }
+
+
+STATS = Stats()
+
+_COLUMNS = ("count", "errors", "p50_us", "p90_us", "p99_us", "max_us")
+
+
+def render(snap: dict[str, Any]) -> str:
+    """The text of `.slfs/stats` and of `slfs stats`: one line per operation, fixed-width columns,
+    so the file's size does not change between a stat and a read unless an operation is added."""
+    lines = [f"# since start: {snap.get('uptime_s', 0):12.1f} s; latencies in microseconds",
+             f"{'kind':<6}{'operation':<26}{'count':>12}{'errors':>10}{'p50':>11}{'p90':>11}{'p99':>11}"
+             f"{'max':>12}"]
+    for kind in ("fuse", "rpc"):
+        for name, row in (snap.get(kind) or {}).items():
+            values = [row.get(c, 0) for c in _COLUMNS]
+            lines.append(f"{kind:<6}{name:<26}{values[0]:>12}{values[1]:>10}{values[2]:>11.1f}{values[3]:>11.1f}"
+                         f"{values[4]:>11.1f}{values[5]:>12.1f}")
+    for kind, n in (snap.get("invalidations") or {}).items():
+        lines.append(f"{'inval':<6}{kind:<26}{n:>12}")
+    return "\n".join(lines) + "\n"

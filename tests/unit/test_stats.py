@@ -1,0 +1,91 @@
+"""Request accounting (slfs/stats.py): buckets, percentiles, snapshots and the rendered table."""
+
+from __future__ import annotations
+
+import random
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from slfs.stats import NBUCKETS, Histogram, Stats, bucket_high, bucket_of, render
+
+
+@given(st.integers(min_value=0, max_value=2**62))
+def test_every_value_falls_into_a_bucket_whose_bounds_hold_it(ns: int) -> None:
+    index = bucket_of(ns)
+    assert 0 <= index < NBUCKETS
+    assert ns <= bucket_high(index)
+    low = bucket_high(index - 1) + 1 if index else 0
+    assert low <= ns
+    # a bucket is at most 1/8 of its lower bound wide: percentiles are within 12.5 %
+    assert bucket_high(index) - low <= max(0, low // 8)
+
+
+def test_buckets_are_contiguous_and_ordered() -> None:
+    for index in range(1, 400):
+        assert bucket_high(index) > bucket_high(index - 1)
+        assert bucket_of(bucket_high(index - 1) + 1) == index
+
+
+def test_percentiles_within_bucket_resolution() -> None:
+    rng = random.Random(7)
+    values = [int(rng.lognormvariate(10, 1.5)) for _ in range(10_000)]
+    h = Histogram()
+    for v in values:
+        h.record(v)
+    ordered = sorted(values)
+    for q in (50, 90, 99):
+        exact = ordered[-(-len(ordered) * q // 100) - 1]
+        got = h.percentile_ns(q)
+        assert exact <= got <= exact * 1.125 + 1, (q, exact, got)
+    assert h.percentile_ns(100) == h.max_ns == max(values)
+    assert h.count == len(values) and h.total_ns == sum(values)
+
+
+def test_empty_and_single() -> None:
+    h = Histogram()
+    assert h.percentile_ns(50) == 0
+    assert h.snapshot() == {"count": 0, "errors": 0, "p50_us": 0.0, "p90_us": 0.0, "p99_us": 0.0,
+                            "max_us": 0.0, "mean_us": 0.0}
+    h.record(12_345, failed=True)
+    snap = h.snapshot()
+    assert snap["count"] == 1 and snap["errors"] == 1
+    assert snap["p50_us"] == snap["p99_us"] == snap["max_us"] == 12.3  # capped by the exact maximum
+
+
+def test_stats_snapshot_and_reset() -> None:
+    s = Stats()
+    lookup = s.handler("lookup")
+    assert s.handler("lookup") is lookup
+    lookup.record(1000)
+    s.rpc_done("object.content.get", 2_000_000, False)
+    s.rpc_done("object.content.get", 3_000_000, True)
+    s.invalidated("entry")
+    s.invalidated("inode")
+    s.invalidated("inode")
+    snap = s.snapshot()
+    assert snap["fuse"]["lookup"]["count"] == 1
+    assert snap["rpc"]["object.content.get"]["count"] == 2
+    assert snap["rpc"]["object.content.get"]["errors"] == 1
+    assert snap["invalidations"] == {"entry": 1, "inode": 2}
+    s.reset()
+    assert s.handler("lookup") is lookup and lookup.count == 0
+    assert s.snapshot()["rpc"] == {} and s.snapshot()["invalidations"] == {"entry": 0, "inode": 0}
+
+
+def test_render_is_fixed_width() -> None:
+    s = Stats()
+    for name in ("lookup", "open", "flush"):
+        s.handler(name)
+    before = render(s.snapshot())
+    for _ in range(999):
+        s.handler("open").record(5_000)
+    s.handler("flush").record(999_999)
+    after = render(s.snapshot())
+    # the size a stat reports stays that of the next read as counts grow
+    assert len(before) == len(after)
+    lines = after.splitlines()
+    assert lines[0].startswith("# since start:")
+    row = next(line for line in lines if line.split()[:2] == ["fuse", "open"])
+    assert row.split()[2:] == ["999", "0", "5.0", "5.0", "5.0", "5.0"]
+    assert any(line.split() == ["inval", "entry", "0"] for line in lines)
