@@ -45,11 +45,11 @@ class Virtual:
 
 
 class Control:
-    def __init__(self, ws: Workspace, events: EventLog, syntax: SyntaxFiles) -> None:
+    def __init__(self, ws: Workspace, events: EventLog | None = None, syntax: SyntaxFiles | None = None) -> None:
         self.ws = ws
         self.tree: Tree = ws.tree
-        self.events = events
-        self.syntax = syntax
+        self.events = events or EventLog(None)
+        self.syntax = syntax or SyntaxFiles(ws)
         self.nodes: dict[int, Virtual] = {}
         self.sidecars: dict[str, Callable[[Virtual, str, Item], Virtual | None]] = {
             "diag": self._diag_node,

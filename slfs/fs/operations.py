@@ -14,6 +14,7 @@ import itertools
 import logging
 import os
 import stat
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from time import perf_counter_ns
 from typing import Any, TypeVar, cast
@@ -24,14 +25,14 @@ import trio
 
 from ..model import names
 from ..model.errors import FsError
-from ..model.naming_rules import is_local_name
-from ..model.overlay import Overlay
+from ..model.naming_rules import is_local_name, parse_remote_name
 from ..model.tree import ROOT_INODE, EntryChanged, Folder, InodeChanged, Item, Local, Node, Scratch
 from ..model.workspace import Workspace
 from ..model.writes import Writer
 from ..stats import STATS
 from .attributes import XATTR_PREFIX, Attributes
 from .control import FILE, LINK, Control, Virtual
+from .overlay import Overlay
 
 log = logging.getLogger(__name__)
 
@@ -95,26 +96,23 @@ class Operations(pyfuse3.Operations):
     enable_writeback_cache = False
     enable_acl = False
 
-    def __init__(self, ws: Workspace, writer: Writer, overlay: Overlay, control: Control) -> None:
+    def __init__(self, ws: Workspace) -> None:
         super().__init__()
         self.ws = ws
         self.tree = ws.tree
-        self.writer = writer
-        self.overlay = overlay
-        self.control = control
+        self.control = Control(ws)
+        self.writer = Writer(ws)
+        self.overlay = Overlay(ws.tree, self.writer)
         self._handles: dict[int, Handle] = {}
         self._dir_handles: dict[int, list[tuple[str, int]]] = {}
         self._fh = itertools.count(1)
         self._fault = os.environ.get(FAULT_ENV, "")
         self.attributes = Attributes(ws.tree, ws.options)
-
-    # --- Service: what `.slfs/status` shows of the kernel side
-
-    def on_event(self, event: dict[str, Any]) -> None:
-        pass
-
-    def status(self) -> dict[str, Any]:
-        return {"kernel_refs": self.lookup_total()}
+        ws.extra_status = lambda: {  # type: ignore[method-assign]
+            "pending_saves": self.writer.pending_saves,
+            "last_recovery": self.writer.last_recovery or "none",
+            "kernel_refs": self.lookup_total(),
+        }
 
     # --- kernel cache invalidation ------------------------------------------------------------
 
