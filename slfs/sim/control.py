@@ -2,14 +2,15 @@
 
 `WorldControl` is a mixin of `SimViewer` (server.py): what tests and demos do to the world from the
 viewer's side (publish, in-world edits, saves in the viewer's own editor, region outages, ...) and
-the object.publish / object.update / runtime notifications that follow. The server's part (the
-transport, the handshake and the methods a client calls) stays in server.py.
+the object.publish / object.update / runtime notifications that follow. The transport and the
+handshake are in transport.py, the methods a client calls in methods.py.
 """
 
 from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import trio
@@ -45,13 +46,25 @@ class WorldControl:
     _nursery: trio.Nursery | None
     _last_inventory: dict[tuple[str, str], str]
     _refuse_create: dict[str, list[str]]
+    _world_deferred_scheduled: bool
 
     @property
     def v2(self) -> bool:
         raise NotImplementedError
 
-    async def broadcast(self, method: str, params: dict[str, Any]) -> None:
-        raise NotImplementedError
+    # Transport's (annotations only, so that no stub shadows them whatever the order of the bases)
+    broadcast: Callable[[str, dict[str, Any]], Awaitable[None]]
+    _spawn_deferred: Callable[[Callable[[], Awaitable[None]], str], None]
+
+    def _on_session_ok(self) -> None:
+        """After each session.ok: objects the world file publishes with deferred properties (V2)
+        get them properties_delay after the first client is in (a viewer publishes only while a
+        client is connected)."""
+        if self.v2 and not self._world_deferred_scheduled:
+            self._world_deferred_scheduled = True
+            for obj in self.world.objects.values():
+                if obj.published and obj.deferred_properties:
+                    self._schedule_properties(obj.object_id)
 
     def item(self, item_id: str) -> Item:
         found = self.world.find_item(item_id)
@@ -109,7 +122,7 @@ class WorldControl:
             if object_id in self.world.objects:
                 await self.deliver_properties(object_id)
 
-        self._nursery.start_soon(later)
+        self._spawn_deferred(later, f"properties of {object_id}")
 
     async def deliver_properties(self, object_id: str) -> None:
         """V2: the prims' ObjectProperties arrive. Clears the object's `deferred_properties` and, if

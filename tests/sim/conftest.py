@@ -79,6 +79,13 @@ class RawClient:
         msg = await self._take(lambda m: m.get("method") == method and "id" not in m)
         return msg.get("params") or {}
 
+    async def drain(self, sim: SimViewer) -> None:
+        """Once the sim is idle (all it received handled, all it deferred done), a round trip: the
+        sim sends frames to a connection in order, so by the answer every frame it sent this client
+        before is in `frames` (what `received` looks at)."""
+        await sim.idle()
+        await self.result("system.status")
+
     def received(self, method: str) -> list[dict[str, Any]]:
         return [m.get("params") or {} for m in self.frames if m.get("method") == method and "id" not in m]
 

@@ -87,7 +87,7 @@ async def test_v2_save_of_notecard_with_embedded_items_refused(start_sim, connec
         before = (item.content, item.revision)
         async with connect(sim) as c:
             assert (await c.error("object.content.save", {**note, "content": "new"})) == (-32003, EMBEDDED)
-            await trio.sleep(0.05)
+            await c.drain(sim)
             assert (item.content, item.revision, item.embedded_items) == (*before, 1)  # nothing stored
             assert not c.received("object.update")
 
@@ -164,7 +164,7 @@ async def test_v2_deferred_properties_placeholders_then_updates(start_sim, conne
             again = next(o for o in (await c.result("object.list"))["objects"] if o["object_id"] == house)
             assert again["object_name"] == "House" and again["owner_id"] == sim.world.agent_id
             await sim.deliver_properties(house)  # delivered already: nothing more
-            await trio.sleep(0.05)
+            await c.drain(sim)
             assert len(c.received("object.update")) == 1 + len(obj.children)
 
 
@@ -198,7 +198,7 @@ async def test_v1_ignores_deferred_properties(start_sim, connect) -> None:
             assert listed["object_name"] == "House" and "next_owner" in listed["permissions"]
             await sim.publish(house)
             await c.notification("object.publish")
-            await trio.sleep(0.05)
+            await c.drain(sim)
             assert not c.received("object.update")
 
 
@@ -353,7 +353,7 @@ async def test_viewer_save_unpublished_and_content_save_send_no_script_compiled(
             # "object.content.save still answers inline; no script.compiled follows it"
             await c.result("object.content.save", {**hello, "content": "default { state_entry() { } }"})
             await c.notification("object.update")
-            await trio.sleep(0.05)
+            await c.drain(sim)
             assert not c.received("script.compiled")
             assert not [n for n in sim.notifications_sent if n[0] == "script.compiled"]
 
@@ -368,7 +368,7 @@ async def test_v1_viewer_save_sends_no_script_compiled(start_sim, connect) -> No
             # script, and the sim has no subscriptions; the inventory still changes
             upd = await c.notification("object.update")
             assert "revision" not in inv_item(upd, hello["item_id"])
-            await trio.sleep(0.05)
+            await c.drain(sim)
             assert not c.received("script.compiled")
 
 
@@ -482,7 +482,7 @@ async def test_v2_content_save_content_and_vm(start_sim, connect) -> None:
                 -32602,
                 "Invalid params: vm must be 'luau', 'mono', or 'lsl2'",
             )
-            await trio.sleep(0.05)
+            await c.drain(sim)
             assert (item.content, item.revision, item.vm) == before and not c.received("object.update")
             # "content is required (may be empty)"
             assert (await c.result("object.content.save", {**note, "content": ""}))["success"] is True

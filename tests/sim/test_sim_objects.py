@@ -282,9 +282,11 @@ async def test_item_modify(start_sim, connect) -> None:
             assert sim.item(target["item_id"]).name == "Bad Name"
             assert "Bad Name" in [i["name"] for i in upd["inventory"]]
             # an empty result is silently dropped
+            sent = len(sim.notifications_sent)
             await c.result("object.item.modify", {**target, "name": "|||"})
-            await trio.sleep(0.1)
+            await sim.idle()  # the modify's deferred apply has run
             assert sim.item(target["item_id"]).name == "Bad Name"
+            assert len(sim.notifications_sent) == sent
             await c.result("object.item.modify", {**target, "name": "x" * 100})
             await c.notification("object.update")
             assert sim.item(target["item_id"]).name == "x" * 63
@@ -506,7 +508,7 @@ async def test_v2_identical_update_suppressed(start_sim, connect) -> None:
         target = ids(sim, "Hello")  # already running
         async with connect(sim) as c:
             await c.result("object.script.set_running", {**target, "running": True})
-            await trio.sleep(0.1)
+            await c.drain(sim)
             assert not c.received("object.update")
             assert not [n for n in sim.notifications_sent if n[0] == "object.update"]
 

@@ -1,0 +1,673 @@
+"""The simulated viewer's methods: what a client calls, validated and answered as the viewer does.
+
+`MethodHandlers` is a mixin of `SimViewer` (server.py). It owns the method table (`_method_table`:
+JSON-RPC method name -> handler), every `_m_*` handler (system.*, language.syntax*, script.*,
+object.*, command.*), the validators they share (the documented precondition order: params, prim,
+published, region, item, type, permissions), the viewer's name correction and limits, and the
+default contents of created items. A handler takes the call's params and its `CallContext`, returns
+the result or raises `RpcError`, and queues what the viewer does after answering in `ctx.after`
+(`_later`). Framing, dispatch and sending are transport.py's; world edits and the notifications
+about them are control.py's.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import trio
+
+from slfs.protocol.errors import (
+    ACCESS_DENIED,
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    REQUEST_TIMEOUT,
+    SERVICE_UNAVAILABLE,
+    RpcError,
+)
+
+from . import syntax
+from .compiler import compile_source
+from .control import NOTECARD_LIMIT, WorldControl, cut_bytes
+from .transport import CallContext, Handler, invalid
+from .world import (
+    SCRIPT_VMS,
+    SUBTYPE_LSL,
+    SUBTYPE_LUAU,
+    Item,
+    Perms,
+    Prim,
+    SimObject,
+)
+
+NAME_LIMIT = 63
+DESCRIPTION_LIMIT = 127
+# Exact texts of the newer protocol document (AlchemyViewer/Alchemy doc/external-editor-json-rpc.md).
+REGION_DOWN = "The object's region is not connected"
+EMBEDDED_ITEMS_REFUSED = (
+    "The notecard holds embedded items, which saving its text would lose; edit it in the viewer"
+)
+COMPILE_FAILURES = ("stoi", "nul")
+RECOMPILE_TARGETS = ("luau", "lsl2", "mono", "auto")
+
+
+def denied(message: str) -> RpcError:
+    return RpcError(ACCESS_DENIED, message)
+
+
+def correct_name(name: str, limit: int = NAME_LIMIT) -> str:
+    """The viewer's inventory name correction (bytes < 32 except LF, non-ASCII, '|' -> space)."""
+    raw = name.encode("utf-8")
+    fixed = bytes(0x20 if (b < 32 and b != 10) or b >= 128 or b == 0x7C else b for b in raw).decode("ascii")
+    return fixed.strip()[:limit]
+
+
+def _int32(value: int) -> int:
+    value &= 0xFFFFFFFF
+    return value - (1 << 32) if value >= (1 << 31) else value
+
+
+def _apply_properties(target: Any, name: Any, description: Any) -> tuple[bool, bool]:
+    """Apply a modify call's name and description the way the viewer does (name correction,
+    description cut at its limit; an empty or unchanged name is dropped). Returns what changed."""
+    name_changed = desc_changed = False
+    if isinstance(name, str):
+        fixed = correct_name(name)
+        if fixed and fixed != target.name:
+            target.name = fixed
+            name_changed = True
+    if isinstance(description, str):
+        fixed = cut_bytes(description, DESCRIPTION_LIMIT)
+        if fixed != target.description:
+            target.description = fixed
+            desc_changed = True
+    return name_changed, desc_changed
+
+
+class MethodHandlers(WorldControl):
+    """The methods half of SimViewer; the attributes annotated below are SimViewer's."""
+
+    viewer_version_string: str
+    tmpdir: str
+    publish_delay: float
+    apply_delay: float
+    create_delay: float
+    compile_failure: str | None
+    _creating: set[str]
+    _handlers: dict[str, Handler]
+
+    # Transport's (annotation only, no stub)
+    _later: Callable[[CallContext, float, Callable[[], Awaitable[None]]], None]
+
+    def _method_table(self) -> dict[str, Handler]:
+        return {
+            "system.ping": self._m_ping,
+            "system.getVersion": self._m_get_version,
+            "system.status": self._m_status,
+            "system.listMethods": self._m_list_methods,
+            "language.syntax.id": self._m_syntax_id,
+            "language.syntax": self._m_syntax,
+            "language.syntax.cache": self._m_syntax_cache,
+            "language.syntax.get": self._m_syntax_get,
+            "script.subscribe": self._m_subscribe,
+            "script.unsubscribe": self._m_unsubscribe,
+            "script.list": self._m_script_list,
+            "object.list": self._m_object_list,
+            "object.request": self._m_object_request,
+            "object.unpublish": self._m_object_unpublish,
+            "object.content.get": self._m_content_get,
+            "object.content.save": self._m_content_save,
+            "object.item.create": self._m_item_create,
+            "object.item.delete": self._m_item_delete,
+            "object.item.modify": self._m_item_modify,
+            "object.modify": self._m_object_modify,
+            "object.script.set_running": self._m_set_running,
+            "object.script.reset": self._m_reset,
+            "command.list": self._m_command_list,
+            "command.execute": self._m_command_execute,
+        }
+
+    # ============================================================================================
+    # validation
+    # ============================================================================================
+
+    @staticmethod
+    def _str(params: dict[str, Any], key: str) -> str | None:
+        value = params.get(key)
+        return value.lower() if isinstance(value, str) and value else None
+
+    def _published_prim(self, prim_id: str) -> tuple[SimObject, Prim]:
+        """Steps 2 and 3 of every validator: the prim exists, its object is published."""
+        found = self.world.find_prim(prim_id)
+        if found is None:
+            raise invalid("Prim not found")
+        obj, prim = found
+        if not obj.published:
+            raise denied("Object is not published")
+        return obj, prim
+
+    def _common(
+        self, params: dict[str, Any], *, write: bool, read_script: bool = False, property_check: bool = False
+    ) -> tuple[SimObject, Prim, Item]:
+        """The shared item validator, in the documented order."""
+        prim_id, item_id = self._str(params, "prim_id"), self._str(params, "item_id")
+        if prim_id is None or item_id is None:
+            raise invalid("prim_id and item_id are required")
+        if property_check and not any(k in params for k in ("name", "description", "permissions")):
+            raise invalid("At least one property (name, description, or permissions) must be specified")
+        obj, prim = self._published_prim(prim_id)
+        self._check_region(obj)  # step 4 of the newer document's common preconditions
+        item = prim.find(item_id)
+        if item is None:
+            raise invalid("Item not found in prim inventory")
+        if item.type not in ("script", "notecard"):
+            raise invalid("Item is not a script or notecard")
+        if read_script and item.is_script and not (item.permissions.can_copy and item.permissions.can_modify):
+            raise denied("Insufficient permissions")
+        if write:
+            if not item.permissions.can_modify:
+                raise denied("Insufficient permissions")
+            if not prim.permissions.can_modify:
+                raise denied("No modify permission on object")
+        return obj, prim, item
+
+    def _script_target(self, params: dict[str, Any]) -> tuple[SimObject, Prim, Item]:
+        """set_running / reset: their own validator."""
+        prim_id, item_id = self._str(params, "prim_id"), self._str(params, "item_id")
+        if prim_id is None or item_id is None:
+            raise invalid("prim_id and item_id are required")
+        obj, prim = self._published_prim(prim_id)
+        item = prim.find(item_id)
+        if item is None:
+            raise invalid("Script not found in prim inventory")
+        if not item.is_script:
+            raise invalid("Item is not a script")
+        if not item.permissions.can_modify:
+            raise denied("No modify permission on script")
+        # The newer document's set_running/reset error table lists the region check last, after
+        # the permission check (unlike the common validator, where it precedes the item lookup).
+        self._check_region(obj)
+        return obj, prim, item
+
+    def _check_region(self, obj: SimObject) -> None:
+        if self.v2 and not obj.region_connected:
+            raise RpcError(SERVICE_UNAVAILABLE, REGION_DOWN)
+
+    # ============================================================================================
+    # methods
+    # ============================================================================================
+
+    async def _m_ping(self, params: dict[str, Any], ctx: CallContext) -> Any:
+        stamp = params.get("timestamp", 0)
+        return {"pong": "pong", "timestamp": stamp, "server_time": _int32(int(time.time() * 1000))}
+
+    async def _m_get_version(self, params: dict[str, Any], ctx: CallContext) -> Any:
+        return {"client_name": "Second Life Simulated", "client_version": self.viewer_version_string}
+
+    async def _m_status(self, params: dict[str, Any], ctx: CallContext) -> Any:
+        return {"status": "OK"}
+
+    async def _m_list_methods(self, params: dict[str, Any], ctx: CallContext) -> Any:
+        return sorted(self._handlers)
+
+    async def _m_syntax_id(self, params: dict[str, Any], ctx: CallContext) -> Any:
+        return {"id": self.syntax_id}
+
+    async def _m_syntax(self, params: dict[str, Any], ctx: CallContext) -> Any:
+        kind = params.get("kind")
+        if not isinstance(kind, str) or not kind:
+            raise invalid("No syntax category specified")
+        defs = {"defs.lsl": syntax.LSL_DEFS, "defs.lua": syntax.LUA_DEFS}.get(kind)
+        if defs is None:
+            raise invalid("Unknown syntax category requested")
+        return {"id": self.syntax_id, "defs": defs, "success": True}
+
+    async def _m_syntax_cache(self, params: dict[str, Any], ctx: CallContext) -> Any:
+        return {"files": sorted(syntax.CACHE_FILES), "success": True}
+
+    async def _m_syntax_get(self, params: dict[str, Any], ctx: CallContext) -> Any:
+        name = params.get("filename")
+        if not isinstance(name, str) or not name:
+            raise invalid("No filename specified")
+        text = syntax.CACHE_FILES.get(name)
+        if text is None:
+            raise invalid("Requested syntax cache file not found")
+        if params.get("as_json") is True:
+            try:
+                return {"content": json.loads(text), "success": True}
+            except ValueError:
+                raise RpcError.standard(
+                    INTERNAL_ERROR, "Failed to load and format syntax cache file."
+                ) from None
+        return {"content": text, "success": True}
+
+    async def _m_subscribe(self, params: dict[str, Any], ctx: CallContext) -> Any:
+        script_id = params.get("script_id")
+        return {
+            "script_id": script_id if isinstance(script_id, str) else "",
+            "success": False,
+            "status": 2,
+            "message": "No subscription found for script",
+        }
+
+    async def _m_unsubscribe(self, params: dict[str, Any], ctx: CallContext) -> Any:
+        return None
+
+    async def _m_script_list(self, params: dict[str, Any], ctx: CallContext) -> Any:
+        return {"temp_dir": self.tmpdir, "script_ids": [], "success": True}
+
+    async def _m_object_list(self, params: dict[str, Any], ctx: CallContext) -> Any:
+        return {"objects": [self._wire_object(o) for o in self.world.objects.values() if o.published]}
+
+    async def _m_object_request(self, params: dict[str, Any], ctx: CallContext) -> Any:
+        object_id = self._str(params, "object_id")
+        if object_id is None:
+            raise invalid("No object_id specified")
+        obj = self.world.objects.get(object_id)
+        if obj is None:
+            raise invalid("Object not found")
+        if not obj.root.permissions.can_modify:
+            raise denied("Permission denied")
+        oid = obj.object_id
+
+        async def do_publish() -> None:
+            if oid in self.world.objects:
+                await self.publish(oid)
+
+        self._later(ctx, self.publish_delay, do_publish)
+        return {"success": True}
+
+    async def _m_object_unpublish(self, params: dict[str, Any], ctx: CallContext) -> Any:
+        object_id = self._str(params, "object_id")
+        if object_id is None:
+            raise invalid("No object_id specified")
+        obj = self.world.objects.get(object_id)
+        if obj is None or not obj.published:
+            raise invalid("Object is not published")
+        obj.published = False
+        note = {"object_id": obj.object_id, "reason": "manual"}
+        if self.v2:
+            await self.broadcast("object.unpublish", note)
+        else:
+
+            async def after() -> None:
+                await self.broadcast("object.unpublish", note)
+
+            ctx.after.append(after)
+        return {"success": True, "object_id": obj.object_id}
+
+    async def _m_content_get(self, params: dict[str, Any], ctx: CallContext) -> Any:
+        _obj, prim, item = self._common(params, write=False, read_script=True)
+        content = item.content.split("\x00", 1)[0] if item.is_script else item.content
+        out: dict[str, Any] = {
+            "success": True,
+            "prim_id": prim.prim_id,
+            "item_id": item.item_id,
+            "content": content,
+        }
+        if self.v2:
+            out["encoding"] = "utf-8"
+            if item.type == "notecard":
+                # Newer document, ObjectContentGetResponse: `embedded_items?: number`, how many
+                # inventory items the notecard holds beside its text. (The older one has no field.)
+                out["embedded_items"] = item.embedded_items
+        return out
+
+    async def _m_content_save(self, params: dict[str, Any], ctx: CallContext) -> Any:
+        obj, prim, item = self._common(params, write=True)
+        content = params.get("content")
+        if not isinstance(content, str):
+            raise invalid("content is required")
+        vm = params.get("vm")
+        running = params.get("running")
+        if self.v2 and item.is_script and vm is not None and vm not in SCRIPT_VMS:
+            raise invalid("vm must be 'luau', 'mono', or 'lsl2'")
+        if item.type == "notecard":
+            if self.v2 and item.embedded_items:
+                # Newer document, ObjectContentSave "Notecards with embedded items": refused, as
+                # the text alone would be saved without them. Nothing is stored.
+                raise denied(EMBEDDED_ITEMS_REFUSED)
+            if self.v2 and len(content.encode("utf-8")) > NOTECARD_LIMIT:
+                raise invalid(f"Notecard is too large (more than {NOTECARD_LIMIT} bytes)")
+            self._store_content(item, content)
+            # V1: the older document is silent, and the viewer saved the text alone: the embedded
+            # items are lost.
+            item.embedded_items = 0
+            await self.send_inventory_update(obj, prim)
+            return {"success": True, "prim_id": prim.prim_id, "item_id": item.item_id}
+        if isinstance(vm, str) and vm in SCRIPT_VMS and item.subtype != SUBTYPE_LUAU:
+            item.vm = vm  # a native Luau script always targets luau
+        self._store_content(item, content)
+        diagnostics = compile_source(item.content, item.language)
+        out: dict[str, Any] = {
+            "success": True,
+            "prim_id": prim.prim_id,
+            "item_id": item.item_id,
+            "compiled": not diagnostics,
+        }
+        item_id = item.item_id
+        if diagnostics and item.language == "lsl" and self.compile_failure == "stoi":
+            # newer-viewers research: "Some viewer builds answer a failed LSL compile with -32603
+            # 'Internal error: stoi' instead of diagnostics". The source was stored all the same,
+            # and the inventory update follows as for any save.
+            self._later(ctx, self.apply_delay, lambda: self._send_item_update(item_id))
+            raise RpcError.standard(INTERNAL_ERROR, "stoi")
+        if diagnostics and item.language == "lsl" and self.compile_failure == "nul":
+            # "... one answered with NUL bytes": a diagnostic of NUL characters, in the shape the
+            # viewer gives a compiler line it cannot parse (row 0, column 0).
+            message = "\x00" * max(1, len(diagnostics[0]["message"]))
+            diagnostics = [{"row": 0, "column": 0, "level": "ERROR", "message": message, "format": "lsl"}]
+        if diagnostics:
+            out["diagnostics"] = diagnostics
+        else:
+            item.compiled_content = item.content
+            item.faulted = False
+            if isinstance(running, bool):
+                item.running = running
+        restart = not diagnostics and item.running
+
+        async def after() -> None:
+            await trio.sleep(self.apply_delay)
+            found = self.world.find_item(item_id)
+            if found is None:
+                return
+            await self.send_inventory_update(found[0], found[1])
+            if restart:
+                await self.run_script(item_id)
+
+        ctx.after.append(after)
+        return out
+
+    async def _m_item_create(self, params: dict[str, Any], ctx: CallContext) -> Any:
+        kind = params.get("type")
+        if kind not in ("script", "notecard"):
+            raise invalid(f"Unsupported item type: {kind if isinstance(kind, str) else ''}")
+        prim_id = self._str(params, "prim_id")
+        if prim_id is None:
+            raise invalid("prim_id is required")
+        found = self.world.find_prim(prim_id)
+        if found is None:
+            raise invalid("Prim not found")
+        obj, prim = found
+        name = params.get("name")
+        if not isinstance(name, str) or not name:
+            raise invalid("name is required")
+        vm = params.get("vm")
+        if kind == "script" and vm not in SCRIPT_VMS:
+            raise invalid("vm must be 'luau', 'mono', or 'lsl2'")
+        if not obj.published:
+            raise denied("Object is not published")
+        if self.v2:
+            # The newer document's error table, in its order: modify on the prim, then the region.
+            if not prim.permissions.can_modify:
+                raise denied("No modify permission on prim")
+            self._check_region(obj)
+        if prim.prim_id in self._creating:
+            raise RpcError.standard(INVALID_REQUEST, "An item.create is already in flight for this prim")
+        self._creating.add(prim.prim_id)
+        try:
+            await trio.sleep(self.create_delay)
+            refusals = self._refuse_create.get(prim.prim_id)
+            if refusals:
+                reason = refusals.pop(0)
+                if self.v2:
+                    raise RpcError.standard(INTERNAL_ERROR, f"Item creation failed: {reason}")
+                raise RpcError(REQUEST_TIMEOUT, "Timed out waiting for item creation")
+            taken = {i.name for i in prim.inventory}
+            final = name
+            n = 1
+            while final in taken:
+                final = f"{name} {n}"
+                n += 1
+            item = Item(
+                item_id=str(uuid.uuid4()),
+                name=final,
+                type=kind,
+                permissions=Perms(),
+                creator_id=self.world.agent_id,
+                revision=self.world.next_revision(),
+            )
+            if kind == "script":
+                item.vm = vm
+                item.subtype = SUBTYPE_LUAU if vm == "luau" else SUBTYPE_LSL
+                item.content = DEFAULT_LUAU if vm == "luau" else DEFAULT_LSL
+                item.compiled_content = item.content
+                item.running = True
+            else:
+                text = params.get("text")
+                item.content = cut_bytes(text, NOTECARD_LIMIT) if isinstance(text, str) else ""
+            prim.inventory.append(item)
+        finally:
+            self._creating.discard(prim.prim_id)
+        await self.send_inventory_update(obj, prim)
+        out = item.to_wire(revision=self.v2)
+        if not self.v2:  # older viewers answer without the run state and revision
+            for key in ("running", "faulted", "revision"):
+                out.pop(key, None)
+        out["prim_id"] = prim.prim_id
+        return out
+
+    async def _m_item_delete(self, params: dict[str, Any], ctx: CallContext) -> Any:
+        obj, prim, item = self._common(params, write=True)
+        prim.inventory.remove(item)
+        await self.send_inventory_update(obj, prim)  # before the response, as viewers do
+        return {"success": True, "prim_id": prim.prim_id, "item_id": item.item_id}
+
+    async def _m_item_modify(self, params: dict[str, Any], ctx: CallContext) -> Any:
+        _obj, prim, item = self._common(params, write=True, property_check=True)
+        name = params.get("name")
+        description = params.get("description")
+        perms = params.get("permissions")
+        item_id = item.item_id
+
+        async def apply() -> None:
+            found = self.world.find_item(item_id)
+            if found is None:
+                return
+            o, p, it = found
+            changed = any(_apply_properties(it, name, description))
+            if isinstance(perms, dict) and isinstance(perms.get("next_owner"), int):
+                it.permissions.next_owner = perms["next_owner"]
+                changed = True
+            if changed:
+                await self.send_inventory_update(o, p)
+
+        self._later(ctx, self.apply_delay, apply)
+        return {"success": True, "prim_id": prim.prim_id, "item_id": item.item_id}
+
+    async def _m_object_modify(self, params: dict[str, Any], ctx: CallContext) -> Any:
+        prim_id = self._str(params, "prim_id")
+        if prim_id is None:
+            raise invalid("prim_id is required")
+        if not any(k in params for k in ("name", "description", "permissions")):
+            raise invalid("At least one property (name, description, or permissions) must be specified")
+        obj, prim = self._published_prim(prim_id)
+        if not prim.permissions.can_modify:
+            raise denied("No modify permission on object")
+        name = params.get("name")
+        description = params.get("description")
+        perms = params.get("permissions")
+
+        async def apply() -> None:
+            name_changed, desc_changed = _apply_properties(prim, name, description)
+            if isinstance(perms, dict) and isinstance(perms.get("next_owner"), int):
+                prim.permissions.next_owner = perms["next_owner"]  # no update shape carries this
+            await self.send_name_update(obj, prim, name=name_changed, description=desc_changed)
+
+        self._later(ctx, self.apply_delay, apply)
+        return {"success": True, "prim_id": prim.prim_id}
+
+    async def _m_set_running(self, params: dict[str, Any], ctx: CallContext) -> Any:
+        _obj, _prim, item = self._script_target(params)
+        running = params.get("running") is True  # missing means stop
+        item_id = item.item_id
+
+        async def apply() -> None:
+            found = self.world.find_item(item_id)
+            if found is None:
+                return
+            o, p, it = found
+            if it.running != running or not self.v2:
+                it.running = running
+                await self.send_inventory_update(o, p)
+
+        self._later(ctx, self.apply_delay, apply)
+        return {"success": True}
+
+    async def _m_reset(self, params: dict[str, Any], ctx: CallContext) -> Any:
+        _obj, _prim, item = self._script_target(params)
+        item_id = item.item_id
+
+        async def apply() -> None:
+            found = self.world.find_item(item_id)
+            if found is None:
+                return
+            o, p, it = found
+            if it.faulted:
+                it.faulted = False
+                await self.send_inventory_update(o, p)
+            await self.run_script(item_id)
+
+        self._later(ctx, self.apply_delay, apply)
+        return {"success": True}
+
+    async def _m_command_list(self, params: dict[str, Any], ctx: CallContext) -> Any:
+        oid = {"type": "string", "required": True, "description": "UUID of the in-world object"}
+        return {
+            "commands": [
+                {
+                    "command": "viewer.camera.focus",
+                    "description": "Zoom camera to an in-world object.",
+                    "params": {"object_id": oid},
+                },
+                {
+                    "command": "viewer.object.save_back_to_contents",
+                    "description": "Save an in-world object back to source object contents.",
+                    "params": {"object_id": oid},
+                },
+                {
+                    "command": "viewer.script.recompile_all",
+                    "description": "Recompile all scripts in an in-world object using the selected target.",
+                    "params": {
+                        "object_id": oid,
+                        "target": {
+                            "type": "string",
+                            "required": True,
+                            "description": "luau, lsl2, mono or auto",
+                        },
+                    },
+                },
+                {
+                    "command": "viewer.script.reset_all",
+                    "description": "Reset all scripts in an in-world object.",
+                    "params": {"object_id": oid},
+                },
+                {
+                    "command": "viewer.teleport",
+                    "description": "Teleport agent to an in-world object.",
+                    "params": {"object_id": oid},
+                },
+            ]
+        }
+
+    async def _m_command_execute(self, params: dict[str, Any], ctx: CallContext) -> Any:
+        command = params.get("command")
+        if not isinstance(command, str) or not command:
+            raise invalid("command is required")
+        known = (
+            "viewer.teleport",
+            "viewer.camera.focus",
+            "viewer.object.save_back_to_contents",
+            "viewer.script.reset_all",
+            "viewer.script.recompile_all",
+        )
+        if command not in known:
+            raise invalid(f"Unknown command: {command}")
+        args = params.get("params")
+        args = args if isinstance(args, dict) else {}
+        object_id = self._str(args, "object_id")
+        if object_id is None:
+            raise invalid("object_id is required")
+        found = self.world.find_prim(object_id)
+        # Newer document, known viewer commands: "an in-world object in a published linkset. Any
+        # other object is refused with -32003" (no message given; this one is chosen here).
+        outside = found is None or not found[0].published
+        if self.v2 and command in ("viewer.teleport", "viewer.camera.focus") and outside:
+            raise denied("Object is not in a published linkset")
+        if found is None:
+            raise invalid("Object not found")
+        obj = found[0]
+        if command == "viewer.script.recompile_all":
+            target = args.get("target")
+            if target not in RECOMPILE_TARGETS:
+                raise invalid("target must be 'luau', 'lsl2', 'mono', or 'auto'")
+            if not obj.root.permissions.can_modify:
+                raise denied("Permission denied")
+            oid = obj.object_id
+
+            async def recompile() -> None:
+                await trio.sleep(self.apply_delay)
+                for prim in obj.prims():
+                    touched = False
+                    for it in prim.inventory:
+                        if not it.is_script or not it.permissions.can_modify:
+                            continue
+                        if target == "luau":
+                            it.vm = "luau"
+                        elif target in ("lsl2", "mono") and it.subtype != SUBTYPE_LUAU:
+                            it.vm = target
+                        if not compile_source(it.content, it.language):
+                            it.compiled_content = it.content
+                            it.faulted = False
+                            it.running = True
+                        it.revision = self.world.next_revision()
+                        touched = True
+                    if touched and oid in self.world.objects:
+                        await self.send_inventory_update(obj, prim)
+
+            ctx.after.append(recompile)
+            return {"success": True}
+        if command == "viewer.script.reset_all":
+            if not obj.root.permissions.can_modify:
+                raise denied("Permission denied")
+
+            async def reset_all() -> None:
+                await trio.sleep(self.apply_delay)
+                for prim in obj.prims():
+                    for it in prim.inventory:
+                        if it.is_script and it.running:
+                            await self.run_script(it.item_id)
+
+            ctx.after.append(reset_all)
+            return {"success": True}
+        if command == "viewer.object.save_back_to_contents":
+            if not obj.root.permissions.can_modify:
+                raise denied("Permission denied")
+            return {"success": True, "result": {"object_id": obj.object_id}}
+        return {"success": True}
+
+
+DEFAULT_LSL = """default
+{
+    state_entry()
+    {
+        llSay(0, "Hello, Avatar!");
+    }
+
+    touch_start(integer total_number)
+    {
+        llSay(0, "Touched.");
+    }
+}
+"""
+
+DEFAULT_LUAU = """-- New Luau script
+ll.Say(0, "Hello, Avatar!")
+
+function touch_start(total_number)
+    ll.Say(0, "Touched.")
+end
+"""

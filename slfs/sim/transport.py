@@ -1,0 +1,659 @@
+"""The simulated viewer's transport: connections, framing, limits, the handshake, and sync points.
+
+`Transport` is a mixin of `SimViewer` (server.py). It owns:
+
+* the listener (127.0.0.1 only, an `Origin` header refused, the V2 connection limits) and one
+  `Connection` per client: its outgoing queue and writer task, the V2 unsent limit, closes;
+* JSON-RPC framing: parsing each frame, answering malformed ones, routing responses to the sim's own
+  requests, and dispatching client calls to the method table (`_handlers`, which server.py fills
+  from methods.py) with `latency_ms` / `method_latency_ms`, `fail_next` and a per-call context;
+* the handshake (challenge file, `session.ok`, `session.disconnect`), the optional pings of a client,
+  the calls the sim makes to clients (`call_client`, `execute_on_clients`) and `broadcast`;
+* the operation log (`calls`, `notifications_sent`, `mark`, `calls_since`) and the explicit sync
+  points: `sync()` (every frame an authenticated client has sent so far has been received and
+  dispatched), `idle()` (every call received has been handled and every deferred action has run)
+  and `quiesce()` (both, in rounds). See README.md, "Sync points", for exactly what they guarantee.
+
+The methods themselves are in methods.py, the world-editing API in control.py.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import logging
+import math
+import os
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import trio
+from trio_websocket import ConnectionClosed, WebSocketConnection, WebSocketRequest, serve_websocket
+
+from slfs.protocol.errors import (
+    AUTH_REQUIRED,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    ProtocolError,
+    RpcError,
+)
+from slfs.protocol.jsonrpc import Notification, Request, Response, parse_object
+
+from .control import dumps
+from .world import World
+
+log = logging.getLogger("slfs.sim")
+
+V2_PREAUTH_LIMIT = 64 * 1024
+V2_MESSAGE_LIMIT = 16 * 1024 * 1024
+V1_MESSAGE_LIMIT = 256 * 1024 * 1024
+V2_MAX_UNAUTHENTICATED = 4
+# Newer protocol document, Usage Flow 1: "The viewer takes 32 connections at most, and closes any
+# more unanswered"; "A client that stops reading is dropped once 32 MB of messages wait unsent to
+# it, and a close the viewer starts drops the connection if it has not completed within 5 seconds".
+V2_MAX_CONNECTIONS = 32
+V2_UNSENT_LIMIT = 32 * 1024 * 1024
+CLOSE_TIMEOUT = 5.0
+SEND_WAIT = 0.1  # how long a send waits for its frame to be written (see Connection.send)
+SESSION_FEATURES = {
+    "live_sync": False,
+    "compilation": True,
+    "syntax_cache": True,
+    "commands": True,
+    "unified_diagnostics": True,
+}
+# Methods the viewer handles asynchronously; calling them as a notification is an Invalid Request.
+ASYNC_METHODS = {"object.content.get", "object.content.save", "object.item.create"}
+SYNC_TIMEOUT = 10.0  # default bound of sync() and idle()
+
+
+class SyncError(Exception):
+    """A sync point could not be reached: too few clients, or no answer / no quiet within the timeout."""
+
+
+def invalid(detail: str) -> RpcError:
+    return RpcError.standard(INVALID_PARAMS, detail)
+
+
+class Connection:
+    """One client connection. Frames go out through a queue and a writer task, so the sim can tell
+    how much waits unsent to a client that stops reading (`unsent`, bytes of UTF-8 handed to `send`
+    and not yet written to the socket; what the kernel buffers beyond that is not counted)."""
+
+    def __init__(self, ws: WebSocketConnection, number: int, *, unsent_limit: int | None = None) -> None:
+        self.ws = ws
+        self.number = number
+        self.authenticated = False
+        self.closed = False
+        self.dropped = False  # dropped for not reading (V2 unsent limit)
+        self.pending: dict[str, tuple[trio.Event, list[Response]]] = {}
+        self.nursery: trio.Nursery | None = None
+        self.unsent = 0
+        self.unsent_limit = unsent_limit
+        self._out_send, self._out_recv = trio.open_memory_channel[Any](math.inf)
+        self._writing = False
+
+    async def send(self, text: str) -> None:
+        """Queue a frame (frames go out in the order they were queued) and wait until it has been
+        written, but no longer than SEND_WAIT: to a client that reads, a frame has gone out when
+        this returns (what callers and tests count on); to one that stops reading, frames pile up
+        in the queue until the unsent limit drops the connection."""
+        if self.closed:
+            return
+        size = len(text.encode("utf-8"))
+        if self.unsent_limit is not None and self.unsent + size > self.unsent_limit:
+            log.info("connection %d: %d bytes wait unsent; dropping it", self.number, self.unsent + size)
+            self.dropped = True
+            await self.abort()
+            return
+        self.unsent += size
+        written = trio.Event()
+        self._out_send.send_nowait((text, size, written))
+        with trio.move_on_after(SEND_WAIT):
+            await written.wait()
+
+    async def writer(self) -> None:
+        """Write queued frames until the connection closes."""
+        self._writing = True
+        try:
+            async for entry in self._out_recv:
+                if isinstance(entry, trio.Event):  # a flush marker of close()
+                    entry.set()
+                    continue
+                text, size, written = entry
+                try:
+                    await self.ws.send_message(text)
+                except (ConnectionClosed, trio.BrokenResourceError, trio.ClosedResourceError):
+                    self.closed = True
+                    return
+                finally:
+                    self.unsent -= size
+                    written.set()
+        finally:
+            self._writing = False
+            while True:  # wake whoever waits for a frame or a flush that will not go out
+                try:
+                    entry = self._out_recv.receive_nowait()
+                except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                    break
+                (entry if isinstance(entry, trio.Event) else entry[2]).set()
+
+    async def close(self, code: int = 1000, reason: str | None = None) -> None:
+        """Send what is queued, then close; a close not done within CLOSE_TIMEOUT drops the socket."""
+        self.closed = True
+        with trio.move_on_after(CLOSE_TIMEOUT) as scope:
+            if self._writing:
+                flushed = trio.Event()
+                self._out_send.send_nowait(flushed)
+                await flushed.wait()
+            try:
+                await self.ws.aclose(code, reason)
+            except Exception:  # already gone
+                pass
+        if scope.cancelled_caught:
+            await self.abort()
+
+    async def abort(self) -> None:
+        """Drop the TCP connection without a close handshake."""
+        self.closed = True
+        try:
+            await self.ws._stream.aclose()
+        except Exception:  # already gone
+            pass
+
+
+class CallContext:
+    """Per-call context: the connection and actions to run once the response has gone out."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.after: list[Callable[[], Awaitable[None]]] = []
+
+
+Handler = Callable[[dict[str, Any], CallContext], Awaitable[Any]]
+
+
+class Transport:
+    """The transport half of SimViewer; the attributes annotated below are SimViewer's."""
+
+    world: World
+    viewer_version_string: str
+    syntax_id: str
+    latency_ms: float
+    method_latency_ms: dict[str, float]
+    handshake_timeout: float
+    tmpdir: str
+    client_ping_interval: float | None
+    _handlers: dict[str, Handler]
+
+    @property
+    def v2(self) -> bool:
+        raise NotImplementedError
+
+    # WorldControl's: called after each session.ok has been sent (annotation only, no stub)
+    _on_session_ok: Callable[[], None]
+
+    def _init_transport(self) -> None:
+        self.port: int | None = None
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.notifications_sent: list[tuple[str, dict[str, Any]]] = []
+        self.challenge_files: list[str] = []  # every challenge file written (all deleted by now)
+        self.dropped_connections = 0  # connections dropped for not reading (V2)
+        self.client_pings: list[Response] = []  # answers to the sim's own periodic system.ping calls
+        self._conns: list[Connection] = []
+        self._conn_counter = 0
+        self._rpc_counter = 1000
+        self._fail_next: dict[str, list[RpcError]] = {}
+        self._nursery: trio.Nursery | None = None
+        self._listen_scope: trio.CancelScope | None = None
+        # What idle() waits for: calls being dispatched and deferred actions, by label.
+        self._busy: collections.Counter[str] = collections.Counter()
+        self._quiet = trio.Event()
+        self._quiet.set()
+
+    # ============================================================================================
+    # serving
+    # ============================================================================================
+
+    async def serve(
+        self, port: int = 0, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Serve until cancelled; `await nursery.start(sim.serve, 0)` returns the port."""
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                server = await nursery.start(self._listen, port)
+                self.port = server.port
+                task_status.started(self.port)
+                await trio.sleep_forever()
+        finally:
+            self._nursery = None
+            self._conns.clear()
+
+    async def _listen(
+        self, port: int, *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """The listener, in its own cancel scope; connections live in the outer nursery."""
+        scope = trio.CancelScope()
+        self._listen_scope = scope
+        with scope:
+            await serve_websocket(
+                self._handle,
+                "127.0.0.1",
+                port,
+                None,
+                handler_nursery=self._nursery,
+                max_message_size=V2_PREAUTH_LIMIT if self.v2 else V1_MESSAGE_LIMIT,
+                task_status=task_status,
+            )
+
+    def stop_accepting(self) -> None:
+        """Stop listening (new connections are refused); existing connections stay."""
+        if self._listen_scope is not None:
+            self._listen_scope.cancel()
+            self._listen_scope = None
+
+    async def resume(self) -> None:
+        """Listen again on the same port."""
+        assert self._nursery is not None and self.port is not None
+        if self._listen_scope is None:
+            await self._nursery.start(self._listen, self.port)
+
+    @property
+    def connections(self) -> int:
+        """Number of authenticated connections."""
+        return sum(1 for c in self._conns if c.authenticated and not c.closed)
+
+    async def disconnect_all(self, code: int = 1001) -> None:
+        """Close every connection (a client should reconnect)."""
+        for conn in list(self._conns):
+            await conn.close(code, "Viewer going away")
+
+    async def wait_connections(self, n: int = 1) -> None:
+        """Wait until at least `n` connections are authenticated."""
+        while self.connections < n:
+            await trio.sleep(0.01)
+
+    def fail_next(self, method: str, error: RpcError) -> None:
+        """Answer the next call of `method` with `error` instead of handling it."""
+        self._fail_next.setdefault(method, []).append(error)
+
+    async def _handle(self, request: WebSocketRequest) -> None:
+        if self.v2 and sum(1 for c in self._conns if not c.closed) >= V2_MAX_CONNECTIONS:
+            return  # "closes any more unanswered": trio-websocket closes the socket, no HTTP answer
+        if any(k.lower() == b"origin" for k, _ in request.headers):
+            await request.reject(403)
+            return
+        ws = await request.accept()
+        self._conn_counter += 1
+        conn = Connection(ws, self._conn_counter, unsent_limit=V2_UNSENT_LIMIT if self.v2 else None)
+        if self.v2 and sum(1 for c in self._conns if not (c.authenticated or c.closed)) >= V2_MAX_UNAUTHENTICATED:
+            await conn.close(1013, "Try again later")
+            return
+        self._conns.append(conn)
+        try:
+            async with trio.open_nursery() as cn:
+                conn.nursery = cn
+                cn.start_soon(conn.writer)
+                cn.start_soon(self._handshake, conn)
+                await self._reader(conn)
+                cn.cancel_scope.cancel()
+        finally:
+            conn.closed = True
+            if conn.dropped:
+                self.dropped_connections += 1
+            if conn in self._conns:
+                self._conns.remove(conn)
+            for event, _box in conn.pending.values():
+                event.set()
+
+    # ============================================================================================
+    # framing and dispatch
+    # ============================================================================================
+
+    async def _reader(self, conn: Connection) -> None:
+        while True:
+            try:
+                frame = await conn.ws.get_message()
+            except ConnectionClosed:
+                return
+            if isinstance(frame, bytes):
+                frame = frame.decode("utf-8", "replace")
+            await self._on_frame(conn, frame)
+
+    async def _on_frame(self, conn: Connection, text: str) -> None:
+        try:
+            obj = json.loads(text)
+        except (ValueError, RecursionError):
+            await conn.send(self._error_text(None, RpcError.standard(PARSE_ERROR, "Invalid JSON")))
+            return
+        if isinstance(obj, list):
+            err = RpcError.standard(INVALID_REQUEST, "Batch requests are not supported")
+            await conn.send(self._error_text(None, err))
+            return
+        try:
+            msg = parse_object(obj)
+        except ProtocolError as exc:
+            if self.v2 and self._is_request_like(obj):
+                # Newer protocol document, "Malformed messages": answered -32600 with the message's
+                # id, or null; an invalid response is dropped. (V1 drops both.)
+                rid = obj.get("id") if isinstance(obj, dict) else None
+                if not isinstance(rid, (str, int)) or isinstance(rid, bool):
+                    rid = None
+                err = RpcError.standard(INVALID_REQUEST, f"Malformed request ({exc})")
+                await conn.send(self._error_text(rid, err))
+                return
+            log.debug("dropping invalid message: %s", exc)
+            return
+        if isinstance(msg, Response):
+            if isinstance(msg.id, str) and msg.id in conn.pending:
+                event, box = conn.pending.pop(msg.id)
+                box.append(msg)
+                event.set()
+            return
+        if isinstance(msg, Notification):
+            if msg.method == "session.disconnect":
+                await conn.close(1000)
+                return
+            if not conn.authenticated or msg.method not in self._handlers:
+                return
+            if msg.method in ASYNC_METHODS:
+                if self.v2:
+                    # Newer protocol document: "A method that must be called with an id, called as
+                    # a notification, is neither run nor answered."
+                    return
+                err = RpcError.standard(INVALID_REQUEST, f"{msg.method} must be called as a request")
+                await conn.send(self._error_text(None, err))
+                return
+            self._start_dispatch(conn, msg.method, msg.params, None, False)
+            return
+        assert isinstance(msg, Request)
+        if not conn.authenticated:
+            await conn.send(self._error_text(msg.id, RpcError(AUTH_REQUIRED, "Authentication required")))
+            return
+        self._start_dispatch(conn, msg.method, msg.params, msg.id, True)
+
+    def _start_dispatch(self, conn: Connection, method: str, params: Any, rid: Any, answer: bool) -> None:
+        """Record the call and start handling it, before the next frame of the connection is read
+        (what sync() relies on: a call is in `calls` and counted busy once its frame is read)."""
+        assert conn.nursery is not None
+        self.calls.append((method, params if isinstance(params, dict) else {}))
+        conn.nursery.start_soon(self._dispatch, conn, method, params, rid, answer)
+        self._busy_begin(method)  # the task cannot run before this returns
+
+    @staticmethod
+    def _is_request_like(obj: Any) -> bool:
+        """Not a response: anything with a `method`, or with neither `result` nor `error`."""
+        if not isinstance(obj, dict):
+            return True
+        return "method" in obj or not ("result" in obj or "error" in obj)
+
+    def _error_text(self, rid: Any, err: RpcError) -> str:
+        return dumps({"jsonrpc": "2.0", "id": rid, "error": err.to_json()})
+
+    def _result_text(self, rid: Any, result: Any) -> str:
+        out: dict[str, Any] = {"jsonrpc": "2.0", "id": rid}
+        if result is not None:  # V1 and V2 both omit a null result
+            out["result"] = result
+        return dumps(out)
+
+    async def _dispatch(self, conn: Connection, method: str, params: Any, rid: Any, answer: bool) -> None:
+        """Handle one call (already recorded and counted busy by _start_dispatch)."""
+        try:
+            ctx = CallContext(conn)
+            try:
+                delay = self.method_latency_ms.get(method, self.latency_ms)
+                if delay:
+                    await trio.sleep(delay / 1000)
+                queued = self._fail_next.get(method)
+                if queued:
+                    raise queued.pop(0)
+                handler = self._handlers.get(method)
+                if handler is None:
+                    raise RpcError.standard(METHOD_NOT_FOUND, method)
+                if params is None:
+                    params = {}
+                if not isinstance(params, dict):
+                    raise invalid("params must be an object")
+                result = await handler(params, ctx)
+                text = self._result_text(rid, result)
+            except RpcError as err:
+                text = self._error_text(rid, err)
+            except Exception as exc:  # a bug in the sim: answer like the viewer would
+                log.exception("handler for %s failed", method)
+                text = self._error_text(rid, RpcError.standard(INTERNAL_ERROR, str(exc)))
+            if answer:
+                await conn.send(text)
+            for action in ctx.after:
+                self._spawn_deferred(action, f"after {method}")
+        finally:
+            self._busy_end(method)
+
+    # ============================================================================================
+    # deferred actions and the sync points
+    # ============================================================================================
+
+    def _busy_begin(self, label: str) -> None:
+        if not self._busy:
+            self._quiet = trio.Event()
+        self._busy[label] += 1
+
+    def _busy_end(self, label: str) -> None:
+        self._busy[label] -= 1
+        if self._busy[label] <= 0:
+            del self._busy[label]
+        if not self._busy:
+            self._quiet.set()
+
+    def _spawn_deferred(self, fn: Callable[[], Awaitable[None]], label: str) -> None:
+        """Run `fn` in the sim's nursery (no-op when not serving), counted busy until it ends: what
+        the sim does later on its own (apply_delay, publish_delay, properties_delay), so idle()
+        waits for it."""
+        if self._nursery is None:
+            return
+
+        async def run() -> None:
+            try:
+                await fn()
+            finally:
+                self._busy_end(label)
+
+        self._nursery.start_soon(run)
+        self._busy_begin(label)  # the task cannot run before this returns
+
+    def _later(self, ctx: CallContext, delay: float, fn: Callable[[], Awaitable[None]]) -> None:
+        async def run() -> None:
+            await trio.sleep(delay)
+            await fn()
+
+        ctx.after.append(run)
+
+    def mark(self) -> int:
+        """A position in `calls`, for calls_since()."""
+        return len(self.calls)
+
+    def calls_since(self, mark: int, method: str | None = None) -> list[tuple[str, dict[str, Any]]]:
+        """The calls recorded since `mark` (a mark() or a len(calls)), optionally of one method."""
+        return [c for c in self.calls[mark:] if method is None or c[0] == method]
+
+    async def sync(self, timeout: float = SYNC_TIMEOUT, *, min_clients: int = 1) -> int:
+        """A barrier for what the clients have sent: sends a system.ping request to every
+        authenticated connection and returns once each has answered (or closed). By then every
+        frame a client wrote before its answer has been read and handled: its calls are in `calls`
+        (their handlers have started, maybe not finished: see idle()). Returns how many clients
+        answered. Raises SyncError if fewer than `min_clients` are authenticated, or if a
+        connection neither answers nor closes within `timeout`. See README.md, "Sync points"."""
+        conns = [c for c in self._conns if c.authenticated and not c.closed]
+        if len(conns) < min_clients:
+            raise SyncError(f"sync: {len(conns)} authenticated client(s), at least {min_clients} wanted")
+        answered: list[int] = []
+        silent: list[int] = []
+
+        async def one(conn: Connection) -> None:
+            stamp = int(time.time() * 1000)
+            _rid, response = await self._request(conn, "system.ping", {"timestamp": stamp}, timeout)
+            if response is not None:
+                answered.append(conn.number)
+            elif not conn.closed:
+                silent.append(conn.number)
+
+        async with trio.open_nursery() as nursery:
+            for conn in conns:
+                nursery.start_soon(one, conn)
+        if silent:
+            raise SyncError(f"sync: connection(s) {sorted(silent)} did not answer system.ping within {timeout:g} s")
+        return len(answered)
+
+    async def idle(self, timeout: float = SYNC_TIMEOUT) -> None:
+        """Wait until the sim is quiet: every call it has received has been handled and answered,
+        and every action it deferred (the apply_delay / publish_delay / properties_delay work and
+        the notifications that go with it) has run. Raises SyncError after `timeout`."""
+        with trio.move_on_after(timeout):
+            while self._busy:
+                await self._quiet.wait()
+            return
+        raise SyncError(f"idle: still busy after {timeout:g} s: {dict(self._busy)}")
+
+    async def quiesce(self, timeout: float = SYNC_TIMEOUT, *, rounds: int = 2, min_clients: int = 1) -> None:
+        """idle() then sync(), `rounds` times, then idle() once more. After one round the clients
+        have handled everything the sim had to send (deferred work included) and what they had
+        sent is in `calls`; the second round also covers what a client started in reaction while
+        handling those frames (a refetch after an update, say), if it has written its frame by then.
+        The final idle() means every call in `calls` has been handled. See README.md, "Sync points"."""
+        for _ in range(rounds):
+            await self.idle(timeout)
+            await self.sync(timeout, min_clients=min_clients)
+        await self.idle(timeout)
+
+    # ============================================================================================
+    # viewer -> client
+    # ============================================================================================
+
+    def _next_rpc_id(self) -> str:
+        rid = f"rpc_{self._rpc_counter}"
+        self._rpc_counter += 1
+        return rid
+
+    async def _request(
+        self, conn: Connection, method: str, params: Any, timeout: float
+    ) -> tuple[str, Response | None]:
+        """Send a request to one client; its id and Response, None if none came (closed, timed out)."""
+        rid = self._next_rpc_id()
+        event = trio.Event()
+        box: list[Response] = []
+        conn.pending[rid] = (event, box)
+        out: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            out["params"] = params
+        await conn.send(dumps(out))
+        with trio.move_on_after(timeout):
+            await event.wait()
+        conn.pending.pop(rid, None)
+        return rid, (box[0] if box else None)
+
+    async def call_client(self, conn: Connection, method: str, params: Any, timeout: float = 120.0) -> Response:
+        """Send a request to one client; a Response (error -32001/-32000 on timeout/close)."""
+        rid, response = await self._request(conn, method, params, timeout)
+        if response is not None:
+            return response
+        if conn.closed:
+            return Response(rid, None, RpcError(-32000, "Connection closed unexpectedly"))
+        return Response(rid, None, RpcError(-32001, "Request timed out"))
+
+    async def execute_on_clients(self, command: str, params: dict[str, Any] | None = None) -> list[Response]:
+        """A viewer-side command.execute (editor.show_message, editor.open_file) on every
+        authenticated client that advertised `commands`; their responses."""
+        body: dict[str, Any] = {"command": command}
+        if params is not None:
+            body["params"] = params
+        conns = [c for c in self._conns if c.authenticated and not c.closed]
+        return [await self.call_client(c, "command.execute", body, timeout=10.0) for c in conns]
+
+    async def _notify(self, conn: Connection, method: str, params: Any = None) -> None:
+        out: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            out["params"] = params
+        await conn.send(dumps(out))
+
+    async def broadcast(self, method: str, params: dict[str, Any]) -> None:
+        """Send a notification to every authenticated connection."""
+        self.notifications_sent.append((method, params))
+        for conn in list(self._conns):
+            if conn.authenticated and not conn.closed:
+                await self._notify(conn, method, params)
+
+    # ============================================================================================
+    # handshake
+    # ============================================================================================
+
+    async def _handshake(self, conn: Connection) -> None:
+        challenge = str(uuid.uuid4())
+        fd, path = tempfile.mkstemp(prefix="sl_script_challenge_", suffix=".tmp", dir=self.tmpdir)
+        self.challenge_files.append(path)
+        try:
+            os.fchmod(fd, 0o600)
+            os.write(fd, challenge.encode("ascii"))
+            os.close(fd)
+            params: dict[str, Any] = {
+                "server_version": "1.0.0",
+                "protocol_version": "1.0",
+                "viewer_name": "Second Life Simulated",
+                "viewer_version": self.viewer_version_string,
+                "challenge": path,
+                "languages": ["lsl", "luau"],
+                "syntax_id": self.syntax_id,
+                "features": dict(SESSION_FEATURES),
+            }
+            if not self.v2:
+                params["agent_id"] = self.world.agent_id
+                params["agent_name"] = self.world.agent_name
+            response = await self.call_client(
+                conn, "session.handshake", params, timeout=self.handshake_timeout
+            )
+        finally:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        if conn.closed:
+            return
+        err = response.error
+        if err is not None and err.code == -32001:
+            await self._disconnect(conn, 3, "Handshake timed out")
+            return
+        if err is not None and self.v2:
+            await self._disconnect(conn, 2, "Handshake failed")
+            return
+        result = response.result if isinstance(response.result, dict) else {}
+        answer = result.get("challenge_response")
+        if err is not None or not isinstance(answer, str) or answer != challenge:
+            await self._disconnect(conn, 2, "Invalid challenge response")
+            return
+        conn.authenticated = True
+        if self.v2:
+            conn.ws._max_message_size = V2_MESSAGE_LIMIT
+            await self._notify(
+                conn, "session.ok", {"agent_id": self.world.agent_id, "agent_name": self.world.agent_name}
+            )
+        else:
+            await self._notify(conn, "session.ok")
+        self._on_session_ok()
+        if self.client_ping_interval and conn.nursery is not None:
+            conn.nursery.start_soon(self._ping_client, conn, self.client_ping_interval)
+
+    async def _ping_client(self, conn: Connection, interval: float) -> None:
+        """Optionally call the client's system.ping now and then, as a viewer may."""
+        while not conn.closed:
+            await trio.sleep(interval)
+            stamp = int(time.time() * 1000)
+            self.client_pings.append(await self.call_client(conn, "system.ping", {"timestamp": stamp}, 30.0))
+
+    async def _disconnect(self, conn: Connection, reason: int, message: str) -> None:
+        await self._notify(conn, "session.disconnect", {"reason": reason, "message": message})
+        await conn.close(1000)
