@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import __version__
+from . import __version__, paths
 from .cli_verbs import VERBS, add_verb_parsers, run_verb
 from .model.options import Options, parse_options
 
@@ -72,6 +72,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     setup_logging(args.verbose)
+    try:
+        return _dispatch(parser, args, argv)
+    except paths.RuntimeDirError as exc:  # an unsafe or unusable runtime dir: refused, never a traceback
+        print(f"slfs: {exc}", file=sys.stderr)
+        return 1
+
+
+def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str]) -> int:
     if args.command == "mount":
         return cmd_mount(args, argv)
     if args.command == "umount":
@@ -96,10 +104,16 @@ def cmd_mount(args: argparse.Namespace, argv: list[str]) -> int:
     # The daemon (pyfuse3, trio) is imported only by the verbs that need it: the control verbs
     # start faster without it.
     from .daemon import Daemon, run_foreground, spawn_background
+    from .session.peer import is_loopback
 
     options = _options(args.options)
     if options is None:
         return 2
+    if not options.allow_remote_viewer and not is_loopback(args.host):
+        print(f"slfs: --host {args.host}: not a loopback address; slfs talks only to a viewer on this machine, "
+              "whose listener it can check is ours (-o allow_remote_viewer to connect anyway)", file=sys.stderr)
+        return 2
+    paths.runtime_dir(create=True)  # refused here, before anything starts, when it is not ours alone
     if not args.foreground:
         child = [a for a in argv if a not in ("-v", "--verbose")]
         child.insert(child.index("mount") + 1, "-f")

@@ -6,6 +6,7 @@ import errno
 import json
 import logging
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -112,7 +113,7 @@ class Daemon:
         self.ws.on_syntax.append(self.syntax.refresh)
         control = self.ops.control
         control.events, control.syntax = self.events, self.syntax
-        self.socket_path = str(paths.runtime_dir() / f"{paths.mount_key(mountpoint)}.sock")
+        self.socket_path = paths.control_socket_path(mountpoint)
         self.control_server = ControlServer(self.ws, control, self.events, self.socket_path)
         self.extensions: list[Callable[[trio.Nursery], Awaitable[None]]] = []
         self._exit_prepared = False
@@ -240,21 +241,43 @@ def spawn_background(argv: list[str], mountpoint: str, timeout: float = 30.0) ->
     os.close(wfd)
     deadline = time.monotonic() + timeout
     buf = b""
-    with os.fdopen(rfd, "rb") as r:
-        os.set_blocking(r.fileno(), True)
-        while time.monotonic() < deadline:
-            chunk = r.read1(4096) if hasattr(r, "read1") else r.read(4096)
+    timed_out = False
+    try:
+        # poll, not a blocking read: a daemon that hangs before it answers must not hang us too.
+        poller = select.poll()
+        poller.register(rfd, select.POLLIN)
+        while b"\n" not in buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                timed_out = True
+                break
+            if not poller.poll(max(1, int(left * 1000))):
+                continue  # the deadline is checked again
+            chunk = os.read(rfd, 4096)
             if not chunk:
                 break
             buf += chunk
-            if b"\n" in buf:
-                break
+    finally:
+        os.close(rfd)
     msg = buf.decode(errors="replace").strip()
     if msg == "ok":
         print(f"slfs: mounted {mountpoint} (pid {proc.pid}, log {log_file})")
         return 0
+    if timed_out:
+        # Whatever it is stuck on, it is not a mount we reported: stop it rather than leave it behind.
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        print(f"slfs: the daemon (pid {proc.pid}) did not report within {timeout:g} s; stopped it "
+              f"(log: {log_file})", file=sys.stderr)
+        return 1
     if not msg:
-        code = proc.poll()
+        try:
+            code: int | None = proc.wait(2)  # the pipe closes just before the exit status is there
+        except subprocess.TimeoutExpired:
+            code = None
         msg = f"daemon exited with status {code}" if code is not None else "no answer from the daemon"
     print(f"slfs: {msg.removeprefix('error: ')} (log: {log_file})", file=sys.stderr)
     return 1

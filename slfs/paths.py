@@ -3,8 +3,22 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
+import stat
 from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+# sun_path of a Unix socket holds 108 bytes with the terminating NUL.
+SOCKET_PATH_MAX = 107
+# Where the runtime dir falls back to without $XDG_RUNTIME_DIR, and where a control socket goes when
+# its path would be too long.
+FALLBACK_RUNTIME_BASE = "/tmp"
+
+
+class RuntimeDirError(Exception):
+    """The runtime dir (registry and control sockets) cannot be trusted or used; the message says why."""
 
 
 def _xdg(var: str, default: str) -> Path:
@@ -22,12 +36,71 @@ def data_dir() -> Path:
     return _xdg("XDG_DATA_HOME", ".local/share") / "slfs"
 
 
-def runtime_dir() -> Path:
-    """Control sockets and the registry of running mounts."""
+def _fallback_runtime_dir() -> Path:
+    return Path(FALLBACK_RUNTIME_BASE) / f"slfs-{os.getuid()}"
+
+
+def check_private_dir(path: Path) -> None:
+    """Refuse (RuntimeDirError) a dir another user could have made or can use: it must be a real
+    directory (lstat: not a symlink), owned by us, with no group or other permission bits."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise RuntimeDirError(f"cannot check {path}: {exc.strerror}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise RuntimeDirError(f"{path} is a symbolic link, not a directory of our own; refusing it (remove it)")
+    if not stat.S_ISDIR(st.st_mode):
+        raise RuntimeDirError(f"{path} is not a directory; refusing it (remove it)")
+    if st.st_uid != os.geteuid():
+        raise RuntimeDirError(f"{path} is owned by uid {st.st_uid}, not by us (uid {os.geteuid()}); refusing it "
+                              "(another user may have made it: remove it)")
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        raise RuntimeDirError(f"{path} has mode {stat.S_IMODE(st.st_mode):04o}, open to other users; refusing it "
+                              f"(chmod 700 {path})")
+
+
+def private_dir(path: Path) -> Path:
+    """`path`, created 0700 when missing (its parent must exist), then checked."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise RuntimeDirError(f"cannot create {path}: {exc.strerror}") from None
+    check_private_dir(path)
+    return path
+
+
+def runtime_dir(*, create: bool = False) -> Path:
+    """Control sockets and the registry of running mounts: a dir of ours alone, checked on every use
+    (RuntimeDirError otherwise); created 0700 with `create`, else it may be missing (no mounts)."""
     base = os.environ.get("XDG_RUNTIME_DIR")
-    if base and os.path.isdir(base):
-        return Path(base) / "slfs"
-    return Path(f"/tmp/slfs-{os.getuid()}")
+    path = Path(base) / "slfs" if base and os.path.isdir(base) else _fallback_runtime_dir()
+    if create:
+        return private_dir(path)
+    try:
+        check_private_dir(path)
+    except FileNotFoundError:
+        pass
+    return path
+
+
+def control_socket_path(mountpoint: str | os.PathLike[str]) -> str:
+    """The mount's control socket: in the runtime dir, or, when that path is over the Unix socket
+    limit (a long $XDG_RUNTIME_DIR), in the short fallback dir; the registry names it either way."""
+    name = f"{mount_key(mountpoint)}.sock"
+    path = runtime_dir(create=True) / name
+    if len(os.fsencode(path)) <= SOCKET_PATH_MAX:
+        return str(path)
+    short = private_dir(_fallback_runtime_dir()) / name
+    if len(os.fsencode(short)) > SOCKET_PATH_MAX:
+        raise RuntimeDirError(f"the control socket path {path} is {len(os.fsencode(path))} bytes, over the "
+                              f"{SOCKET_PATH_MAX}-byte limit of a Unix socket, and so is {short}")
+    log.info("%s would be %d bytes, over the %d-byte limit of a Unix socket; the control socket is %s",
+             path, len(os.fsencode(path)), SOCKET_PATH_MAX, short)
+    return str(short)
 
 
 def mount_key(mountpoint: str | os.PathLike[str]) -> str:

@@ -93,6 +93,10 @@ def test_docs_name_every_mount_option_with_its_default() -> None:
         if value is not None:
             shown = f"{value:g}" if isinstance(value, float) else str(value)
             assert f"| {shown} |" in readme, f"README gives the wrong default for -o {name} (want {shown})"
+    for flag in ("allow_remote_viewer",):  # options without a value, off by default
+        assert getattr(defaults, flag) is False
+        assert f"| `{flag}` | off |" in readme, f"README does not document -o {flag}"
+        assert f".B {flag}\n" in page1 and f".B {flag}\n" in page5, f"a man page does not document -o {flag}"
 
 
 def test_docs_state_the_naming_limits_of_the_code() -> None:

@@ -16,6 +16,7 @@ class Options:
     attr_timeout: float = 60.0  # kernel attribute/entry cache for names and sizes slfs knows
     save_retries: int = 4  # transient "Item not found" retries of a save
     shutdown_grace: float = 20.0  # how long SIGTERM waits for pending saves
+    allow_remote_viewer: bool = False  # --host other than loopback (the viewer is then not vetted)
     fuse: tuple[str, ...] = ()  # options passed through to the kernel (allow_other, ...)
 
 
@@ -49,6 +50,10 @@ def parse_options(items: list[str]) -> Options:
                 if not sep or not value.strip():
                     raise ValueError("-o open_cmd needs a command, e.g. open_cmd='code -g {path}:{line}'")
                 kw["open_cmd"] = value
+            elif name == "allow_remote_viewer":
+                if sep:
+                    raise ValueError("-o allow_remote_viewer takes no value")
+                kw["allow_remote_viewer"] = True
             elif name in _PASSTHROUGH:
                 fuse.append(opt)
             else:

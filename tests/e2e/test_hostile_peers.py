@@ -1,0 +1,57 @@
+"""A mount among other users: an impostor on the viewer's port, a long $XDG_RUNTIME_DIR, a remote
+--host."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from session.foreign import NOBODY, foreign_listener
+
+from e2e.harness import MountFactory
+from slfs import paths
+
+
+async def test_impostor_on_the_viewer_port_is_refused_until_the_viewer_comes(mount_factory: MountFactory) -> None:
+    m = await mount_factory(sim=False, start=False)
+    want = f"the listener on 127.0.0.1:{m.port} belongs to uid {NOBODY}, not to us (uid {os.geteuid()}); not connecting"
+    async with foreign_listener(m.port) as impostor:
+        await m.start_daemon(wait_state=None)
+
+        async def refused() -> bool:
+            status = await m.status()
+            return status.get("state") == "connecting" and want in status.get("state_detail", "")
+
+        await m.wait_for(refused, 20, "the status names the impostor's uid")
+    assert impostor.report == {"connections": 0, "bytes": 0}
+    assert want in m.log_text()
+    # The real viewer (ours) starts later on the same port: the mount connects to it.
+    await m.start_sim()
+    await m.wait_live("connected")
+    assert "Hello Cube" in await m.out("ls", m.mnt)
+
+
+async def test_long_runtime_dir_gets_a_short_control_socket(mount_factory: MountFactory, tmp_path: Path) -> None:
+    long_dir = tmp_path / ("r" * (150 - len(str(tmp_path)) - 1))
+    assert len(str(long_dir)) == 150
+    long_dir.mkdir(mode=0o700)
+    m = await mount_factory(env={"XDG_RUNTIME_DIR": str(long_dir)})
+    (entry_file,) = (long_dir / "slfs" / "mounts").glob("*.json")
+    entry = json.loads(entry_file.read_text())
+    assert entry["socket"] == f"{paths.FALLBACK_RUNTIME_BASE}/slfs-{os.getuid()}/{paths.mount_key(m.mnt)}.sock"
+    # The CLI verbs find the mount and its socket through the registry.
+    out = await m.out(sys.executable, "-m", "slfs", "status", "--mount", m.mnt)
+    assert "state: connected" in out
+    m.assert_clean_log()
+
+
+async def test_remote_host_needs_the_option(mount_factory: MountFactory) -> None:
+    m = await mount_factory(sim=False, start=False, args=("--host", "192.0.2.1"))
+    res = await m.run(sys.executable, "-m", "slfs", "mount", "-f", "--host", "192.0.2.1", m.mnt, check=False)
+    assert res.returncode == 2
+    assert b"--host 192.0.2.1: not a loopback address" in res.stderr
+    await m.start_daemon(wait_state=None, options=["allow_remote_viewer"])
+    status = await m.status()
+    assert status["state"] == "connecting" and "192.0.2.1" in status["state_detail"]
