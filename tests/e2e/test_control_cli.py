@@ -83,6 +83,7 @@ async def test_several_mounts(mount_factory: MountFactory, tmp_path: Path) -> No
     # both daemons register in one runtime directory, as they would for one user
     run = tmp_path / "shared-run"
     (run / "slfs" / "mounts").mkdir(parents=True)
+    (run / "slfs").chmod(0o700)  # a runtime dir open to others is refused
     for m in (a, b):
         src = Path(m.env["XDG_RUNTIME_DIR"]) / "slfs" / "mounts"
         for f in src.glob("*.json"):
