@@ -1,4 +1,4 @@
-"""Generic JSON <-> attrs conversion for protocol payloads.
+"""JSON <-> attrs conversion for protocol payloads, built on cattrs.
 
 Every payload class is a frozen attrs class whose fields are named as on the wire. A field with no
 default is required; a field with a default is optional and left out when encoding when it is None.
@@ -15,6 +15,22 @@ Decoding bends where it may and holds where it must:
   fields are malformed fails the payload, because dropping it would read as a deletion.
 - Unknown fields are kept in `extra` so nothing the viewer sends is lost, and reported to
   `on_ignored` too.
+- `on_ignored(key, problem)` gets index-free keys (`object.inventory[].vm`), each at most once per
+  call. Types are checked, never coerced: an integer accepts an integral float, not a boolean.
+
+How that maps onto cattrs. Each payload class, at each place it sits in a payload (its index-free
+key, marked on the type as `Annotated[cls, _At(key)]`), gets one structure hook from a hook factory,
+built from two functions cattrs generates for it (`make_dict_structure_fn`):
+- the fast one, from a converter without detailed validation, with strict hooks for the scalars,
+  lists and dicts: it decodes a well-formed object in one pass of generated code;
+- the lenient one, generated on first need from a converter with detailed validation, whose
+  optional fields are wrapped: a field that fails its strict hook is reported, kept raw in `extra`
+  and takes its default; a required field that fails raises cattrs' `ClassValidationError`.
+The hook tries the fast function and falls back to the lenient one for that object only, so one odd
+item costs one item's slow decode, not the payload's. Unknown fields are split off into `extra`
+before either runs. A payload that fails becomes a ProtocolError whose field path is read from the
+notes cattrs attaches to its exception groups (attribute names, list indices, mapping keys).
+Encoding is cattrs' generated unstructuring, with None optionals left out and `extra` merged.
 """
 
 from __future__ import annotations
@@ -22,10 +38,16 @@ from __future__ import annotations
 import re
 import types
 import typing
-from collections.abc import Callable
-from typing import Any, TypeVar, Union
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
+from typing import Annotated, Any, TypeAlias, TypeVar
 
 import attrs
+import cattrs
+from attrs import NOTHING, AttrsInstance
+from cattrs.cols import list_structure_factory
+from cattrs.errors import AttributeValidationNote, IterableValidationError, IterableValidationNote
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, mapping_structure_factory, override
 
 from .errors import ProtocolError
 
@@ -33,161 +55,537 @@ T = TypeVar("T")
 
 # Called with (field path without list indices, what was wrong) for each optional field ignored.
 OnIgnored = Callable[[str, str], None]
+# What a request's params may be: a payload object (encoded with to_json), a dict, or nothing.
+RequestParams: TypeAlias = "AttrsInstance | Mapping[str, Any] | None"
 
 UNKNOWN_FIELD = "unknown field"  # the `problem` on_ignored gets for a field no payload class declares
 _INDEX = re.compile(r"\[\d+\]")
+_DICT_KEY = "\0"  # in a static key: where the key of an enclosing mapping goes
 
 
 def field_key(path: str) -> str:
     """`object.inventory[3].vm` -> `object.inventory[].vm`: one key for every element."""
     return _INDEX.sub("[]", path)
 
-_resolved: set[type] = set()
+
+# --- per-call state -------------------------------------------------------------------------------
 
 
-def _describe(tp: Any) -> str:
-    names = {str: "a string", int: "an integer", float: "a number", bool: "a boolean", dict: "an object",
-             list: "an array"}
-    return names.get(tp, getattr(tp, "__name__", str(tp)))
+class _Invalid(ValueError):
+    """A value of the wrong JSON type (or not among a Literal's values), in the protocol's words."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
-def _convert(tp: Any, value: Any, path: str, on_ignored: OnIgnored | None = None) -> Any:
-    if tp is Any or tp is object:
-        return value
-    origin = typing.get_origin(tp)
-    if origin in (Union, types.UnionType):
-        args = typing.get_args(tp)
-        if value is None and type(None) in args:
-            return None
-        errors: list[ProtocolError] = []
-        for arg in args:
-            if arg is type(None):
+@attrs.define
+class _Call:
+    """One from_json call: what is reported, what is set aside, where the decodes under way are."""
+
+    on_ignored: OnIgnored | None
+    # (key, problem) in the order a field-by-field decode meets them; a decode that fails takes back
+    # what it reported past its first failure, as a decode that stops there would not have said it.
+    reports: list[tuple[str, str]] = attrs.Factory(list)
+    # (field name, raw value) of optional fields ignored by the lenient decodes under way, innermost
+    # last: each decode takes its own entries into its object's `extra`.
+    stash: list[tuple[str, Any]] = attrs.Factory(list)
+    # For each lenient decode under way: where in `reports` each of its fields' reports begin.
+    starts: list[dict[str, int]] = attrs.Factory(list)
+    mapping_keys: list[str] = attrs.Factory(list)  # keys of the mappings of payloads being decoded
+
+    def fill(self, key: str) -> str:
+        """A static key with the keys of the enclosing mappings put in."""
+        if _DICT_KEY not in key:
+            return key
+        parts = key.split(_DICT_KEY)
+        return "".join(p + k for p, k in zip(parts, self.mapping_keys, strict=False)) + parts[-1]
+
+    def report(self, key: str, problem: str) -> None:
+        if self.on_ignored is not None:
+            self.reports.append((key, problem))
+
+    def flush(self) -> None:
+        """Tell on_ignored each key once, under its index-free form."""
+        if self.on_ignored is None:
+            return
+        raw: set[str] = set()
+        told: set[str] = set()
+        for key, problem in self.reports:
+            if key in raw:
                 continue
-            try:
-                return _convert(arg, value, path, on_ignored)
-            except ProtocolError as exc:
-                errors.append(exc)
-        raise errors[0] if len(errors) == 1 else ProtocolError("has the wrong type", path)
-    if origin is typing.Literal:
-        if value not in typing.get_args(tp):
-            allowed = ", ".join(repr(a) for a in typing.get_args(tp))
-            raise ProtocolError(f"must be one of {allowed}", path)
-        return value
-    if origin is list:
-        if not isinstance(value, list):
-            raise ProtocolError("must be an array", path)
-        (item_tp,) = typing.get_args(tp) or (Any,)
-        return [_convert(item_tp, v, f"{path}[{i}]", on_ignored) for i, v in enumerate(value)]
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise ProtocolError("must be an object", path)
-        args = typing.get_args(tp)
-        val_tp = args[1] if len(args) == 2 else Any
-        return {k: _convert(val_tp, v, f"{path}.{k}", on_ignored) for k, v in value.items()}
+            raw.add(key)
+            shown = field_key(key)
+            if shown not in told:
+                told.add(shown)
+                self.on_ignored(shown, problem)
+
+
+_CALL: ContextVar[_Call] = ContextVar("slfs_codec_call")
+
+
+# --- strict hooks for scalars -----------------------------------------------------------------------
+
+_REQUIRED: Any = NOTHING  # `default` of a hook for a required field: None is an error, not a default
+_Hook = Callable[[Any, Any], Any]
+
+
+def _str_hook(default: Any = _REQUIRED) -> _Hook:
+    def structure_str(v: Any, _t: Any) -> Any:
+        if isinstance(v, str):
+            return v
+        if v is None and default is not _REQUIRED:
+            return default
+        raise _Invalid("must be a string")
+
+    return structure_str
+
+
+def _int_hook(default: Any = _REQUIRED) -> _Hook:
+    def structure_int(v: Any, _t: Any) -> Any:
+        if v.__class__ is int:
+            return v
+        if isinstance(v, float) and v.is_integer():
+            return int(v)
+        if isinstance(v, int) and not isinstance(v, bool):
+            return v
+        if v is None and default is not _REQUIRED:
+            return default
+        raise _Invalid("must be an integer")
+
+    return structure_int
+
+
+def _float_hook(default: Any = _REQUIRED) -> _Hook:
+    def structure_float(v: Any, _t: Any) -> Any:
+        if isinstance(v, (float, int)) and not isinstance(v, bool):
+            return v
+        if v is None and default is not _REQUIRED:
+            return default
+        raise _Invalid("must be a number")
+
+    return structure_float
+
+
+def _bool_hook(default: Any = _REQUIRED) -> _Hook:
+    def structure_bool(v: Any, _t: Any) -> Any:
+        if v is True or v is False:
+            return v
+        if v is None and default is not _REQUIRED:
+            return default
+        raise _Invalid("must be a boolean")
+
+    return structure_bool
+
+
+def _literal_hook(tp: Any, default: Any = _REQUIRED) -> _Hook:
+    values = typing.get_args(tp)
+    reason = "must be one of " + ", ".join(repr(a) for a in values)
+
+    def structure_literal(v: Any, _t: Any) -> Any:
+        if v in values:
+            return v
+        if v is None and default is not _REQUIRED:
+            return default
+        raise _Invalid(reason)
+
+    return structure_literal
+
+
+_SCALARS: dict[Any, Callable[[Any], _Hook]] = {str: _str_hook, int: _int_hook, float: _float_hook, bool: _bool_hook}
+
+
+def _scalar_hook(tp: Any, default: Any) -> _Hook | None:
+    if typing.get_origin(tp) is typing.Literal:
+        return _literal_hook(tp, default)
+    make = _SCALARS.get(tp)
+    return make(default) if make is not None else None
+
+
+def _passthrough(v: Any, _t: Any) -> Any:
+    return v
+
+
+# --- types marked with where they sit -------------------------------------------------------------
+
+
+@attrs.frozen
+class _At:
+    """Annotated metadata of a payload class: its index-free key in the payload, and whether null
+    stands for its (None) default there."""
+
+    key: str
+    nullable: bool = False
+
+
+def _is_marked(tp: Any) -> bool:
+    return typing.get_origin(tp) is Annotated and isinstance(tp.__metadata__[0], _At)
+
+
+def _strip_none(tp: Any) -> tuple[Any, bool]:
+    """(the type without None, whether None was in it)."""
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(args) != 1:
+            raise TypeError(f"unsupported payload type {tp!r}")  # a bug in a payload class, not input
+        return args[0], True
+    return tp, False
+
+
+def _mark(tp: Any, key: str) -> Any:
+    """`tp` with each payload class in it annotated with its key (list elements `key[]`)."""
     if attrs.has(tp):
-        return from_json(tp, value, path, on_ignored=on_ignored)
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise ProtocolError("must be a boolean", path)
-        return value
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ProtocolError("must be an integer", path)
-        if isinstance(value, float):
-            if not value.is_integer():
-                raise ProtocolError("must be an integer", path)
-            return int(value)
-        return value
-    if tp is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ProtocolError("must be a number", path)
-        return value
-    if tp in (str, dict, list):
-        if not isinstance(value, tp):
-            raise ProtocolError(f"must be {_describe(tp)}", path)
-        return value
+        return Annotated[tp, _At(key)]
+    origin = typing.get_origin(tp)
+    if origin is list:
+        (item,) = typing.get_args(tp) or (Any,)
+        return types.GenericAlias(list, (_mark(item, f"{key}[]"),))
+    if origin is dict:
+        k, v = typing.get_args(tp) or (Any, Any)
+        return types.GenericAlias(dict, (k, _mark(v, f"{key}.{_DICT_KEY}")))
+    if tp in (Any, object, str, int, float, bool, list, dict) or origin is typing.Literal:
+        return tp
     raise TypeError(f"unsupported payload type {tp!r}")  # a bug in a payload class, not input
 
 
-def _fields(cls: type) -> tuple[attrs.Attribute, ...]:  # type: ignore[type-arg]
-    if cls not in _resolved:
-        attrs.resolve_types(cls, globalns=vars(__import__(cls.__module__, fromlist=["_"])))
-        _resolved.add(cls)
-    return attrs.fields(cls)
+def _has_payloads(tp: Any) -> bool:
+    return _is_marked(tp) or any(_has_payloads(a) for a in typing.get_args(tp))
 
 
 def _structural(tp: Any) -> bool:
     """A list of payload objects: its elements' failures fail the payload (see the module doc)."""
-    args = [a for a in typing.get_args(tp) if a is not type(None)] if typing.get_origin(tp) in (
-        Union, types.UnionType) else [tp]
-    for arg in args:
-        if typing.get_origin(arg) is list:
-            (item_tp,) = typing.get_args(arg) or (Any,)
-            if attrs.has(item_tp):
-                return True
-    return False
+    return typing.get_origin(tp) is list and bool(typing.get_args(tp)) and attrs.has(typing.get_args(tp)[0])
+
+
+def _default_of(field: attrs.Attribute) -> Callable[[], Any]:  # type: ignore[type-arg]
+    default: Any = field.default
+    if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+        factory: Callable[[], Any] = default.factory
+        return factory
+    return lambda: default
+
+
+# --- the converters -----------------------------------------------------------------------------------
+
+
+def _converter(lenient: bool) -> cattrs.Converter:
+    """The strict hooks for everything but payload classes, and the factory for those.
+
+    The fast converter (`lenient` False) leaves everything to cattrs' generated code, no detailed
+    validation. The lenient one validates in detail (each failure noted with its place) and stops a
+    list or mapping of payloads at its first bad element, as a field-by-field decode would."""
+    conv = cattrs.Converter(detailed_validation=lenient)
+    for tp, make in _SCALARS.items():
+        conv.register_structure_hook(tp, make(_REQUIRED))
+    conv.register_structure_hook_factory(lambda t: typing.get_origin(t) is typing.Literal, _literal_hook)
+
+    def is_list(t: Any) -> bool:
+        return t is list or typing.get_origin(t) is list
+
+    @conv.register_structure_hook_factory(is_list)
+    def strict_list(tp: Any, conv: cattrs.Converter) -> _Hook:
+        args = typing.get_args(tp)
+        if lenient and args and _is_marked(args[0]):
+            return _payload_list_hook(args[0], conv)
+        elements = list_structure_factory(tp, conv)
+
+        def structure_list(v: Any, t: Any) -> Any:
+            if isinstance(v, list):
+                return elements(v, t)
+            raise _Invalid("must be an array")
+
+        return structure_list
+
+    def is_dict(t: Any) -> bool:
+        return t is dict or typing.get_origin(t) is dict
+
+    @conv.register_structure_hook_factory(is_dict)
+    def strict_dict(tp: Any, conv: cattrs.Converter) -> _Hook:
+        args = typing.get_args(tp)
+        if len(args) == 2 and _is_marked(args[1]):
+            return _payload_mapping_hook(args[1], conv)
+        values = mapping_structure_factory(tp, conv, key_type=Any)  # keys are taken as they are
+
+        def structure_dict(v: Any, t: Any) -> Any:
+            if isinstance(v, dict):
+                return values(v, t)
+            raise _Invalid("must be an object")
+
+        return structure_dict
+
+    conv.register_structure_hook_factory(_is_marked, lambda t: _payload_hook(t.__origin__, t.__metadata__[0]))
+    return conv
+
+
+def _payload_list_hook(element_type: Any, conv: cattrs.Converter) -> _Hook:
+    """Lenient side: a list of payload objects, failing at its first bad element, noted by index."""
+    hook = conv.get_structure_hook(element_type)
+
+    def structure_payload_list(v: Any, t: Any) -> Any:
+        if not isinstance(v, list):
+            raise _Invalid("must be an array")
+        out = []
+        for i, element in enumerate(v):
+            try:
+                out.append(hook(element, element_type))
+            except Exception as exc:
+                exc.__notes__ = [*getattr(exc, "__notes__", []),
+                                 IterableValidationNote(f"Structuring {t} @ index {i}", i, element_type)]
+                raise IterableValidationError(f"While structuring {t!r}", [exc], list) from None
+        return out
+
+    return structure_payload_list
+
+
+def _payload_mapping_hook(value_type: Any, conv: cattrs.Converter) -> _Hook:
+    """A mapping of payload objects: each value decoded with its key known (for the keys reported);
+    on the lenient side a bad value fails it, noted by key."""
+    hook = conv.get_structure_hook(value_type)
+    detailed = conv.detailed_validation
+
+    def structure_payload_mapping(v: Any, _t: Any) -> Any:
+        if not isinstance(v, dict):
+            raise _Invalid("must be an object")
+        keys = _CALL.get().mapping_keys
+        out: dict[Any, Any] = {}
+        for k, value in v.items():
+            keys.append(k)
+            try:
+                out[k] = hook(value, value_type)
+            except Exception as exc:
+                if not detailed:
+                    raise
+                exc.__notes__ = [*getattr(exc, "__notes__", []),
+                                 IterableValidationNote(f"Structuring mapping value @ key {k!r}", k, value_type)]
+                raise IterableValidationError("While structuring a mapping", [exc], dict) from None
+            finally:
+                keys.pop()
+        return out
+
+    return structure_payload_mapping
+
+
+_FAST = _converter(lenient=False)
+_LENIENT = _converter(lenient=True)
+_HOOKS: dict[tuple[type, _At], _Hook] = {}
+
+
+def _payload_hook(cls: type, at: _At) -> _Hook:
+    hook = _HOOKS.get((cls, at))
+    if hook is None:
+        hook = _HOOKS[(cls, at)] = _make_payload_hook(cls, at)
+    return hook
+
+
+def _field_hooks(cls: type, prefix: str, conv: cattrs.Converter, lenient: bool) -> dict[str, Any]:
+    """cattrs overrides: the struct hook of every field of `cls`, strict or (lenient) forgiving."""
+    out: dict[str, Any] = {"extra": override(struct_hook=_passthrough)}
+    for field in attrs.fields(cls):
+        if field.name == "extra":
+            continue
+        tp, nullable = _strip_none(field.type)
+        if tp is Any or tp is object:
+            continue  # taken as it is
+        optional = field.default is not NOTHING
+        factory = isinstance(field.default, attrs.Factory)  # type: ignore[arg-type]
+        key = prefix + field.name
+        if optional and not factory:
+            hook = _scalar_hook(tp, field.default)  # null is the default, in the same call
+        else:
+            hook = _scalar_hook(tp, None if nullable else _REQUIRED)
+            if hook is not None and factory:
+                hook = _or_default(hook, _default_of(field))
+        marked = _mark(tp, key)
+        if hook is None:
+            if attrs.has(tp):
+                null_default = nullable or (optional and field.default is None)
+                hook = conv.get_structure_hook(Annotated[tp, _At(key, null_default)])
+                if optional and field.default is not None:
+                    hook = _or_default(hook, _default_of(field))
+            else:
+                hook = conv.get_structure_hook(marked)
+                if optional:
+                    hook = _or_default(hook, _default_of(field))
+                elif nullable:
+                    hook = _or_default(hook, lambda: None)
+        if lenient and (optional or _has_payloads(marked)):
+            hook = _tracked(field.name, hook, key, optional, _structural(tp), _default_of(field))
+        out[field.name] = override(struct_hook=hook)
+    return out
+
+
+def _or_default(hook: _Hook, default: Callable[[], Any]) -> _Hook:
+    def structure_or_default(v: Any, t: Any) -> Any:
+        return default() if v is None else hook(v, t)
+
+    return structure_or_default
+
+
+def _tracked(name: str, hook: _Hook, key: str, optional: bool, structural: bool,
+             default: Callable[[], Any]) -> _Hook:
+    """A field's hook in a lenient decode: it notes where the field's reports begin and, for an
+    optional field that fails its strict hook, reports it, sets its raw value aside for `extra` and
+    gives the default. A malformed element of a structural list still fails."""
+
+    def structure_leniently(v: Any, t: Any) -> Any:
+        call = _CALL.get()
+        call.starts[-1][name] = len(call.reports)
+        if not optional:
+            return hook(v, t)
+        try:
+            return hook(v, t)
+        except Exception as exc:
+            if structural and isinstance(v, list):
+                raise
+            where, reason = _locate(exc, call.fill(key))
+            call.report(where, reason)
+            call.stash.append((name, v))
+            return default()
+
+    return structure_leniently
+
+
+def _make_payload_hook(cls: type, at: _At) -> _Hook:
+    attrs.resolve_types(cls)
+    fields = [f for f in attrs.fields(cls) if f.name != "extra"]
+    if len(fields) == len(attrs.fields(cls)):
+        raise TypeError(f"payload class {cls.__name__} has no `extra` field")
+    known = frozenset(f.name for f in fields)
+    order = {f.name: i for i, f in enumerate(fields)}
+    all_optional = all(f.default is not NOTHING for f in fields)
+    prefix = f"{at.key}." if at.key else ""
+    # cattrs' fast code takes optional fields before required ones; no payload class has both a
+    # required field holding payloads and optional ones, so reports keep the fields' order.
+    fast: _Hook = make_dict_structure_fn(cls, _FAST, _cattrs_detailed_validation=False,
+                                  **_field_hooks(cls, prefix, _FAST, lenient=False))
+    slow: list[_Hook] = []
+
+    def lenient(data: dict[str, Any], call: _Call) -> Any:
+        if not slow:
+            slow.append(make_dict_structure_fn(cls, _LENIENT, _cattrs_detailed_validation=True,
+                                               **_field_hooks(cls, prefix, _LENIENT, lenient=True)))
+        stash = call.stash
+        mark = len(stash)
+        starts: dict[str, int] = {}
+        call.starts.append(starts)
+        try:
+            obj = slow[0](data, cls)
+            data["extra"].update(stash[mark:])  # the very dict the object holds as `extra`
+            return obj
+        except cattrs.ClassValidationError as exc:
+            # A field-by-field decode stops at the first failure: take back the later fields' reports.
+            with_notes, _without = exc.group_exceptions()
+            if with_notes:
+                first = order.get(with_notes[0][1].name, -1)
+                later = [at for name, at in starts.items() if order[name] > first]
+                if later:
+                    del call.reports[min(later):]
+            raise
+        finally:
+            call.starts.pop()
+            del stash[mark:]
+
+    def structure_payload(o: Any, _t: Any) -> Any:
+        if o.__class__ is not dict:
+            if o is None and at.nullable:
+                return None
+            if o is None and all_optional:
+                o = {}  # "params" absent on a method whose parameters are all optional
+            elif not isinstance(o, dict):
+                raise _Invalid("must be an object")
+        call = _CALL.get()
+        mark = len(call.reports)
+        if o.keys() <= known:
+            try:
+                return fast(o, cls)
+            except Exception:
+                del call.reports[mark:]  # the lenient decode says it again, or takes it back
+                return lenient({**o, "extra": {}}, call)
+        extra = {k: v for k, v in o.items() if k not in known}
+        unknown = list(extra)
+        data = {**o, "extra": extra}
+        try:
+            obj = fast(data, cls)
+        except Exception:
+            del call.reports[mark:]
+            obj = lenient(data, call)
+        if call.on_ignored is not None:
+            where = call.fill(prefix)
+            for k in unknown:
+                call.report(where + k, UNKNOWN_FIELD)
+        return obj
+
+    return structure_payload
+
+
+def _locate(exc: BaseException, path: str) -> tuple[str, str]:
+    """The first failure in cattrs' exception groups: (its field path under `path`, the reason)."""
+    while isinstance(exc, (cattrs.ClassValidationError, IterableValidationError)):
+        with_notes, without = exc.group_exceptions()
+        if not with_notes:
+            exc = without[0]
+            continue
+        exc, note = with_notes[0]
+        if isinstance(note, AttributeValidationNote):
+            path = f"{path}.{note.name}" if path else note.name
+        elif isinstance(note.index, int):
+            path = f"{path}[{note.index}]"
+        else:
+            path = f"{path}.{note.index}" if path else str(note.index)
+    if isinstance(exc, _Invalid):
+        return path, exc.reason
+    if isinstance(exc, KeyError):
+        return path, "is required"
+    return path, f"cannot be decoded ({exc!r})"
+
+
+# --- public -------------------------------------------------------------------------------------------
 
 
 def from_json(cls: type[T], data: Any, path: str = "", *, on_ignored: OnIgnored | None = None) -> T:
     """Build `cls` from a decoded JSON value: strict on required fields, lenient on optional ones."""
-    if data is None and all(f.default is not attrs.NOTHING for f in _fields(cls)):
-        data = {}  # "params" absent on a method whose parameters are all optional
-    if not isinstance(data, dict):
-        raise ProtocolError("must be an object", path or cls.__name__)
-    kwargs: dict[str, Any] = {}
-    known: set[str] = set()
-    ignored: dict[str, Any] = {}
-    for field in _fields(cls):
-        if field.name == "extra":
-            continue
-        known.add(field.name)
-        where = f"{path}.{field.name}" if path else field.name
-        if field.name not in data or (data[field.name] is None and field.default is not attrs.NOTHING):
-            if field.default is attrs.NOTHING:
-                raise ProtocolError("is required", where)
-            continue
-        value = data[field.name]
-        if field.default is attrs.NOTHING:
-            kwargs[field.name] = _convert(field.type, value, where, on_ignored)
-            continue
-        try:
-            kwargs[field.name] = _convert(field.type, value, where, on_ignored)
-        except ProtocolError as exc:
-            if _structural(field.type) and isinstance(value, list):
-                raise
-            ignored[field.name] = value
-            if on_ignored is not None:
-                on_ignored(field_key(exc.field or where), exc.reason)
-    extra = {k: v for k, v in data.items() if k not in known}
-    if on_ignored is not None:
-        for key in extra:
-            on_ignored(field_key(f"{path}.{key}" if path else key), UNKNOWN_FIELD)
-    extra.update(ignored)
-    if extra and any(f.name == "extra" for f in _fields(cls)):
-        kwargs["extra"] = extra
-    return cls(**kwargs)
+    hook = _payload_hook(cls, _At(field_key(path)))
+    call = _Call(on_ignored)
+    token = _CALL.set(call)
+    try:
+        obj = hook(data, cls)
+    except Exception as exc:
+        where, reason = _locate(exc, path)
+        call.flush()
+        raise ProtocolError(reason, where or cls.__name__) from None
+    finally:
+        _CALL.reset(token)
+    call.flush()
+    return obj  # type: ignore[no-any-return]
 
 
-def _encode(value: Any) -> Any:
-    if attrs.has(type(value)):
-        return to_json(value)
-    if isinstance(value, list):
-        return [_encode(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _encode(v) for k, v in value.items()}
-    return value
+_ENCODER = cattrs.Converter()
+
+
+@_ENCODER.register_unstructure_hook_factory(attrs.has)
+def _encode_hook(cls: type) -> Callable[[Any], dict[str, Any]]:
+    attrs.resolve_types(cls)
+    overrides: dict[str, Any] = {f.name: override(omit_if_default=True) for f in attrs.fields(cls)
+                                 if f.default is None}
+    overrides["extra"] = override(omit=True)
+    fields: Callable[[Any], dict[str, Any]] = make_dict_unstructure_fn(cls, _ENCODER, **overrides)
+
+    def unstructure_payload(obj: Any) -> dict[str, Any]:
+        out = fields(obj)
+        for key, value in obj.extra.items():
+            out.setdefault(key, value)
+        return out
+
+    return unstructure_payload
 
 
 def to_json(obj: Any) -> dict[str, Any]:
     """Encode a payload object; optional fields that are None are left out, `extra` is merged."""
-    out: dict[str, Any] = {}
-    for field in _fields(type(obj)):
-        value = getattr(obj, field.name)
-        if field.name == "extra":
-            continue
-        if value is None and field.default is None:
-            continue
-        out[field.name] = _encode(value)
-    for key, value in getattr(obj, "extra", {}).items():
-        out.setdefault(key, value)
-    return out
+    return _ENCODER.unstructure(obj)  # type: ignore[no-any-return]
+
+
+def encode_params(params: RequestParams) -> Any:
+    """A request's params as sent: a payload object through to_json, a dict or None as it is."""
+    if params is None or isinstance(params, Mapping):
+        return params
+    return to_json(params)
