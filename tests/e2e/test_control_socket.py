@@ -58,6 +58,11 @@ async def raw(m: Mount) -> Raw:
     return await m.thread(Raw, registry(m)["socket"])
 
 
+async def logged_events(m: Mount) -> list[dict[str, Any]]:
+    """The daemon's event log (.slfs/events)."""
+    return [json.loads(line) for line in (await m.read_bytes(".slfs", "events")).splitlines()]
+
+
 async def test_registry_and_socket_mode(mounted: Mount) -> None:
     m = mounted
     entry = registry(m)
@@ -191,9 +196,21 @@ async def test_subscribe_streams_events(mounted: Mount) -> None:
             assert frame is not None
             if frame.get("id") == "after":
                 break
-        await trio.sleep(0.3)
+        assert m.sim is not None
+        sim = m.sim
+        await sim.quiesce()  # the first reset is over on both sides
+        mark = sim.mark()
+        seen = max(e["seq"] for e in await logged_events(m))
         await m.sh(f"echo reset > '{m.path(CUBE, '.slfs', 'Hello.lsl.state')}'")
-        await trio.sleep(0.5)
+
+        async def reset_sent() -> bool:
+            return bool(sim.calls_since(mark, "object.script.reset"))
+
+        await m.wait_for(reset_sent, 10, "the reset reached the viewer")
+        # The viewer has answered and said what the script says on reset; the daemon has handled
+        # all of it: its events are in the log (events a stream would have had to send).
+        await sim.quiesce()
+        assert any(e["seq"] > seen and e.get("message") == "Hello from the cube!" for e in await logged_events(m))
         await m.thread(r.send, b'{"type":"status","id":"last"}\n')
         frame = await m.thread(r.frame)
         assert frame is not None and frame.get("id") == "last", frame  # no event in between

@@ -140,12 +140,12 @@ async def test_revision_refreshes_and_guards_saves(mount_factory: MountFactory) 
     since = len(sim.calls)
     # An update that carries the same revision keeps the cached content (no refetch).
     await sim.send_inventory_update(sim.object_of(BOX), sim.object_of(BOX).root)
-    await trio.sleep(0.3)
+    await sim.quiesce()  # slfs has applied the update, and a refetch it started would be in sim.calls
     assert await m.read_bytes("Box", "Note") == b"note v1\n"
     assert gets_of(m, NOTE, since) == 0
     # Our own save's echo (revision up) does not make it stale either.
     await m.thread(write_file, m.path("Box", "Note"), b"note v2\n")
-    await trio.sleep(0.3)
+    await sim.quiesce()  # the save's echo has come back and been applied (a refetch would show)
     assert await m.read_bytes("Box", "Note") == b"note v2\n"
     assert gets_of(m, NOTE, since) == 0
     assert await xattr(m, "Box/Note", "revision") == str(sim.item(NOTE).revision)
@@ -157,7 +157,7 @@ async def test_revision_refreshes_and_guards_saves(mount_factory: MountFactory) 
     try:
         assert await m.thread(os.read, fd, 100) == b"note v3 from the viewer\n"
         await sim.viewer_save(NOTE, "note v4 from the viewer\n")
-        await trio.sleep(0.3)
+        await sim.quiesce()  # slfs has applied the update (revision up)
         await m.thread(os.pwrite, fd, b"MINE", 0)
         saves_before = len(saves_of(m, NOTE))
         assert await m.thread(errno_of, os.close, fd) == errno.ESTALE
@@ -248,7 +248,8 @@ async def test_save_made_in_the_viewer(mount_factory: MountFactory, viewer_versi
     diag = m.path("Box", ".slfs", "Main.lsl.diag")
     if viewer_version == 1:
         # Older viewers send script.compiled only to a subscribed connection: nothing to show.
-        await trio.sleep(0.3)
+        await sim.quiesce()  # slfs has handled every frame the viewer sent
+        assert not [n for n in sim.notifications_sent if n[0] == "script.compiled"]
         assert await m.thread(diag.read_text) == ""
         return
     await m.wait_for(lambda: _nonempty(m, diag), 2, "diagnostics of the viewer's compile")

@@ -371,7 +371,7 @@ async def test_in_world_change_between_read_and_save_is_estale(wm: Mount) -> Non
 
     fd = await m.thread(open_and_read)
     await m.sim.set_content(NOTE, "changed in-world\n")  # type: ignore[union-attr]
-    await trio.sleep(0.3)
+    await m.sim.quiesce()  # type: ignore[union-attr]  # slfs has applied the update
     t = mark(m)
 
     def write_close() -> int:
@@ -386,7 +386,7 @@ async def test_in_world_change_between_read_and_save_is_estale(wm: Mount) -> Non
     assert (await m.read_bytes("Box", "Note")) == b"changed in-world\n"
     # own earlier saves are not conflicts
     await m.thread(write_file, p, b"mine\n")
-    await trio.sleep(0.2)
+    await m.sim.quiesce()  # type: ignore[union-attr]  # the save's own update has come back and been applied
     await m.thread(write_file, p, b"mine again\n")
     assert content(m, NOTE) == "mine again\n"
 
@@ -398,7 +398,7 @@ async def test_unpublish_while_open_for_writing(wm: Mount) -> None:
     await m.thread(os.write, fd, b"orphaned\n")
     t = mark(m)
     await m.sim.unpublish(OBJ)  # type: ignore[union-attr]
-    await trio.sleep(0.3)
+    await m.sim.quiesce()  # type: ignore[union-attr]  # slfs has applied the unpublish
     e = await m.thread(errno_of, os.close, fd)
     assert e != 0, "content of an unpublished object must not be silently dropped"
     assert any(r.read_bytes() == b"orphaned\n" + NOTE_TEXT.encode()[9:] for r in recovery_files(m))

@@ -120,8 +120,18 @@ def item_ids(m: Mount, prim_id: str = OBJ) -> dict[str, str]:
 
 
 async def settle(m: Mount, extra: float = 0.4) -> None:
-    """Long enough for any tombstone to reach the viewer (so 'no delete' means no delete)."""
-    await trio.sleep(GRACE + extra)
+    """Until every tombstone has reached the viewer or been adopted (so 'no delete' means no delete).
+
+    A delete waits out delete_grace in slfs itself, where no sync point with the sim can see it, so
+    this waits (bounded) on the real condition: `.slfs/status` pending_saves is 0 (saves, creates and
+    deletes still in their grace period count). Then the sim quiesces, so that whatever slfs sent by
+    then is in sim.calls and has been handled (slfs/sim/README.md, "Sync points")."""
+
+    async def nothing_pending() -> bool:
+        return (await m.status()).get("pending_saves") == "0"
+
+    await m.wait_for(nothing_pending, GRACE + extra + 10, "saves, creates and deletes carried out")
+    await sim_of(m).quiesce()
 
 
 def save_params(m: Mount, item_id: str, since: int = 0) -> list[dict[str, Any]]:
