@@ -18,13 +18,16 @@ import trio
 
 from . import paths
 from .control.server import ControlServer
+from .fs.control import Control
 from .fs.operations import Operations
-from .model.errors import FsError
 from .model.events import EventLog
+from .model.keep import Keeper
 from .model.options import Options
+from .model.overlay import Overlay
+from .model.services import Service
 from .model.syntax import SyntaxFiles
-from .model.tree import Scratch
 from .model.workspace import Workspace
+from .model.writes import Writer
 from .registry import registry_path
 
 log = logging.getLogger(__name__)
@@ -102,17 +105,19 @@ class Daemon:
     def __init__(self, mountpoint: str, host: str, port: int, options: Options) -> None:
         self.mountpoint = os.path.realpath(mountpoint)
         self.options = options
-        self.ws = Workspace(host, port, options)
-        self.ws.mountpoint = self.mountpoint
-        self.ops = Operations(self.ws)
+        # Every service is built once here, with its collaborators, and attached to the workspace
+        # (the one hook mechanism: events in, status lines out).
+        self.ws = Workspace(host, port, options, mountpoint=self.mountpoint)
         # One event log per mount: rotation is not coordinated between processes.
         self.events = EventLog(paths.state_dir() / f"events-{paths.mount_key(mountpoint)}.jsonl")
-        self.ws.event_sinks.append(self.events.append)
         self.syntax = SyntaxFiles(self.ws)
-        self.ws.on_ready.append(self.syntax.refresh)
-        self.ws.on_syntax.append(self.syntax.refresh)
-        control = self.ops.control
-        control.events, control.syntax = self.events, self.syntax
+        overlay = Overlay(self.ws.tree)
+        self.writer = Writer(self.ws, overlay, Keeper())
+        control = Control(self.ws, self.events, self.syntax)
+        self.ops = Operations(self.ws, self.writer, overlay, control)
+        services: list[Service] = [self.events, self.syntax, self.writer, self.ops]
+        for service in services:
+            self.ws.attach(service)
         self.socket_path = paths.control_socket_path(mountpoint)
         self.control_server = ControlServer(self.ws, control, self.events, self.socket_path)
         self.extensions: list[Callable[[trio.Nursery], Awaitable[None]]] = []
@@ -175,35 +180,14 @@ class Daemon:
     async def before_exit(self) -> None:
         """Wait (bounded) for pending saves and deletes, so nothing a program wrote is dropped."""
         self._exit_prepared = True
-        writer = self.ops.writer
+        writer = self.writer
         writer.hurry_deletes()
         if writer.pending_saves:
             log.info("waiting for %d pending save(s)", writer.pending_saves)
         if not await writer.wait_idle(self.options.shutdown_grace):
             log.error("%d save(s) still pending after %.0f s; unmounting anyway", writer.pending_saves,
                       self.options.shutdown_grace)
-        await self._keep_unsaved()
-
-    async def _keep_unsaved(self) -> None:
-        """Files written but not yet closed when the daemon stops: save them, or keep them."""
-        writer, tree = self.ops.writer, self.ws.tree
-        kept: set[str] = set()
-        with trio.move_on_after(self.options.shutdown_grace):
-            for item in list(tree.iter_items()):
-                unlinked = item.folder is not None and item.folder.tombstones.get(item.name) is item
-                if item.dirty and item.local is not None and not unlinked:
-                    try:
-                        await writer.save(item)
-                    except FsError as exc:  # a failed save leaves a recovery copy itself
-                        kept.add(item.uuid)
-                        log.error("unsaved %s at shutdown: %s", tree.path_of(item), exc.message)
-        for item in list(tree.iter_items()):
-            if item.dirty and item.local is not None and item.uuid not in kept:
-                writer.recover(tree.path_of(item), bytes(item.local), "daemon stopped before it was saved")
-        for node in list(tree.nodes.values()):
-            if isinstance(node, Scratch) and node.folder is not None and node.data:
-                path = f"{tree.path_of(node.folder)}/{node.name}".lstrip("/")
-                writer.recover(path, bytes(node.data), "daemon stopped before the new file was closed")
+        await writer.keep_unsaved(self.options.shutdown_grace)
 
 
 def run_foreground(daemon: Daemon, ready_fd: int | None = None) -> int:

@@ -20,6 +20,8 @@ from ..model.events import EventLog
 from ..model.syntax import SyntaxFiles
 from ..model.tree import ROOT_INODE, Folder, Item, Node, Tree
 from ..model.workspace import Workspace
+from ..protocol.codec import to_json
+from ..protocol.types import ScriptResetParams, SetRunningParams
 from ..stats import STATS, render
 
 STATE_WORDS = ("run", "stop", "reset")
@@ -45,11 +47,11 @@ class Virtual:
 
 
 class Control:
-    def __init__(self, ws: Workspace, events: EventLog | None = None, syntax: SyntaxFiles | None = None) -> None:
+    def __init__(self, ws: Workspace, events: EventLog, syntax: SyntaxFiles) -> None:
         self.ws = ws
         self.tree: Tree = ws.tree
-        self.events = events or EventLog(None)
-        self.syntax = syntax or SyntaxFiles(ws)
+        self.events = events
+        self.syntax = syntax
         self.nodes: dict[int, Virtual] = {}
         self.sidecars: dict[str, Callable[[Virtual, str, Item], Virtual | None]] = {
             "diag": self._diag_node,
@@ -193,12 +195,14 @@ class Control:
         if word not in STATE_WORDS:
             raise FsError(errno.EINVAL, f"{self.tree.path_of(item)}.state: write run, stop or reset (not {word!r})")
         assert item.folder is not None
-        params = {"prim_id": item.folder.uuid, "item_id": item.uuid}
         what = f"{word} {self.tree.path_of(item)}"
+        # to_json until Workspace.call takes params objects as the session does.
         if word == "reset":
-            await self.ws.call(what, "object.script.reset", params)
+            reset = ScriptResetParams(prim_id=item.folder.uuid, item_id=item.uuid)
+            await self.ws.call(what, "object.script.reset", to_json(reset))
         else:
-            await self.ws.call(what, "object.script.set_running", {**params, "running": word == "run"})
+            running = SetRunningParams(prim_id=item.folder.uuid, item_id=item.uuid, running=word == "run")
+            await self.ws.call(what, "object.script.set_running", to_json(running))
         self.ws.emit("script.state_requested", path=self.tree.path_of(item), item_id=item.uuid, action=word)
 
     def abspath(self, node: Node) -> str:

@@ -14,7 +14,6 @@ import itertools
 import logging
 import os
 import stat
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from time import perf_counter_ns
 from typing import Any, TypeVar, cast
@@ -25,14 +24,14 @@ import trio
 
 from ..model import names
 from ..model.errors import FsError
-from ..model.naming_rules import is_local_name, parse_remote_name
+from ..model.naming_rules import is_local_name
+from ..model.overlay import Overlay
 from ..model.tree import ROOT_INODE, EntryChanged, Folder, InodeChanged, Item, Local, Node, Scratch
 from ..model.workspace import Workspace
 from ..model.writes import Writer
 from ..stats import STATS
 from .attributes import XATTR_PREFIX, Attributes
 from .control import FILE, LINK, Control, Virtual
-from .overlay import Overlay
 
 log = logging.getLogger(__name__)
 
@@ -96,23 +95,26 @@ class Operations(pyfuse3.Operations):
     enable_writeback_cache = False
     enable_acl = False
 
-    def __init__(self, ws: Workspace) -> None:
+    def __init__(self, ws: Workspace, writer: Writer, overlay: Overlay, control: Control) -> None:
         super().__init__()
         self.ws = ws
         self.tree = ws.tree
-        self.control = Control(ws)
-        self.writer = Writer(ws)
-        self.overlay = Overlay(ws.tree, self.writer)
+        self.writer = writer
+        self.overlay = overlay
+        self.control = control
         self._handles: dict[int, Handle] = {}
         self._dir_handles: dict[int, list[tuple[str, int]]] = {}
         self._fh = itertools.count(1)
         self._fault = os.environ.get(FAULT_ENV, "")
         self.attributes = Attributes(ws.tree, ws.options)
-        ws.extra_status = lambda: {  # type: ignore[method-assign]
-            "pending_saves": self.writer.pending_saves,
-            "last_recovery": self.writer.last_recovery or "none",
-            "kernel_refs": self.lookup_total(),
-        }
+
+    # --- Service: what `.slfs/status` shows of the kernel side
+
+    def on_event(self, event: dict[str, Any]) -> None:
+        pass
+
+    def status(self) -> dict[str, Any]:
+        return {"kernel_refs": self.lookup_total()}
 
     # --- kernel cache invalidation ------------------------------------------------------------
 
@@ -183,11 +185,8 @@ class Operations(pyfuse3.Operations):
         node = self._lookup(parent, sname)
         if isinstance(node, Item) and node.size is None:
             # The kernel keeps st_size from this reply, and an O_APPEND write appends at it: make
-            # it exact. A fetch that fails leaves the listing's attributes (never cached).
-            try:
-                await self.ws.read_content(node)
-            except FsError:
-                pass
+            # it exact, as getattr does (a fetch that fails fails the lookup, and is not cached).
+            await self.ws.read_content(node)
             node = self._lookup(parent, sname)  # it may have moved meanwhile
         if node is None:
             raise FsError(errno.ENOENT, "")
@@ -231,59 +230,20 @@ class Operations(pyfuse3.Operations):
                          follow_symlinks=False)
             return self.attributes.entry(node)
         if fields.update_size:
+            h = self._handles.get(fh) if fh is not None else None
+            if h is not None:
+                h.trunc_pending = False
             if isinstance(node, Item):
-                await self._editable(node)
-                assert node.local is not None
-                self.writer.check_size(node.info.type, attr.st_size, self.tree.path_of(node))
-                if attr.st_size != len(node.local):
-                    self._resize(node.local, attr.st_size)
-                    node.dirty = True
-                    node.mtime_ns = time.time_ns()
-                h = self._handles.get(fh) if fh is not None else None
-                if h is not None:
-                    h.trunc_pending = False
-                elif node.dirty and node.attached:
-                    # truncate(2) by path: no close will follow to store it.
-                    await self.writer.save(node)
+                await self.writer.resize_item(node, attr.st_size, by_path=h is None)
             elif isinstance(node, Scratch):
-                self._resize(node.data, attr.st_size)
-                node.dirty = True
-                node.mtime_ns = time.time_ns()
+                self.writer.resize_scratch(node, attr.st_size)
             else:
                 raise FsError(errno.EACCES if isinstance(node, Virtual) else errno.EISDIR, "")
         if fields.update_mode and isinstance(node, Scratch):
-            node.mode = stat.S_IMODE(attr.st_mode) & 0o777
+            self.writer.set_scratch_mode(node, stat.S_IMODE(attr.st_mode))
         # Other changes to items (mode, owner, times) are accepted and not kept: modes show the
         # in-world permissions and mtime only moves when the content does.
         return self.attributes.entry(node)
-
-    @staticmethod
-    def _resize(buf: bytearray, size: int) -> None:
-        if size < len(buf):
-            del buf[size:]
-        else:
-            buf.extend(b"\0" * (size - len(buf)))
-
-    async def _editable(self, item: Item) -> None:
-        """Make the item's content locally editable (the base of a conflict check is kept)."""
-        if not item.writable:
-            raise FsError(errno.EACCES, f"{self.tree.path_of(item)}: no modify permission")
-        if item.local is None:
-            data = await self.ws.read_content(item)
-            self._check_saveable(item)
-            if item.local is None:
-                item.local = bytearray(data)
-                item.take_base(data)
-
-    def _check_saveable(self, item: Item) -> None:
-        """After the content is known (a notecard's embedded items come with it): EACCES, with a
-        status line, for text that cannot be saved, before anything is sent."""
-        why = item.save_refusal()
-        if why is not None:
-            message = f"{self.tree.path_of(item)}: {why}"
-            if item.writable:  # not the plain permission case: say it where people look
-                self.ws.note_error(message)
-            raise FsError(errno.EACCES, message)
 
     @_guarded
     async def readlink(self, inode: int, ctx: pyfuse3.RequestContext) -> bytes:
@@ -438,9 +398,7 @@ class Operations(pyfuse3.Operations):
             self._handles[fh] = Handle(node.inode, fd=fd, writable=wants_write)
             return pyfuse3.FileInfo(fh=fh, keep_cache=False)
         if isinstance(node, Scratch):
-            if flags & os.O_TRUNC and node.data:
-                node.data.clear()
-                node.dirty = True
+            self.writer.open_scratch(node, truncate=bool(flags & os.O_TRUNC))
             self._handles[fh] = Handle(node.inode, writable=wants_write)
             return pyfuse3.FileInfo(fh=fh, keep_cache=False)
         assert isinstance(node, Item)
@@ -448,25 +406,7 @@ class Operations(pyfuse3.Operations):
             raise FsError(errno.EACCES, f"{self.tree.path_of(node)}: script is not readable "
                           "(needs copy and modify permission)")
         if wants_write:
-            if not node.writable:
-                raise FsError(errno.EACCES, f"{self.tree.path_of(node)}: no modify permission")
-            # libfuse 3 passes O_TRUNC here (pyfuse3's docstring says otherwise): honour it, or
-            # cp of a short file over a long one keeps the old tail.
-            trunc = False
-            if flags & os.O_TRUNC:
-                if node.local is None:
-                    node.take_base(node.content if node.content_valid else await self.ws.read_content(node))
-                    self._check_saveable(node)
-                    node.local = bytearray()
-                    trunc = node.base != b""
-                elif node.local:
-                    node.local.clear()
-                    trunc = True
-                node.dirty = node.dirty or trunc
-                if trunc:
-                    node.mtime_ns = time.time_ns()
-            else:
-                await self._editable(node)
+            trunc = await self.writer.open_item(node, truncate=bool(flags & os.O_TRUNC))
             self._handles[fh] = Handle(node.inode, writable=True, trunc_pending=trunc)
             return pyfuse3.FileInfo(fh=fh, keep_cache=False)
         if node.local is not None:
@@ -522,73 +462,34 @@ class Operations(pyfuse3.Operations):
             await node.writer(buf)
             return len(buf)
         if isinstance(node, Item):
-            await self._editable(node)
-            assert node.local is not None
-            target = node.local
-            self.writer.check_size(node.info.type, off + len(buf), self.tree.path_of(node))
+            await self.writer.write_item(node, off, buf)
         elif isinstance(node, Scratch):
-            target = node.data
-            if node.folder is not None and not is_local_name(node.name):
-                kind = parse_remote_name(node.name).type
-                self.writer.check_size(kind, off + len(buf), node.name)
+            self.writer.write_scratch(node, off, buf)
         else:
             raise FsError(errno.EBADF, "")
-        if off > len(target):
-            target.extend(b"\0" * (off - len(target)))
-        target[off : off + len(buf)] = buf
         h.trunc_pending = False
-        node.dirty = True
-        node.mtime_ns = time.time_ns()
         return len(buf)
 
-    async def _commit(self, h: Handle, node: Node | Virtual) -> None:
+    async def _commit(self, node: Node | Virtual) -> None:
         """flush/fsync: store what this file holds in-world (nothing when nothing changed)."""
-        if isinstance(node, Virtual):
-            return
         if isinstance(node, Item):
-            if node.dirty and node.local is not None and not node.attached:
-                # The object was unpublished (or the item removed in-world) while the file was
-                # open: never drop what the program wrote.
-                folder = node.folder
-                shown = f"{folder.object_folder.name}/{node.name}" if folder is not None else node.name
-                data = bytes(node.local)
-                node.local, node.dirty = None, False
-                where = self.writer.recover(shown, data, f"{shown}: the item is no longer published; not saved")
-                raise FsError(errno.ENOENT, f"{shown}: no longer published; your content is in {where}")
-            folder = node.folder
-            if node.dirty and node.attached and folder is not None and folder.tombstones.get(node.name) is not node:
-                await self.writer.save(node)
-            return
-        if isinstance(node, Scratch) and node.dirty and node.folder is not None:
-            folder = node.folder
-            if folder.scratch.get(node.name) is not node:
-                return
-            data = bytes(node.data)
-            try:
-                await self.writer.create(folder, node.name, data, node.inode)
-            except FsError:
-                # Refused (no modify permission, the simulator's "Item creation failed"): the content
-                # is in the recovery folder; no half-created name is left behind.
-                if folder.scratch.get(node.name) is node:
-                    del folder.scratch[node.name]
-                    node.folder = None
-                    self.tree.invalidate_entry(folder, node.name)
-                raise
-            folder.scratch.pop(node.name, None)
+            await self.writer.commit_item(node)
+        elif isinstance(node, Scratch):
+            await self.writer.commit_scratch(node)
 
     @_guarded
     async def flush(self, fh: int) -> None:
         h, node = self._handle(fh)
         if h.trunc_pending:
             return
-        await self._commit(h, node)
+        await self._commit(node)
 
     @_guarded
     async def fsync(self, fh: int, datasync: bool) -> None:
         h, node = self._handle(fh)
         if h.fd >= 0:
             os.fsync(h.fd)
-        await self._commit(h, node)
+        await self._commit(node)
 
     @_guarded
     async def release(self, fh: int) -> None:
@@ -600,7 +501,7 @@ class Operations(pyfuse3.Operations):
                 h.trunc_pending = False
                 node = self.tree.node(h.inode)
                 if node is not None:
-                    await self._commit(h, node)
+                    await self._commit(node)
         finally:
             self._handles.pop(fh, None)
             if h is not None and h.fd >= 0:
@@ -620,25 +521,11 @@ class Operations(pyfuse3.Operations):
             return pyfuse3.FileInfo(fh=fh, keep_cache=False), self._counted(node)
         if not isinstance(parent, Folder) or parent.inode == ROOT_INODE:
             raise FsError(errno.EPERM, f"{sname}: objects cannot be created from the file system")
-        parse_remote_name(sname)  # EINVAL / ENAMETOOLONG now, not at close
-        if not parent.writable:
-            raise FsError(errno.EACCES, f"{self.tree.path_of(parent)}: no modify permission on the prim")
-        if parent.entries.get(sname) is not None or parent.scratch.get(sname) is not None:
-            raise FsError(errno.EEXIST, "")
-        item = self.writer.adopt(parent, sname)
-        if item is not None:
-            self._handles[fh] = Handle(item.inode, writable=True)
-            return pyfuse3.FileInfo(fh=fh, keep_cache=False), self._counted(item)
-        scratch = Scratch(inode=self.tree.fresh_inode(), uuid="", name=sname, parent=parent, folder=parent,
-                          mode=0o644)
-        self.tree.add_node(scratch)
-        parent.scratch[sname] = scratch
-        # `touch new.lsl` makes a script: a new file is created in-world when it is written, or at
-        # its release if it never is. Flushes before the first write wait (bash closes a dup first),
-        # and one renamed or unlinked before then never reaches the viewer (perl -pi, git).
-        scratch.dirty = True
-        self._handles[fh] = Handle(scratch.inode, writable=True, trunc_pending=True)
-        return pyfuse3.FileInfo(fh=fh, keep_cache=False), self._counted(scratch)
+        new = self.writer.new_file(parent, sname)
+        # A new file (Scratch) is created in-world when it is written, or at its release if it never
+        # is: flushes before the first write wait (bash closes a duplicate first).
+        self._handles[fh] = Handle(new.inode, writable=True, trunc_pending=isinstance(new, Scratch))
+        return pyfuse3.FileInfo(fh=fh, keep_cache=False), self._counted(new)
 
     @_guarded
     async def unlink(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
@@ -648,15 +535,9 @@ class Operations(pyfuse3.Operations):
         if node is None:
             raise FsError(errno.ENOENT, "")
         if isinstance(node, Local):
-            os.unlink(node.path)
-            self.overlay.removed(node)
-        elif isinstance(node, Scratch) and isinstance(parent, Folder):
-            parent.scratch.pop(sname, None)
-            node.folder = None  # open handles keep the data; a flush sends nothing
-        elif isinstance(node, Item) and isinstance(parent, Folder):
-            self.writer.unlink(parent, node)
-        elif isinstance(node, Folder):
-            raise FsError(errno.EISDIR, "")
+            self.overlay.unlink(node)
+        elif isinstance(parent, Folder) and isinstance(node, Node):
+            self.writer.remove(parent, node)
         else:
             raise FsError(errno.EPERM, "")
 
@@ -683,14 +564,7 @@ class Operations(pyfuse3.Operations):
         if isinstance(src, Folder):
             if dst_parent is not src.parent or dst is not None:
                 raise FsError(errno.EXDEV if dst is None else errno.EEXIST, "")
-            before = str(self.writer.overlay_dir(src))
             await self.writer.rename_folder(src, new)
-            after = str(self.writer.overlay_dir(src))
-            if before != after and os.path.isdir(before) and not os.path.exists(after):
-                # The overlay (.git/, .vscode/...) is kept per directory name: it moves along.
-                os.makedirs(os.path.dirname(after), exist_ok=True)
-                os.rename(before, after)
-                self.overlay.moved(before, after)
             return
         local_target = isinstance(dst_parent, Local) or is_local_name(new)
         if local_target:
@@ -699,108 +573,29 @@ class Operations(pyfuse3.Operations):
             assert isinstance(dst_parent, Folder)
             await self._rename_to_remote(src, src_parent, old, dst_parent, new, dst)
 
-    async def _data_of(self, node: Node) -> bytes:
-        if isinstance(node, Local):
-            with open(node.path, "rb") as f:
-                return f.read()
-        if isinstance(node, Scratch):
-            return bytes(node.data)
-        if isinstance(node, Item):
-            return bytes(node.local) if node.local is not None else await self.ws.read_content(node)
-        raise FsError(errno.EISDIR, "")
-
     async def _rename_to_local(self, src: Node, src_parent: Node | Virtual, old: str, dst_parent: Node | Virtual,
                                new: str, dst: Node | Virtual | None) -> None:
-        assert isinstance(dst_parent, (Folder, Local))
-        base = self.overlay.ensure(dst_parent)
-        path = os.path.join(base, new)
-        if isinstance(dst, (Item, Folder)) or (isinstance(dst, Scratch) and dst.folder is not None):
-            raise FsError(errno.EEXIST, "")
+        assert isinstance(dst_parent, (Folder, Local)) and isinstance(src_parent, (Folder, Local))
+        if isinstance(dst, Virtual):
+            raise FsError(errno.EPERM, "")
         if isinstance(src, Local):
+            # Within the overlay: a plain rename on disk.
+            if isinstance(dst, (Item, Folder)) or (isinstance(dst, Scratch) and dst.folder is not None):
+                raise FsError(errno.EEXIST, "")
+            path = os.path.join(self.overlay.ensure(dst_parent), new)
             if isinstance(dst, Local):
                 self.overlay.removed(dst)
             os.rename(src.path, path)
             self.overlay.moved(src.path, path)
             self.overlay.node(dst_parent, new, path)
             return
-        # An item or a new file leaves for a backup or temp name: it becomes a local file; the
-        # item stays in-world, hidden until a file of its name is created again (vim, emacs).
-        data = await self._data_of(src)
-        tmp = path + ".slfs-tmp"
-        with open(tmp, "wb") as f:
-            f.write(data)
-        if isinstance(dst, Local):
-            self.overlay.removed(dst)
-        os.replace(tmp, path)
-        if isinstance(src, Item) and isinstance(src_parent, Folder):
-            orphan = self.writer.detach(src_parent, src)  # the inode the kernel holds stays on `new`
-            self.overlay.bind(path, orphan.inode)
-            self.tree.nodes.pop(orphan.inode, None)
-        elif isinstance(src, Scratch) and isinstance(src_parent, Folder):
-            src_parent.scratch.pop(old, None)
-            self.overlay.bind(path, src.inode)
-            self.tree.nodes.pop(src.inode, None)
-        lookups = src.lookups
-        node = self.overlay.node(dst_parent, new, path)
-        node.lookups = lookups
+        await self.writer.move_to_overlay(src, src_parent, old, dst_parent, new, dst)
 
     async def _rename_to_remote(self, src: Node, src_parent: Node | Virtual, old: str, dst_parent: Folder,
                                 new: str, dst: Node | Virtual | None) -> None:
-        if dst_parent.inode == ROOT_INODE:
-            raise FsError(errno.EPERM, f"{new}: objects cannot be created from the file system")
-        if isinstance(dst, Folder):
-            raise FsError(errno.EISDIR, "")
-        if isinstance(dst, Local):
-            raise FsError(errno.EEXIST, f"{new}: a local overlay file has this name")
-        if isinstance(src, Item) and dst is None:
-            if src_parent is not dst_parent:
-                raise FsError(errno.EXDEV, "moving items between prims is a copy and a delete")
-            await self.writer.rename_item(src, new)
-            return
-        if isinstance(src, Item) and src_parent is not dst_parent:
-            raise FsError(errno.EXDEV, "moving items between prims is a copy and a delete")
-        want = parse_remote_name(new)
-        target = dst if isinstance(dst, Item) else dst_parent.tombstones.get(new)
-        if isinstance(target, Item):
-            # An item moved over another keeps its kind (temp and new files take the target's).
-            kind = (src.info.type, src.info.subtype or 0) if isinstance(src, Item) else (want.type, want.subtype or 0)
-            if kind != (target.info.type, target.info.subtype or 0):
-                raise FsError(errno.EXDEV, f"{new}: would change the kind of item")
-            data = await self._data_of(src)
-            if target.folder is dst_parent and dst_parent.tombstones.get(new) is target:
-                dst_parent.tombstones.pop(new)
-                self.tree.relayout(dst_parent)
-            await self.writer.replace_into(target, data, src.inode)
-            self._drop_source(src, src_parent, old)
-            return
-        if isinstance(dst, Scratch):
-            dst_parent.scratch.pop(new, None)
-            dst.folder = None
-        if isinstance(src, Scratch):
-            # A new file not yet in-world keeps waiting for its first flush under the new name.
-            if isinstance(src_parent, Folder):
-                src_parent.scratch.pop(old, None)
-            src.name, src.parent, src.folder = new, dst_parent, dst_parent
-            dst_parent.scratch[new] = src
-            return
-        # An overlay file (rsync, gedit, JetBrains temp) renamed onto a new item name.
-        data = await self._data_of(src)
-        await self.writer.create(dst_parent, new, data, src.inode)
-        self._drop_source(src, src_parent, old)
-
-    def _drop_source(self, src: Node, src_parent: Node | Virtual, old: str) -> None:
-        """The renamed file's old name is gone; its inode now belongs to an item."""
-        if isinstance(src, Local):
-            os.unlink(src.path)
-            self.overlay.removed(src)
-        elif isinstance(src, Scratch) and isinstance(src_parent, Folder):
-            src_parent.scratch.pop(old, None)
-        elif isinstance(src, Item) and isinstance(src_parent, Folder):
-            # mv A B over an existing B: B holds A's content now (and A's inode); A goes like an rm.
-            self.tree.move_to_fresh_inode(src)
-            src_parent.tombstones[old] = src
-            self.writer.ws.spawn(self.writer._delete_later, src_parent, old, src)
-            self.tree.relayout(src_parent)
+        if isinstance(dst, Virtual) or not isinstance(src_parent, (Folder, Local)):
+            raise FsError(errno.EPERM, "")
+        await self.writer.rename_to_remote(src, src_parent, old, dst_parent, new, dst)
 
     # --- extended attributes -----------------------------------------------------------------
 

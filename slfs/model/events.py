@@ -130,6 +130,14 @@ class EventLog:
                 self._subscribers.remove(chan)
                 chan.close()
 
+    # Service (model/services.py): the workspace's events come in here.
+
+    def on_event(self, event: dict[str, Any]) -> None:
+        self.append(event)
+
+    def status(self) -> dict[str, Any]:
+        return {"event_log_errors": self.write_errors, "event_log_error": self.last_write_error or "none"}
+
     def _script_line(self, event: dict[str, Any]) -> None:
         lines = self.script_logs.setdefault(event["item_id"], collections.deque(maxlen=MAX_LOG_LINES))
         text = str(event.get("message", "")).replace("\n", " ")

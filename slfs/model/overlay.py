@@ -13,30 +13,40 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from pathlib import Path
 
-from ..model.errors import FsError
-from ..model.tree import Folder, Local, Node, Tree
-from ..model.writes import Writer
+from .. import paths
+from .errors import FsError
+from .tree import Folder, Local, Node, Tree
 
 KEY_PREFIX = "local:"
 
 
 class Overlay:
-    def __init__(self, tree: Tree, writer: Writer) -> None:
+    def __init__(self, tree: Tree) -> None:
         self.tree = tree
-        self.writer = writer
         # Hard links: the inode of each non-directory by its disk identity (st_dev, st_ino), and the
         # paths (and their parents) known for an inode whose file has several names.
         self._by_disk: dict[tuple[int, int], int] = {}
         self._disk_of: dict[int, tuple[int, int]] = {}
         self._names: dict[int, dict[str, Node]] = {}
 
+    def folder_dir(self, folder: Folder) -> Path:
+        """Where the local overlay of a folder lives: keyed by the object's directory name, so it
+        survives remounts and re-rezzing (which changes UUIDs)."""
+        root = paths.data_dir() / "overlay"
+        if folder is self.tree.root:
+            return root / "root"
+        obj = folder.object_folder
+        base = root / "objects" / obj.name
+        return base / folder.name if folder.is_child else base
+
     def dir_of(self, parent: Node) -> str | None:
         """The disk directory holding `parent`'s overlay entries (None where there is none)."""
         if isinstance(parent, Local):
             return parent.path
         if isinstance(parent, Folder):
-            return str(self.writer.overlay_dir(parent))
+            return str(self.folder_dir(parent))
         return None
 
     def find(self, parent: Node, name: str) -> Local | None:
@@ -100,7 +110,7 @@ class Overlay:
             if isinstance(node, Local) and (names is None or node.path == before):
                 node.uuid, node.path = key, path
 
-    def bind(self, path: str, inode: int) -> None:
+    def adopt_inode(self, path: str, inode: int) -> None:
         """A file becoming overlay content at `path` keeps the kernel inode it had."""
         self.tree.bind_key(KEY_PREFIX + path, inode)
 
@@ -128,6 +138,33 @@ class Overlay:
             del self._by_disk[disk]
         self._disk_of.pop(node.inode, None)
         node.local_parent = None
+
+    # Disk work the writer runs off the trio thread.
+
+    @staticmethod
+    def read(node: Local) -> bytes:
+        with open(node.path, "rb") as f:
+            return f.read()
+
+    def write_new(self, parent: Node, name: str, data: bytes) -> str:
+        """Write `data` as the overlay file `name` of `parent` (replacing one there atomically)."""
+        path = os.path.join(self.ensure(parent), name)
+        tmp = path + ".slfs-tmp"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+        return path
+
+    def unlink(self, node: Local) -> None:
+        os.unlink(node.path)
+        self.removed(node)
+
+    def move_dir(self, before: Path, after: Path) -> None:
+        """A renamed object or prim directory takes its overlay along (when it has one)."""
+        if before != after and before.is_dir() and not after.exists():
+            after.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(before, after)
+            self.moved(str(before), str(after))
 
     def ensure(self, parent: Node) -> str:
         base = self.dir_of(parent)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import Any
 
-from ..protocol.types import SyntaxCacheFile, SyntaxCacheList
+from ..protocol.codec import to_json
+from ..protocol.types import SyntaxCacheFile, SyntaxCacheGetParams, SyntaxCacheList
 from .errors import FsError
 from .workspace import Workspace
 
@@ -18,6 +20,14 @@ class SyntaxFiles:
         self.files: dict[str, bytes] = {}
         self.syntax_id = ""
 
+    def on_event(self, event: dict[str, Any]) -> None:
+        # The files change with the session and with the viewer's syntax.
+        if event["type"] in ("connected", "syntax.change"):
+            self.ws.spawn(self.refresh)
+
+    def status(self) -> dict[str, Any]:
+        return {}
+
     async def refresh(self) -> None:
         """Fetch every file the viewer's cache lists; keep the old set if the viewer fails."""
         try:
@@ -28,7 +38,8 @@ class SyntaxFiles:
                     log.warning("ignoring syntax file with an unusable name %r", name)
                     continue
                 got: SyntaxCacheFile = await self.ws.call(f"syntax {name}", "language.syntax.get",
-                                                          {"filename": name}, SyntaxCacheFile)
+                                                          to_json(SyntaxCacheGetParams(filename=name)),
+                                                          SyntaxCacheFile)
                 content = got.content
                 files[name] = (content if isinstance(content, str) else json.dumps(content, indent=2)).encode()
         except FsError as exc:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import Union
 
 import attrs
+import trio
 
 from ..protocol.types import (
     InventoryItem,
@@ -195,6 +196,8 @@ class Scratch(Node):
     dirty: bool = False
     # The folder it was created in (pending only); None for orphans.
     folder: Folder | None = None
+    # Set while its object.item.create is in flight; a second flush waits for it.
+    creating: trio.Event | None = None
 
 
 @attrs.define(eq=False)
@@ -315,6 +318,10 @@ class Tree:
 
     def add_node(self, node: Node) -> None:
         self.nodes[node.inode] = node
+
+    def drop_node(self, inode: int) -> None:
+        """The inode now means a node kept elsewhere (an overlay file that took it over)."""
+        self.nodes.pop(inode, None)
 
     def rebind(self, item: Item, inode: int) -> Scratch:
         """Give `item` the kernel inode `inode` (a file renamed or created onto its name).

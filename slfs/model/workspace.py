@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import logging
 import math
+import os
 import random
 import subprocess
 import time
@@ -35,9 +36,13 @@ from ..session import CONNECTED, NotConnected, SessionInfo, ViewerSession
 from .compiles import CompileReport, event_fields, has_nul
 from .errors import FsError, from_rpc, region_down, transient_read_error
 from .options import Options
+from .services import Service
 from .tree import Folder, Invalidation, Item, Tree
 
 log = logging.getLogger(__name__)
+
+# Tests: the name of a background job (a function's __name__) to fail with an injected exception.
+JOB_FAULT_ENV = "SLFS_INJECT_JOB_FAULT"
 
 
 @attrs.define
@@ -49,7 +54,8 @@ class _Fetch:
 class Workspace:
     """Everything the file system shows, kept current from the viewer."""
 
-    def __init__(self, host: str, port: int, options: Options | None = None, **session_kw: Any) -> None:
+    def __init__(self, host: str, port: int, options: Options | None = None, *, mountpoint: str = "",
+                 **session_kw: Any) -> None:
         self.options = options or Options()
         self._inval_send, self.invalidations = trio.open_memory_channel[Invalidation](math.inf)
         self.tree = Tree(on_invalidate=self._invalidate)
@@ -69,12 +75,9 @@ class Workspace:
         # reference, not a task (a find over 100,000 items would otherwise park 100,000 tasks).
         self._fetch_send, self._fetch_recv = trio.open_memory_channel[Item](math.inf)
         self.fetch_count = 0
-        # Hooks for the layers above (events, sidecars); each takes one event dict.
-        self.event_sinks: list[Callable[[dict[str, Any]], None]] = []
-        # Async hooks started after every session.ok and after language.syntax.change.
-        self.on_ready: list[Callable[[], Any]] = []
-        self.on_syntax: list[Callable[[], Any]] = []
-        self.mountpoint = ""
+        self._services: list[Service] = []
+        self.background_errors = 0
+        self.mountpoint = mountpoint
 
     # --- life -------------------------------------------------------------------------------
 
@@ -88,9 +91,22 @@ class Workspace:
             await trio.sleep_forever()
 
     def spawn(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Start a background task owned by the workspace (no-op before run())."""
+        """Start a background job owned by the workspace (no-op before run()), under an error
+        boundary: a job that fails is logged with its traceback and counted in `.slfs/status`
+        (`background_errors`), and the mount goes on serving."""
         if self._nursery is not None:
-            self._nursery.start_soon(fn, *args)
+            self._nursery.start_soon(self._job, fn, args, name=getattr(fn, "__qualname__", repr(fn)))
+
+    async def _job(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        name = getattr(fn, "__name__", repr(fn))
+        try:
+            if os.environ.get(JOB_FAULT_ENV) == name:
+                raise RuntimeError(f"fault injected into background job {name}")
+            await fn(*args)
+        except Exception as exc:  # trio.Cancelled is a BaseException: shutdown passes through
+            self.background_errors += 1
+            log.exception("background job %s failed; the mount goes on", name)
+            self.note_error(f"background job {name} failed: {exc!r}")
 
     @property
     def connected(self) -> bool:
@@ -99,13 +115,17 @@ class Workspace:
     def _invalidate(self, inv: Invalidation) -> None:
         self._inval_send.send_nowait(inv)
 
+    def attach(self, service: Service) -> None:
+        """A service of the layers above: told every event, asked for status lines."""
+        self._services.append(service)
+
     def emit(self, kind: str, **fields: Any) -> None:
         event = {"time": time.time(), "type": kind, **fields}
-        for sink in self.event_sinks:
+        for service in self._services:
             try:
-                sink(event)
+                service.on_event(event)
             except Exception:
-                log.exception("event sink failed on %s", kind)
+                log.exception("%s failed on the %s event", type(service).__name__, kind)
 
     def note_error(self, message: str) -> None:
         """Record a user-visible failure for `.slfs/status` and the log."""
@@ -121,8 +141,6 @@ class Workspace:
                  info.agent_name, len(objects))
         self.emit("connected", viewer=info.viewer_name, version=info.viewer_version,
                   agent=info.agent_name, objects=len(objects))
-        for hook in self.on_ready:
-            self.spawn(hook)
 
     def on_disconnected(self, reason: str) -> None:
         self.emit("disconnected", reason=reason)
@@ -156,8 +174,6 @@ class Workspace:
 
     def on_syntax_change(self, msg: SyntaxChange) -> None:
         self.emit("syntax.change", id=msg.id)
-        for hook in self.on_syntax:
-            self.spawn(hook)
 
     def on_compiled(self, msg: CompilationResult) -> None:
         self.emit("script.compiled", script_id=msg.script_id, success=msg.success)
@@ -352,6 +368,10 @@ class Workspace:
                     await self.read_content(item)
                 except FsError as exc:
                     log.debug("background fetch of %s failed: %s", item.uuid, exc.message)
+                except Exception as exc:  # a bug: this worker must go on serving the queue
+                    self.background_errors += 1
+                    log.exception("background fetch of %s failed", item.uuid)
+                    self.note_error(f"background fetch failed: {exc!r}")
 
     def start_prefetch(self, folder: Folder) -> None:
         """The first listing of a prim fetches its items, `prefetch` at a time."""
@@ -378,10 +398,8 @@ class Workspace:
                        agent=info.agent_name, agent_id=info.agent_id)
         out.update(objects=len(self.tree.objects), items=self.tree.item_count, content_fetches=self.fetch_count)
         out["last_error"] = self.last_error or "none"
+        out["background_errors"] = self.background_errors
         out["region_unavailable"] = ", ".join(sorted(self.regions_down.values())) or "none"
-        out.update(self.extra_status())
+        for service in self._services:
+            out.update(service.status())
         return out
-
-    def extra_status(self) -> dict[str, Any]:
-        """Hook for the layers above (pending saves, recovery folder, kernel references)."""
-        return {}

@@ -6,8 +6,18 @@ save lands on the same item_id. `rm` leaves a tombstone that a create of the sam
 grace period adopts; only after it does the delete reach the viewer (after a copy to the trash).
 Every failed save leaves the content in the recovery folder and a line in the log and status.
 
-Concurrency: the per-prim create lock keeps one object.item.create in flight per prim (the viewer
-refuses a second one); saves of one item are serialised by a per-item lock.
+The Writer owns all write state: local buffers (`Item.local`, `.base`, `.dirty`), new files not yet
+in-world (`Folder.scratch`), tombstones (`Folder.tombstones`), creates, renames, deletes and their
+grace periods. The file system layer translates each kernel request into one call here and the
+answer (or FsError) into the reply; it never changes that state itself.
+
+Concurrency (trio): code between two awaits runs atomically. Methods that await say so by being
+async; after every await they re-check what they act on, because another request may have run
+meanwhile: whether the item still has no local buffer (open, write), whether a new file is still
+waiting under its name (commit of a new file), whether a tombstone is still the same item (delete).
+The per-prim create lock keeps one object.item.create in flight per prim (the viewer refuses a
+second one); saves of one item are serialised by a per-item lock; a new file being created is
+marked, so a second flush waits for that create instead of creating it twice.
 """
 
 from __future__ import annotations
@@ -16,20 +26,20 @@ import errno
 import logging
 import time
 from collections import defaultdict
-from pathlib import Path
 from typing import Any, NoReturn
 
 import attrs
 import trio
 
-from .. import paths
 from ..protocol import errors as codes
 from ..protocol.types import ContentSaveResponse, ItemCreateResponse
 from . import names
 from .compiles import CompileReport, failure_report, has_nul
 from .errors import FsError, region_down, transient_save_error
-from .naming_rules import RemoteName, parse_remote_name, size_limit
-from .tree import Folder, Item, Scratch
+from .keep import RECOVERY, TRASH, Keeper
+from .naming_rules import RemoteName, is_local_name, parse_remote_name, size_limit
+from .overlay import Overlay
+from .tree import Folder, Item, Local, Node, Scratch
 from .workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -38,12 +48,26 @@ log = logging.getLogger(__name__)
 OWN_UPDATE_WINDOW = 2.0
 
 
+def _splice(buf: bytearray, off: int, data: bytes) -> None:
+    if off > len(buf):
+        buf.extend(b"\0" * (off - len(buf)))
+    buf[off : off + len(data)] = data
+
+
+def _resize(buf: bytearray, size: int) -> None:
+    if size < len(buf):
+        del buf[size:]
+    else:
+        buf.extend(b"\0" * (size - len(buf)))
+
+
 class Writer:
-    def __init__(self, ws: Workspace) -> None:
+    def __init__(self, ws: Workspace, overlay: Overlay, keeper: Keeper) -> None:
         self.ws = ws
         self.tree = ws.tree
+        self.overlay = overlay
+        self.keeper = keeper
         self.pending_saves = 0
-        self.last_recovery = ""
         self._create_locks: defaultdict[str, trio.Lock] = defaultdict(trio.Lock)
         self._save_locks: defaultdict[str, trio.Lock] = defaultdict(trio.Lock)
         self._idle = trio.Event()
@@ -51,37 +75,25 @@ class Writer:
         self._hurry = trio.Event()
         self._never_compiled: set[str] = set()  # scripts created here that no compile has accepted yet
 
-    # --- local disk: overlay, recovery, trash -------------------------------------------------
+    # --- the recovery folder ---------------------------------------------------------------
 
-    def overlay_dir(self, folder: Folder) -> Path:
-        """Where the local overlay of a folder lives: keyed by the object's directory name, so it
-        survives remounts and re-rezzing (which changes UUIDs)."""
-        root = paths.data_dir() / "overlay"
-        if folder is self.tree.root:
-            return root / "root"
-        obj = folder.object_folder
-        base = root / "objects" / obj.name
-        return base / folder.name if folder.is_child else base
+    async def recover(self, item_path: str, data: bytes, why: str) -> str:
+        """Keep content the viewer did not take; returns where, for the caller's error message.
+        The status names the file; a disk that refuses the copy is said there too."""
+        target = await self.keeper.keep(RECOVERY, item_path, data, why)
+        where = str(target) if target is not None else "nowhere: the recovery copy failed, see the log"
+        self.ws.note_error(f"{why}; your content is in {where}")
+        return where
 
-    def _keep(self, kind: str, item_path: str, data: bytes, why: str) -> Path:
-        folder = paths.ensure((paths.state_dir() if kind == "recovery" else paths.data_dir()) / kind)
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        safe = item_path.replace("/", "__") or "unnamed"
-        target = folder / f"{stamp}-{safe}"
-        n = 1
-        while target.exists():
-            n += 1
-            target = folder / f"{stamp}-{safe}.{n}"
-        target.write_bytes(data)
-        log.info("%s: kept %d bytes of %s in %s (%s)", kind, len(data), item_path, target, why)
-        return target
+    # Service (model/services.py): the writer's status lines.
 
-    def recover(self, item_path: str, data: bytes, why: str) -> Path:
-        """Keep content the viewer did not take; the status names the file."""
-        target = self._keep("recovery", item_path, data, why)
-        self.last_recovery = str(target)
-        self.ws.note_error(f"{why}; your content is in {target}")
-        return target
+    def on_event(self, event: dict[str, Any]) -> None:
+        pass
+
+    def status(self) -> dict[str, Any]:
+        return {"pending_saves": self.pending_saves,
+                "last_recovery": self.keeper.last_recovery or "none",
+                "disk_errors": self.keeper.failures}
 
     # --- saving -----------------------------------------------------------------------------
 
@@ -117,7 +129,7 @@ class Writer:
                 await self._save(item, data, path)
             except FsError as exc:
                 if exc.errno != errno.ESTALE:
-                    self.recover(path, data, f"saving {path} failed: {exc.message}")
+                    await self.recover(path, data, f"saving {path} failed: {exc.message}")
                 if exc.errno == errno.EACCES and "embedded items" in exc.message:
                     # The viewer knows the notecard embeds items we were not told of: read-only now.
                     self.ws.set_embedded_items(item, max(1, item.embedded_items or 0))
@@ -193,7 +205,7 @@ class Writer:
             fresh = item.content_valid and item.content_revision == now
             current = item.content if fresh and item.content is not None else await self.ws.read_content(item)
             if current != data:
-                self._stale(item, data, path, current)
+                await self._stale(item, data, path, current)
             return
         if item.content_valid and item.content == base:
             return
@@ -203,10 +215,10 @@ class Writer:
             current = item.content or b""
         if current in (base, data):
             return
-        self._stale(item, data, path, current)
+        await self._stale(item, data, path, current)
 
-    def _stale(self, item: Item, data: bytes, path: str, current: bytes) -> NoReturn:
-        where = self.recover(path, data, f"{path} changed in-world since it was read; not saved (conflict)")
+    async def _stale(self, item: Item, data: bytes, path: str, current: bytes) -> NoReturn:
+        where = await self.recover(path, data, f"{path} changed in-world since it was read; not saved (conflict)")
         # The file now shows the in-world version; the local edits are in the recovery folder.
         item.local = None
         item.dirty = False
@@ -233,6 +245,298 @@ class Writer:
         report = CompileReport(compiled=compiled, diagnostics=tuple(res.diagnostics or ()), at=time.time(), note=note)
         self.ws.record_compile(item, report, path)
 
+    # --- open files of items --------------------------------------------------------------
+
+    def _refuse_unsaveable(self, item: Item) -> None:
+        """EACCES for text that cannot be saved, before anything is sent; the status says why when
+        it is not the plain permission case (a notecard's embedded items come with its content)."""
+        why = item.save_refusal()
+        if why is not None:
+            message = f"{self.tree.path_of(item)}: {why}"
+            if item.writable:
+                self.ws.note_error(message)
+            raise FsError(errno.EACCES, message)
+
+    async def _editable(self, item: Item) -> bytearray:
+        """The item's local buffer, made from its content on first need (awaits a fetch)."""
+        if not item.writable:
+            raise FsError(errno.EACCES, f"{self.tree.path_of(item)}: no modify permission")
+        if item.local is None:
+            data = await self.ws.read_content(item)
+            self._refuse_unsaveable(item)
+            if item.local is None:  # re-checked: another request may have made it meanwhile
+                item.local = bytearray(data)
+                item.take_base(data)
+        return item.local
+
+    async def open_item(self, item: Item, *, truncate: bool) -> bool:
+        """An open for writing. Returns whether a truncation is pending: O_TRUNC of a non-empty
+        file with nothing written yet (bash's `>` flushes a duplicate before it writes)."""
+        if not item.writable:
+            raise FsError(errno.EACCES, f"{self.tree.path_of(item)}: no modify permission")
+        if not truncate:
+            await self._editable(item)
+            return False
+        # libfuse 3 passes O_TRUNC to open: honour it, or cp of a short file over a long one keeps
+        # the old tail.
+        if item.local is None:
+            current = item.content if item.content_valid and item.content is not None else \
+                await self.ws.read_content(item)
+            self._refuse_unsaveable(item)
+            if item.local is None:  # re-checked after the await
+                item.local = bytearray()
+                item.take_base(current)
+                trunc = current != b""
+            else:
+                trunc = bool(item.local)
+                item.local.clear()
+        else:
+            self._refuse_unsaveable(item)
+            trunc = bool(item.local)
+            item.local.clear()
+        if trunc:
+            item.dirty = True
+            item.mtime_ns = time.time_ns()
+        return trunc
+
+    async def write_item(self, item: Item, off: int, data: bytes) -> None:
+        local = await self._editable(item)
+        self.check_size(item.info.type, off + len(data), self.tree.path_of(item))
+        _splice(local, off, data)
+        item.dirty = True
+        item.mtime_ns = time.time_ns()
+
+    async def resize_item(self, item: Item, size: int, *, by_path: bool) -> None:
+        """truncate(2)/ftruncate(2). By path no close follows, so the change is saved at once."""
+        local = await self._editable(item)
+        self.check_size(item.info.type, size, self.tree.path_of(item))
+        if size != len(local):
+            _resize(local, size)
+            item.dirty = True
+            item.mtime_ns = time.time_ns()
+        if by_path and item.dirty and item.attached:
+            await self.save(item)
+
+    async def commit_item(self, item: Item) -> None:
+        """flush/fsync: store what the file holds in-world (nothing when nothing changed)."""
+        if not item.dirty or item.local is None:
+            return
+        if not item.attached:
+            # The object was unpublished (or the item removed in-world) while the file was open:
+            # never drop what the program wrote.
+            folder = item.folder
+            shown = f"{folder.object_folder.name}/{item.name}" if folder is not None else item.name
+            data = bytes(item.local)
+            item.local, item.dirty = None, False
+            where = await self.recover(shown, data, f"{shown}: the item is no longer published; not saved")
+            raise FsError(errno.ENOENT, f"{shown}: no longer published; your content is in {where}")
+        folder = item.folder
+        if folder is not None and folder.tombstones.get(item.name) is item:
+            return  # unlinked while open: it goes to the trash, not in-world
+        await self.save(item)
+
+    # --- new files, not yet in-world -------------------------------------------------------
+
+    def new_file(self, folder: Folder, name: str) -> Item | Scratch:
+        """create(2) of an item name: the item unlinked or renamed away under it comes back, else a
+        new file that becomes an item when it is written, or at its release if it never is."""
+        parse_remote_name(name)  # EINVAL / ENAMETOOLONG now, not at close
+        if not folder.writable:
+            raise FsError(errno.EACCES, f"{self.tree.path_of(folder)}: no modify permission on the prim")
+        if folder.entries.get(name) is not None or folder.scratch.get(name) is not None:
+            raise FsError(errno.EEXIST, "")
+        item = self.adopt(folder, name)
+        if item is not None:
+            return item
+        scratch = Scratch(inode=self.tree.fresh_inode(), uuid="", name=name, parent=folder, folder=folder,
+                          mode=0o644, dirty=True)
+        self.tree.add_node(scratch)
+        folder.scratch[name] = scratch
+        return scratch
+
+    def open_scratch(self, scratch: Scratch, *, truncate: bool) -> None:
+        if truncate and scratch.data:
+            scratch.data.clear()
+            scratch.dirty = True
+
+    def write_scratch(self, scratch: Scratch, off: int, data: bytes) -> None:
+        if scratch.folder is not None and not is_local_name(scratch.name):
+            self.check_size(parse_remote_name(scratch.name).type, off + len(data), scratch.name)
+        _splice(scratch.data, off, data)
+        scratch.dirty = True
+        scratch.mtime_ns = time.time_ns()
+
+    def resize_scratch(self, scratch: Scratch, size: int) -> None:
+        _resize(scratch.data, size)
+        scratch.dirty = True
+        scratch.mtime_ns = time.time_ns()
+
+    def set_scratch_mode(self, scratch: Scratch, mode: int) -> None:
+        scratch.mode = mode & 0o777
+
+    def _drop_scratch(self, scratch: Scratch) -> None:
+        """The new file leaves its folder (under whatever name it has now); open handles keep its
+        data, and a flush through them sends nothing."""
+        folder = scratch.folder
+        if folder is not None and folder.scratch.get(scratch.name) is scratch:
+            del folder.scratch[scratch.name]
+            self.tree.invalidate_entry(folder, scratch.name)
+        scratch.folder = None
+
+    async def commit_scratch(self, scratch: Scratch) -> None:
+        """flush/fsync/release of a new file: create the item in-world with what it holds."""
+        if scratch.creating is not None:
+            await scratch.creating.wait()  # another flush is creating it: that one answers
+            return
+        folder = scratch.folder
+        if not scratch.dirty or folder is None or folder.scratch.get(scratch.name) is not scratch:
+            return
+        data = bytes(scratch.data)
+        scratch.creating = trio.Event()
+        try:
+            item = await self.create(folder, scratch.name, data, scratch.inode)
+        except FsError:
+            # Refused (no modify permission, "Item creation failed"): the content is in the
+            # recovery folder; no half-created name is left behind.
+            self._drop_scratch(scratch)
+            raise
+        finally:
+            scratch.creating.set()
+        self._drop_scratch(scratch)
+        if bytes(scratch.data) != data:
+            # Written while the create was in flight: that belongs to the item now (its inode).
+            item.local = bytearray(scratch.data)
+            item.dirty = True
+
+    # --- names: unlink, renames ------------------------------------------------------------
+
+    def remove(self, folder: Folder, node: Node) -> None:
+        """unlink(2) of an item or a new file."""
+        if isinstance(node, Scratch):
+            self._drop_scratch(node)
+        elif isinstance(node, Item):
+            self.unlink(folder, node)
+        elif isinstance(node, Folder):
+            raise FsError(errno.EISDIR, "")
+        else:
+            raise FsError(errno.EPERM, "")
+
+    async def data_of(self, node: Node) -> bytes:
+        """What a file holds now, wherever it lives."""
+        if isinstance(node, Local):
+            return await trio.to_thread.run_sync(self.overlay.read, node)
+        if isinstance(node, Scratch):
+            return bytes(node.data)
+        if isinstance(node, Item):
+            return bytes(node.local) if node.local is not None else await self.ws.read_content(node)
+        raise FsError(errno.EISDIR, "")
+
+    async def move_to_overlay(self, src: Node, src_parent: Folder | Local, old: str, dst_parent: Folder | Local,
+                              new: str, dst: Node | None) -> None:
+        """An item or a new file renamed to a backup or temp name (vim, emacs): it becomes a local
+        file under `new`; the item stays in-world, hidden until a file of its name is created again.
+        The kernel's inode stays with the file at `new`."""
+        if isinstance(dst, (Item, Folder)) or (isinstance(dst, Scratch) and dst.folder is not None):
+            raise FsError(errno.EEXIST, "")
+        data = await self.data_of(src)
+        path = await trio.to_thread.run_sync(self.overlay.write_new, dst_parent, new, data)
+        # Re-checked after the awaits: the source must still be under its name.
+        if isinstance(src, Item) and isinstance(src_parent, Folder) and src_parent.items.get(src.uuid) is src \
+                and src.name == old:
+            orphan = self.detach(src_parent, src)
+            self.overlay.adopt_inode(path, orphan.inode)
+            self.tree.drop_node(orphan.inode)
+        elif isinstance(src, Scratch) and isinstance(src_parent, Folder) and src_parent.scratch.get(old) is src:
+            del src_parent.scratch[old]
+            src.folder = None
+            self.overlay.adopt_inode(path, src.inode)
+            self.tree.drop_node(src.inode)
+        if isinstance(dst, Local):
+            self.overlay.removed(dst)
+        node = self.overlay.node(dst_parent, new, path)
+        node.lookups = src.lookups
+
+    async def rename_to_remote(self, src: Node, src_parent: Folder | Local, old: str, dst_parent: Folder,
+                               new: str, dst: Node | None) -> None:
+        """A rename onto an item name: within a prim an item is renamed in-world; a file renamed
+        over an item is saved into it (same item_id); a new file follows its new name; an overlay
+        file renamed onto a new name becomes an item."""
+        if dst_parent is self.tree.root:
+            raise FsError(errno.EPERM, f"{new}: objects cannot be created from the file system")
+        if isinstance(dst, Folder):
+            raise FsError(errno.EISDIR, "")
+        if isinstance(dst, Local):
+            raise FsError(errno.EEXIST, f"{new}: a local overlay file has this name")
+        if isinstance(src, Item) and src_parent is not dst_parent:
+            raise FsError(errno.EXDEV, "moving items between prims is a copy and a delete")
+        if isinstance(src, Item) and dst is None:
+            await self.rename_item(src, new)
+            return
+        want = parse_remote_name(new)
+        target = dst if isinstance(dst, Item) else dst_parent.tombstones.get(new)
+        if isinstance(target, Item):
+            # An item moved over another keeps its kind (temp and new files take the target's).
+            kind = (src.info.type, src.info.subtype or 0) if isinstance(src, Item) else (want.type, want.subtype or 0)
+            if kind != (target.info.type, target.info.subtype or 0):
+                raise FsError(errno.EXDEV, f"{new}: would change the kind of item")
+            data = await self.data_of(src)
+            if target.folder is dst_parent and dst_parent.tombstones.get(new) is target:
+                del dst_parent.tombstones[new]
+                self.tree.relayout(dst_parent)
+            await self.replace_into(target, data, src.inode)
+            await self._drop_source(src, src_parent, old)
+            return
+        if isinstance(dst, Scratch):
+            self._drop_scratch(dst)
+        if isinstance(src, Scratch):
+            # A new file not yet in-world keeps waiting for its first flush under the new name.
+            if isinstance(src_parent, Folder) and src_parent.scratch.get(old) is src:
+                del src_parent.scratch[old]
+            src.name, src.parent, src.folder = new, dst_parent, dst_parent
+            dst_parent.scratch[new] = src
+            return
+        # An overlay file (rsync, gedit, JetBrains temp) renamed onto a new item name.
+        data = await self.data_of(src)
+        await self.create(dst_parent, new, data, src.inode)
+        await self._drop_source(src, src_parent, old)
+
+    async def _drop_source(self, src: Node, src_parent: Folder | Local, old: str) -> None:
+        """The renamed file's old name is gone; its inode now belongs to an item."""
+        if isinstance(src, Local):
+            await trio.to_thread.run_sync(self.overlay.unlink, src)
+        elif isinstance(src, Scratch):
+            self._drop_scratch(src)
+        elif isinstance(src, Item) and isinstance(src_parent, Folder):
+            # mv A B over an existing B: B holds A's content now (and A's inode); A goes like an rm.
+            self.tree.move_to_fresh_inode(src)
+            self._tombstone(src_parent, old, src)
+
+    # --- the daemon stops -------------------------------------------------------------------
+
+    async def keep_unsaved(self, grace: float, *, save: bool = True) -> None:
+        """Files written but not yet closed: saved (when `save`, within `grace` seconds), or else
+        kept in the recovery folder; new files never closed are kept too. Nothing is dropped."""
+        items = [n for n in list(self.tree.nodes.values()) if isinstance(n, Item) and n.dirty and n.local is not None]
+        kept: set[str] = set()
+        if save and self.ws.connected:
+            with trio.move_on_after(grace):
+                for item in items:
+                    unlinked = item.folder is not None and item.folder.tombstones.get(item.name) is item
+                    if item.attached and not unlinked:
+                        try:
+                            await self.save(item)
+                        except FsError as exc:  # a failed save leaves a recovery copy itself
+                            kept.add(item.uuid)
+                            log.error("unsaved %s at shutdown: %s", self.tree.path_of(item), exc.message)
+        for item in items:
+            if item.dirty and item.local is not None and item.uuid not in kept:
+                await self.recover(self.tree.path_of(item) or item.name, bytes(item.local),
+                                   "daemon stopped before it was saved")
+        for node in list(self.tree.nodes.values()):
+            if isinstance(node, Scratch) and node.folder is not None and node.data:
+                path = f"{self.tree.path_of(node.folder)}/{node.name}".lstrip("/")
+                await self.recover(path, bytes(node.data), "daemon stopped before the new file was closed")
+
     # --- creating ---------------------------------------------------------------------------
 
     async def create(self, folder: Folder, file_name: str, data: bytes, inode: int) -> Item:
@@ -247,7 +551,7 @@ class Writer:
         try:
             item = await self._create(folder, want, text, inode, shown)
         except FsError as exc:
-            self.recover(shown, data, f"creating {shown} failed: {exc.message}")
+            await self.recover(shown, data, f"creating {shown} failed: {exc.message}")
             raise
         finally:
             self._end()
@@ -327,9 +631,13 @@ class Writer:
             raise FsError(errno.EACCES, f"{shown}: no modify permission")
         if not self.ws.connected:
             raise FsError(errno.EIO, f"{shown}: not connected to the viewer; not deleted")
-        name = item.name
-        folder.tombstones[name] = item
         self.rebind(item, self.tree.fresh_inode())
+        self._tombstone(folder, item.name, item)
+
+    def _tombstone(self, folder: Folder, name: str, item: Item) -> None:
+        """The name leaves the listing now; the delete reaches the viewer after the grace period,
+        unless a create of the name adopts the item first."""
+        folder.tombstones[name] = item
         self.tree.relayout(folder)
         self.ws.spawn(self._delete_later, folder, name, item)
 
@@ -346,7 +654,7 @@ class Writer:
                 return
             try:
                 data = item.local if item.local is not None else await self.ws.read_content(item)
-                self._keep("trash", shown, bytes(data), "deleted")
+                await self.keeper.keep(TRASH, shown, bytes(data), "deleted")
             except FsError as exc:
                 log.warning("%s: no copy in the trash (%s)", shown, exc.message)
             try:
@@ -396,9 +704,12 @@ class Writer:
         check_sl_name(sl_name, new_name)
         if not folder.writable:
             raise FsError(errno.EACCES, f"{shown}: no modify permission on the prim")
+        before = self.overlay.folder_dir(folder)
         await self.ws.call(f"rename {shown}", "object.modify", {"prim_id": folder.uuid, "name": sl_name})
         folder.link_name = sl_name
         self.tree.relayout(folder.parent or self.tree.root)
+        # The overlay (.git/, .vscode/...) is kept per directory name: it moves along.
+        await trio.to_thread.run_sync(self.overlay.move_dir, before, self.overlay.folder_dir(folder))
 
     async def replace_into(self, item: Item, data: bytes, inode: int) -> None:
         """A file renamed onto an item's name: its content is saved into that item (same item_id),

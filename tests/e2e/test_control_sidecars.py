@@ -217,8 +217,13 @@ async def test_events_under_tail_f(mounted: Mount) -> None:
 
 async def test_syntax_dir_lists_the_viewers_files(mounted: Mount) -> None:
     m = mounted
-    listed = sorted((await m.out("ls", m.path(".slfs", "syntax"))).split("\n"))
-    assert [n for n in listed if n] == sorted(sim_syntax.CACHE_FILES)
+
+    async def listed() -> bool:
+        names = (await m.out("ls", m.path(".slfs", "syntax"))).split("\n")
+        return sorted(n for n in names if n) == sorted(sim_syntax.CACHE_FILES)
+
+    # The files are fetched in the background once the session is up.
+    await m.wait_for(listed, 5, "the viewer's syntax files listed")
     for name, text in sim_syntax.CACHE_FILES.items():
         got = await read(m, str(m.path(".slfs", "syntax", name)))
         assert got == text, name

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from slfs.fs.overlay import Overlay
+from slfs.model.overlay import Overlay
 from slfs.model.tree import Local, Tree
 
 
 @pytest.fixture
 def ov(tmp_path: Path) -> tuple[Overlay, Local]:
     tree = Tree()
-    overlay = Overlay(tree, None)  # type: ignore[arg-type]  # the writer is only asked about folders
+    overlay = Overlay(tree)
     top = overlay.node(tree.root, ".top", str(tmp_path))  # an overlay directory as the parent
     return overlay, top
 
