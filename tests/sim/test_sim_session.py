@@ -8,6 +8,7 @@ import stat
 
 import pytest
 import trio
+import trio.testing
 from trio_websocket import ConnectionClosed, ConnectionRejected, HandshakeError, open_websocket_url
 
 from slfs.sim import SimViewer
@@ -276,7 +277,7 @@ async def test_stop_accepting_and_resume(start_sim, connect) -> None:
     with trio.fail_after(10):
         sim = await start_sim()
         sim.stop_accepting()
-        await trio.sleep(0.05)
+        await trio.testing.wait_all_tasks_blocked()  # the listener task has closed its socket
         with pytest.raises((OSError, HandshakeError)):
             async with connect(sim):
                 pass
