@@ -35,7 +35,8 @@ from ..model.errors import FsError
 from ..model.events import EventLog
 from ..model.tree import ROOT_INODE, Folder, Item, Node
 from ..model.workspace import Workspace
-from ..protocol.types import VIEWER_COMMANDS
+from ..protocol.codec import to_json
+from ..protocol.types import VIEWER_COMMANDS, CommandExecuteParams, ObjectRequestParams, ObjectUnpublishParams
 from ..stats import STATS
 
 log = logging.getLogger(__name__)
@@ -296,9 +297,10 @@ class ControlServer:
         want = {"run": True, "stop": False}.get(word)
         if want is not None:
             # set_running answers "dispatched": wait for the viewer's object.update to confirm.
-            with trio.move_on_after(float(p.get("timeout", CONFIRM_TIMEOUT))):
-                while bool(item.info.running) != want or (want and item.info.faulted):
-                    await trio.sleep(0.05)
+            def confirmed() -> bool:
+                return bool(item.info.running) == want and not (want and item.info.faulted)
+
+            if await self.ws.wait_for_world(confirmed, float(p.get("timeout", CONFIRM_TIMEOUT))):
                 return {**self._describe(item), "state": self.control.state_word(item), "confirmed": True}
             raise FsError(errno.ETIMEDOUT, f"{p.get('path')}: the viewer accepted {word} but has not "
                           f"confirmed it (state: {self.control.state_word(item)})")
@@ -315,16 +317,15 @@ class ControlServer:
         object_id = str(p.get("object_id") or "").lower()
         if not object_id:
             raise FsError(errno.EINVAL, "an object UUID is required")
-        await self.ws.call(f"open {object_id}", "object.request", {"object_id": object_id})
-        with trio.move_on_after(float(p.get("timeout", CONFIRM_TIMEOUT))):
-            while object_id not in self.tree.objects:
-                await trio.sleep(0.05)
+        await self.ws.call(f"open {object_id}", "object.request", to_json(ObjectRequestParams(object_id=object_id)))
+        if await self.ws.wait_for_world(lambda: object_id in self.tree.objects,
+                                        float(p.get("timeout", CONFIRM_TIMEOUT))):
             return self._describe(self.tree.objects[object_id])
         raise FsError(errno.ETIMEDOUT, f"the viewer accepted the request for {object_id} but did not publish it")
 
     async def _close(self, p: dict[str, Any]) -> Any:
         obj = self._object(p.get("path"))
-        await self.ws.call(f"close {obj.name}", "object.unpublish", {"object_id": obj.uuid})
+        await self.ws.call(f"close {obj.name}", "object.unpublish", to_json(ObjectUnpublishParams(object_id=obj.uuid)))
         return self._describe(obj)
 
     async def _viewer_command(self, p: dict[str, Any]) -> Any:
@@ -340,7 +341,8 @@ class ControlServer:
         missing = [k for k in VIEWER_COMMANDS.get(command, ()) if k not in params]
         if missing:
             raise FsError(errno.EINVAL, f"{command} needs {', '.join(missing)}")
-        result = await self.ws.call(command, "command.execute", {"command": command, "params": params})
+        result = await self.ws.call(command, "command.execute",
+                                    to_json(CommandExecuteParams(command=command, params=params)))
         return {"command": command, "result": result}
 
     async def _commands(self, p: dict[str, Any]) -> Any:

@@ -14,13 +14,14 @@ class Options:
     vm: str = "mono"  # vm of new .lsl scripts
     open_cmd: str | None = None  # argv template run on editor.open_file (never through a shell)
     attr_timeout: float = 60.0  # kernel attribute/entry cache for names and sizes slfs knows
-    save_retries: int = 4  # transient "Item not found" retries of a save
+    save_retries: int = 4  # retries of a transient viewer error ("Item not found", region down)
     shutdown_grace: float = 20.0  # how long SIGTERM waits for pending saves
+    reconnect_wait: float = 5.0  # how long after a drop a call waits for the session to come back
     allow_remote_viewer: bool = False  # --host other than loopback (the viewer is then not vetted)
     fuse: tuple[str, ...] = ()  # options passed through to the kernel (allow_other, ...)
 
 
-_FLOAT = {"delete_grace", "attr_timeout", "shutdown_grace"}
+_FLOAT = {"delete_grace", "attr_timeout", "shutdown_grace", "reconnect_wait"}
 _INT = {"prefetch", "save_retries"}
 _PASSTHROUGH = {"allow_other", "allow_root", "default_permissions", "ro", "rw", "noatime", "auto_unmount"}
 

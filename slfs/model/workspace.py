@@ -76,6 +76,9 @@ class Workspace:
         self._fetch_send, self._fetch_recv = trio.open_memory_channel[Item](math.inf)
         self.fetch_count = 0
         self._services: list[Service] = []
+        # Set (and replaced) whenever the viewer's state is applied: confirmations wait on it.
+        self._world_changed = trio.Event()
+        self._dropped_at: float | None = None  # trio clock of the last drop of a ready session
         self.background_errors = 0
         self.mountpoint = mountpoint
 
@@ -132,17 +135,33 @@ class Workspace:
         self.last_error = f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {message}"
         log.warning("%s", message)
 
+    def _changed(self) -> None:
+        self._world_changed.set()
+        self._world_changed = trio.Event()
+
+    async def wait_for_world(self, predicate: Callable[[], bool], timeout: float) -> bool:
+        """Wait (at most `timeout` s) until `predicate()` holds, re-checking it each time the
+        viewer's state changes (publish, unpublish, update, a new session): no polling."""
+        with trio.move_on_after(timeout):
+            while not predicate():
+                await self._world_changed.wait()
+            return True
+        return False
+
     # --- SessionListener --------------------------------------------------------------------
 
     def on_connected(self, info: SessionInfo, objects: list[PublishedObject]) -> None:
         self.info = info
+        self._dropped_at = None
         self.tree.replace_all(objects)
+        self._changed()
         log.info("connected to %s %s as %s: %d objects", info.viewer_name, info.viewer_version,
                  info.agent_name, len(objects))
         self.emit("connected", viewer=info.viewer_name, version=info.viewer_version,
                   agent=info.agent_name, objects=len(objects))
 
     def on_disconnected(self, reason: str) -> None:
+        self._dropped_at = trio.current_time()
         self.emit("disconnected", reason=reason)
 
     def on_state(self, state: str, detail: str) -> None:
@@ -153,15 +172,19 @@ class Workspace:
 
     def on_publish(self, obj: PublishedObject) -> None:
         self.tree.publish(obj)
+        self._changed()
         self.emit("publish", object_id=obj.object_id, name=obj.object_name)
 
     def on_unpublish(self, msg: ObjectUnpublish) -> None:
         if self.tree.unpublish(msg.object_id):
+            self._changed()
             self.emit("unpublish", object_id=msg.object_id, reason=msg.reason)
 
     def on_update(self, msg: ObjectUpdate) -> None:
         if not self.tree.update(msg):
             log.info("update for unpublished object %s ignored", msg.object_id)
+            return
+        self._changed()
 
     def on_runtime_debug(self, msg: RuntimeDebug) -> None:
         self.emit("runtime.debug", object_id=msg.object_id, prim_id=msg.prim_id, item_id=msg.item_id,
@@ -262,6 +285,9 @@ class Workspace:
         An error `transient` says will pass is retried up to `retries` times, with jittered
         exponential backoff. A region that stays down is named in `.slfs/status`."""
         about = self._object_of(params)
+        # Reconnecting right after a drop: wait (bounded) rather than fail at once. A call the
+        # drop interrupts is not sent again (a create might then happen twice).
+        await self.await_viewer()
         for attempt in range(retries + 1):
             try:
                 if result_type is None:
@@ -285,6 +311,21 @@ class Workspace:
                 await trio.sleep(delay)
         raise AssertionError("unreachable")
 
+    async def await_viewer(self) -> bool:
+        """Whether the session is up, waiting for it while it reconnects after a drop: at most
+        `reconnect_wait` seconds from the drop (a viewer gone for longer fails calls at once)."""
+        if self.connected:
+            return True
+        if self._dropped_at is None:
+            return False
+        left = self._dropped_at + self.options.reconnect_wait - trio.current_time()
+        if left <= 0:
+            return False
+        with trio.move_on_after(left):
+            await self.session.wait_state(CONNECTED)
+            return True
+        return False
+
     def _object_of(self, params: dict[str, Any]) -> Folder | None:
         """The object folder a call is about (by its prim_id), for status lines."""
         node = self.tree.by_uuid.get(str(params.get("prim_id") or params.get("object_id") or ""))
@@ -300,7 +341,7 @@ class Workspace:
             if not item.readable:
                 raise FsError(errno.EACCES, f"{self.tree.path_of(item)}: script is not readable "
                               "(needs copy and modify permission)")
-            if not self.connected:
+            if not self.connected and not await self.await_viewer():
                 if item.content is not None:
                     return item.content
                 raise FsError(errno.EIO, f"{self.tree.path_of(item)}: not connected to the viewer "
