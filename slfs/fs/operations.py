@@ -119,29 +119,36 @@ class Operations(pyfuse3.Operations):
     # --- kernel cache invalidation ------------------------------------------------------------
 
     async def invalidator(self) -> None:
-        """Apply the tree's invalidations, outside any request handler."""
-        async for inv in self.ws.invalidations:
-            STATS.invalidated("entry" if isinstance(inv, EntryChanged) else "inode")
-            try:
+        """Apply the tree's invalidations, merged while they wait, outside any request handler:
+        names at once (invalidate_entry_async queues them), inodes in one thread trip per batch."""
+        while True:
+            inodes: list[tuple[int, bool]] = []
+            for inv in await self.ws.invalidations.take():
                 if isinstance(inv, EntryChanged):
-                    pyfuse3.invalidate_entry_async(inv.parent, os.fsencode(names.encodable(inv.name)),
-                                                   ignore_enoent=True)
+                    STATS.invalidated("entry")
+                    try:
+                        pyfuse3.invalidate_entry_async(inv.parent, os.fsencode(names.encodable(inv.name)),
+                                                       ignore_enoent=True)
+                    except Exception:
+                        log.exception("cache invalidation failed for %r", inv)
                 elif isinstance(inv, InodeChanged):
-                    await trio.to_thread.run_sync(self._invalidate_inode, inv.inode, not inv.data)
+                    STATS.invalidated("inode")
+                    inodes.append((inv.inode, not inv.data))
+            if inodes:
+                await trio.to_thread.run_sync(self._invalidate_inodes, inodes)
+
+    @staticmethod
+    def _invalidate_inodes(inodes: list[tuple[int, bool]]) -> None:
+        for inode, attr_only in inodes:
+            try:
+                pyfuse3.invalidate_inode(inode, attr_only)
             except OSError as exc:
                 # The kernel side is going away (unmount) or no longer knows the inode: nothing
                 # cached to drop. Not worth a traceback.
-                log.debug("cache invalidation of %r: %s", inv, exc)
+                if exc.errno != errno.ENOENT:
+                    log.debug("cache invalidation of inode %d: %s", inode, exc)
             except Exception:
-                log.exception("cache invalidation failed for %r", inv)
-
-    @staticmethod
-    def _invalidate_inode(inode: int, attr_only: bool) -> None:
-        try:
-            pyfuse3.invalidate_inode(inode, attr_only)
-        except OSError as exc:
-            if exc.errno != errno.ENOENT:  # the kernel does not know this inode: nothing cached
-                raise
+                log.exception("cache invalidation failed for inode %d", inode)
 
     # --- attributes ----------------------------------------------------------------------------
 

@@ -35,6 +35,7 @@ from ..protocol.types import (
 from ..session import CONNECTED, NotConnected, SessionInfo, ViewerSession
 from .compiles import CompileReport, event_fields, has_nul
 from .errors import FsError, from_rpc, region_down, transient_read_error
+from .invalidations import PendingInvalidations
 from .options import Options
 from .services import Service
 from .tree import Folder, Invalidation, Item, Tree
@@ -57,7 +58,7 @@ class Workspace:
     def __init__(self, host: str, port: int, options: Options | None = None, *, mountpoint: str = "",
                  **session_kw: Any) -> None:
         self.options = options or Options()
-        self._inval_send, self.invalidations = trio.open_memory_channel[Invalidation](math.inf)
+        self.invalidations = PendingInvalidations()
         self.tree = Tree(on_invalidate=self._invalidate)
         self.tree.on_stale = self._on_stale
         self.session = ViewerSession(self, host, port, **session_kw)
@@ -116,7 +117,7 @@ class Workspace:
         return self.session.state == CONNECTED
 
     def _invalidate(self, inv: Invalidation) -> None:
-        self._inval_send.send_nowait(inv)
+        self.invalidations.add(inv)
 
     def attach(self, service: Service) -> None:
         """A service of the layers above: told every event, asked for status lines."""
