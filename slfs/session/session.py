@@ -44,6 +44,7 @@ from slfs.protocol.jsonrpc import (
     parse_message,
 )
 from slfs.protocol.types import (
+    DISCONNECT_EDITOR_CLOSED,
     CompilationResult,
     ObjectListResponse,
     ObjectPublish,
@@ -55,6 +56,7 @@ from slfs.protocol.types import (
     SessionHandshake,
     SessionOk,
     SyntaxChange,
+    SystemPing,
 )
 from slfs.stats import STATS
 
@@ -165,13 +167,13 @@ class _Connection:
             self.last_sent_size = size
             await self.ws.send_message(text)
 
-    async def notify(self, method: str, params: Any = None) -> None:
-        await self.send(encode_notification(method, params))
+    async def notify(self, method: str, params: codec.RequestParams = None) -> None:
+        await self.send(encode_notification(method, codec.encode_params(params)))
 
     async def call(
         self,
         method: str,
-        params: Any = None,
+        params: codec.RequestParams = None,
         timeout: float | None = None,
         on_response: Callable[[Response], None] | None = None,
     ) -> Any:
@@ -186,7 +188,7 @@ class _Connection:
         try:
             with trio.move_on_after(timeout) as scope:
                 try:
-                    await self.send(encode_request(rid, method, params), method)
+                    await self.send(encode_request(rid, method, codec.encode_params(params)), method)
                 except _CLOSED_ERRORS:
                     raise NotConnected(f"Connection closed while sending {method}") from None
                 log.debug("call %s id=%s sent", method, rid)
@@ -377,9 +379,11 @@ class ViewerSession:
             self._set_state(DISCONNECTED, "session stopped")
 
     async def call(
-        self, method: str, params: dict[str, Any] | None = None, *, timeout: float | None = None
+        self, method: str, params: codec.RequestParams = None, *, timeout: float | None = None
     ) -> Any:
         """Call a viewer method and return its raw result (None when the viewer omitted it).
+
+        `params` is a params object of protocol.types (sent as codec.to_json encodes it) or a dict.
 
         Raises RpcError for the viewer's error, NotConnected at once when not connected (and when the
         link drops while the call is pending), CallTimeout when no answer came in time."""
@@ -391,7 +395,7 @@ class ViewerSession:
     async def call_typed(
         self,
         method: str,
-        params: dict[str, Any] | None,
+        params: codec.RequestParams,
         result_type: type[T],
         *,
         timeout: float | None = None,
@@ -490,7 +494,7 @@ class ViewerSession:
                     if _is_cancellation(exc) and conn is not None and not conn.close_reason:
                         with trio.CancelScope(shield=True), trio.move_on_after(1.0):
                             try:
-                                bye = {"reason": 1, "message": "Editor closed"}
+                                bye = SessionDisconnect(reason=DISCONNECT_EDITOR_CLOSED, message="Editor closed")
                                 await conn.notify("session.disconnect", bye)
                             except _CLOSED_ERRORS:
                                 pass
@@ -592,7 +596,7 @@ class ViewerSession:
             await trio.sleep(self.ping_interval)
             try:
                 timeout = min(self.ping_timeout, self.ping_interval * 2)
-                await conn.call("system.ping", {"timestamp": now_ms()}, timeout)
+                await conn.call("system.ping", SystemPing(timestamp=now_ms()), timeout)
                 failures = 0
             except NotConnected:
                 return

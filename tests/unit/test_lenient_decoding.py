@@ -208,3 +208,73 @@ def test_deferred_permissions_merge() -> None:
     assert first.merged(later) == t.Permissions(owner=0x8E000, next_owner=0x82000)
     assert later.merged(t.Permissions(owner=1)) == t.Permissions(owner=1, next_owner=0x82000)
     assert first.merged(None) is first
+
+
+def test_each_key_is_told_once_per_call() -> None:
+    inventory = [{"item_id": f"i{n}", "name": "n", "type": "script", "vm": 5, "hint": n} for n in range(50)]
+    calls: list[tuple[str, str]] = []
+    from_json(t.PublishedObject, {"object_id": "o", "inventory": inventory},
+              on_ignored=lambda f, why: calls.append((f, why)))
+    assert calls == [("inventory[].vm", "must be one of 'lsl2', 'mono', 'luau'"), ("inventory[].hint", UNKNOWN_FIELD)]
+
+
+def test_a_failing_payload_reports_only_what_comes_before_its_failure() -> None:
+    # As a field-by-field decode that stops at the first failure: nothing past it is reported.
+    seen: list[str] = []
+    with pytest.raises(ProtocolError, match=r"^inventory\[1\]\.name: must be a string$"):
+        from_json(t.LinkedObject, {"link_id": "l", "link_description": 3, "inventory": [
+            {"item_id": "a", "name": "n", "type": "notecard", "hint": 1},
+            {"item_id": "b", "name": 5, "type": "notecard", "vm": 5},
+            {"item_id": "c", "name": "n", "type": "notecard", "later": 1}]}, on_ignored=lambda f, why: seen.append(f))
+    assert seen == ["link_description", "inventory[].hint"]
+    seen.clear()
+    with pytest.raises(ProtocolError, match=r"^message: must be a string$"):
+        from_json(t.RuntimeDebug, {"object_id": "o", "prim_id": "p", "item_id": "i", "message": None,
+                                   "item": {"item_id": True, "zz": 1}}, on_ignored=lambda f, why: seen.append(f))
+    assert seen == []
+
+
+def test_an_odd_nested_payload_is_ignored_with_its_inner_path() -> None:
+    seen: list[tuple[str, str]] = []
+    item = from_json(t.InventoryItem, {"item_id": "i", "name": "n", "type": "script",
+                                       "permissions": {"next_owner": 1}, "running": 1.0},
+                     on_ignored=lambda f, why: seen.append((f, why)))
+    assert item.permissions is None and item.running is None
+    assert item.extra == {"permissions": {"next_owner": 1}, "running": 1.0}
+    assert seen == [("running", "must be a boolean"), ("permissions.owner", "is required")]
+
+
+def test_payloads_in_a_mapping_are_reported_under_their_key() -> None:
+    seen: list[tuple[str, str]] = []
+    got = from_json(t.CommandListResponse, {"commands": [{"command": "viewer.teleport", "params": {
+        "object_id": {"type": "uuid", "hint": "x"}, "target": {"type": "string", "required": "yes"}}}]},
+        on_ignored=lambda f, why: seen.append((f, why)))
+    assert got.commands[0].params is not None and got.commands[0].params["target"].required is None
+    assert seen == [("commands[].params.object_id.hint", UNKNOWN_FIELD),
+                    ("commands[].params.target.required", "must be a boolean")]
+    bad = from_json(t.CommandInfo, {"command": "c", "params": {"a": {"type": "t"}, "b": {"required": True}}},
+                    on_ignored=lambda f, why: seen.append((f, why)))
+    assert bad.params is None and seen[-1] == ("params.b.type", "is required")
+
+
+def test_numbers_are_checked_not_coerced() -> None:
+    assert from_json(t.Diagnostic, {"row": 3.0, "column": 1, "level": "error", "message": "m"}).row == 3
+    assert type(from_json(t.Diagnostic, {"row": 3.0, "column": 1, "level": "error", "message": "m"}).row) is int
+    for wrong in (True, 3.5, "3", float("inf")):
+        with pytest.raises(ProtocolError, match=r"^row: must be an integer$"):
+            from_json(t.Diagnostic, {"row": wrong, "column": 1, "level": "error", "message": "m"})
+    assert from_json(t.SystemPing, {"timestamp": 5}).timestamp == 5
+    assert from_json(t.SystemPing, {"timestamp": False}).timestamp is None
+    with pytest.raises(ProtocolError, match=r"^name: must be a string$"):
+        from_json(t.InventoryItem, {"item_id": "i", "name": 5, "type": "script"})
+
+
+def test_null_takes_the_default_and_a_field_named_extra_is_kept() -> None:
+    obj = from_json(t.PublishedObject, {"object_id": "o", "object_name": None, "inventory": None, "extra": [1]})
+    assert obj.object_name == "" and obj.inventory == [] and obj.extra == {"extra": [1]}
+    with pytest.raises(ProtocolError, match=r"^ObjectPublish: must be an object$"):
+        from_json(t.ObjectPublish, None)
+    with pytest.raises(ProtocolError, match=r"^objects\[0\]: must be an object$"):
+        from_json(t.ObjectListResponse, {"objects": [None]})
+    with pytest.raises(ProtocolError, match=r"^result\.objects\[0\]\.object_id: is required$"):
+        from_json(t.ObjectListResponse, {"objects": [{}]}, "result")

@@ -152,3 +152,17 @@ def test_rpc_error_labels() -> None:
     assert err.message == "Invalid params: Prim not found"
     assert err.detail == "Prim not found"
     assert RpcError(codes.ACCESS_DENIED, "Object is not published").detail == "Object is not published"
+
+
+def test_params_objects_encode_like_the_dicts_they_replace() -> None:
+    from slfs.protocol.codec import encode_params
+
+    assert to_json(t.SetRunningParams(prim_id="p", item_id="i", running=False)) == {
+        "prim_id": "p", "item_id": "i", "running": False}
+    assert to_json(t.ObjectModifyParams(prim_id="p", permissions=t.NextOwnerPermissions(next_owner=0))) == {
+        "prim_id": "p", "permissions": {"next_owner": 0}}
+    assert to_json(t.CommandExecuteParams(command="c", params={})) == {"command": "c", "params": {}}
+    assert to_json(t.SessionDisconnect(reason=1, extra={"why": "x"})) == {"reason": 1, "message": "", "why": "x"}
+    assert encode_params(t.ItemAddress(item_id="i")) == {"item_id": "i"}
+    assert encode_params({"a": None}) == {"a": None}
+    assert encode_params(None) is None
