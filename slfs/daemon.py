@@ -151,6 +151,12 @@ class Daemon:
                     await self.before_exit()
                 nursery.cancel_scope.cancel()
         finally:
+            if not self._exit_prepared:
+                # An unexpected exception ended the daemon: the session is gone, so what programs
+                # wrote and did not close goes to the recovery folder (only SIGKILL skips this).
+                log.error("the daemon is stopping unexpectedly; keeping unsaved files in the recovery folder")
+                with trio.CancelScope(shield=True):
+                    await self.writer.keep_unsaved(0, save=False)
             reg.unlink(missing_ok=True)
             pyfuse3.close(unmount=True)
             # The kernel sends no forget for what it still holds at unmount: the unmount itself
