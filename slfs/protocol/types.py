@@ -1,9 +1,10 @@
 """Payload types for every interface of the viewer's external-editor protocol.
 
 Field names are the wire names. Decode with `codec.from_json(Type, data)`, encode with
-`codec.to_json(obj)`. Fields the protocol document does not show but newer ("V2") viewers send are
-declared where we use them (`revision`, `encoding`, `embedded_items`, agent fields of session.ok);
-anything else unknown is kept in `extra`.
+`codec.to_json(obj)`. The `...Params` classes are the params of the requests slfs sends:
+`ViewerSession.call(method, SomeParams(...))` encodes them. Fields the protocol document does not
+show but newer ("V2") viewers send are declared where we use them (`revision`, `encoding`,
+`embedded_items`, agent fields of session.ok); anything else unknown is kept in `extra`.
 """
 
 from __future__ import annotations
@@ -122,12 +123,6 @@ class SyntaxChange:
 @attrs.frozen(kw_only=True)
 class SyntaxIdResponse:
     id: str
-    extra: dict[str, Any] = _extra()
-
-
-@attrs.frozen(kw_only=True)
-class LanguageSyntaxParams:
-    kind: str | None = None
     extra: dict[str, Any] = _extra()
 
 
