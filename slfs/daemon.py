@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 
+import attrs
 import pyfuse3
 import trio
 
@@ -99,25 +100,45 @@ def unmount(mountpoint: str, *, lazy: bool = False) -> bool:
     return False
 
 
+@attrs.frozen
+class Services:
+    """Everything one mount runs, built once (build_services)."""
+
+    ws: Workspace
+    events: EventLog
+    syntax: SyntaxFiles
+    writer: Writer
+    control: Control
+    ops: Operations
+
+
+def build_services(mountpoint: str, host: str, port: int, options: Options, *, event_log: bool = True) -> Services:
+    """Every service built once, with its collaborators as constructor arguments, and attached to
+    the workspace (the one hook mechanism: events in, status lines out). The tests build them here
+    too, so what they drive is what the daemon runs."""
+    ws = Workspace(host, port, options, mountpoint=mountpoint)
+    # One event log per mount: rotation is not coordinated between processes.
+    events = EventLog(paths.state_dir() / f"events-{paths.mount_key(mountpoint)}.jsonl" if event_log else None)
+    syntax = SyntaxFiles(ws)
+    overlay = Overlay(ws.tree)
+    writer = Writer(ws, overlay, Keeper())
+    control = Control(ws, events, syntax)
+    ops = Operations(ws, writer, overlay, control)
+    services: list[Service] = [events, syntax, writer, ops]
+    for service in services:
+        ws.attach(service)
+    return Services(ws=ws, events=events, syntax=syntax, writer=writer, control=control, ops=ops)
+
+
 class Daemon:
     """One mount. `extra_tasks` run in the daemon's nursery (e.g. the demo's simulated viewer)."""
 
     def __init__(self, mountpoint: str, host: str, port: int, options: Options) -> None:
         self.mountpoint = os.path.realpath(mountpoint)
         self.options = options
-        # Every service is built once here, with its collaborators, and attached to the workspace
-        # (the one hook mechanism: events in, status lines out).
-        self.ws = Workspace(host, port, options, mountpoint=self.mountpoint)
-        # One event log per mount: rotation is not coordinated between processes.
-        self.events = EventLog(paths.state_dir() / f"events-{paths.mount_key(mountpoint)}.jsonl")
-        self.syntax = SyntaxFiles(self.ws)
-        overlay = Overlay(self.ws.tree)
-        self.writer = Writer(self.ws, overlay, Keeper())
-        control = Control(self.ws, self.events, self.syntax)
-        self.ops = Operations(self.ws, self.writer, overlay, control)
-        services: list[Service] = [self.events, self.syntax, self.writer, self.ops]
-        for service in services:
-            self.ws.attach(service)
+        svc = build_services(self.mountpoint, host, port, options)
+        self.ws, self.events, self.syntax, self.writer, self.ops = svc.ws, svc.events, svc.syntax, svc.writer, svc.ops
+        control = svc.control
         self.socket_path = paths.control_socket_path(mountpoint)
         self.control_server = ControlServer(self.ws, control, self.events, self.socket_path)
         self.extensions: list[Callable[[trio.Nursery], Awaitable[None]]] = []

@@ -1,0 +1,228 @@
+"""The write path, driven through the fs operations object against the simulator (no mount)."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+from e2e.test_write_support import ARM_DIR, FROZEN, MAIN, MAIN_TEXT, NOTE, NOTE_TEXT, OBJ, write_world
+
+from slfs.model.options import Options
+from slfs.model.tree import Item
+from slfs.protocol.errors import RpcError
+
+from .harness import Driver, fails, fs_against_sim
+
+VERSIONS = [pytest.param(1, id="v1"), pytest.param(2, id="v2")]
+
+
+def saves(fs: Driver, item_id: str) -> list[str]:
+    return [p["content"] for m, p in fs.sim.calls if m == "object.content.save" and p.get("item_id") == item_id]
+
+
+def calls(fs: Driver, method: str) -> int:
+    return sum(1 for m, _ in fs.sim.calls if m == method)
+
+
+@pytest.fixture(params=VERSIONS)
+def version(request: pytest.FixtureRequest) -> int:
+    return int(request.param)
+
+
+def recovery(tmp_path: Path) -> list[bytes]:
+    d = tmp_path / "xdg_state_home" / "slfs" / "recovery"
+    return [p.read_bytes() for p in sorted(d.iterdir())] if d.is_dir() else []
+
+
+async def test_save_lands_on_the_same_item(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+        assert await fs.read_file("Box/Note") == NOTE_TEXT.encode()
+        await fs.write_file("Box/Note", b"new text\n")
+        assert fs.sim.item(NOTE).content == "new text\n"
+        assert saves(fs, NOTE) == ["new text\n"]
+        assert await fs.read_file("Box/Note") == b"new text\n"
+
+
+async def test_vim_style_rename_away_and_recreate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  version: int) -> None:
+    """`mv F F~` then a create of F: the item comes back (same item_id), nothing deleted in-world."""
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+        await fs.read_file("Box/Note")
+        await fs.rename("Box/Note", "Box/.Note~")
+        assert "Note" not in await fs.entries("Box")
+        await fs.write_file("Box/Note", b"vim wrote this\n", create=True)
+        assert fs.sim.item(NOTE).content == "vim wrote this\n"
+        assert await fs.read_file("Box/.Note~") == NOTE_TEXT.encode()  # the backup, local
+        await trio.sleep(0.3)  # past delete_grace (0.2 s): nothing may be deleted
+        assert calls(fs, "object.item.delete") == 0 and calls(fs, "object.item.create") == 0
+
+
+async def test_rm_then_create_within_grace_adopts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+        await fs.unlink("Box/Note")
+        assert await fails(fs.lookup("Box/Note")) == errno.ENOENT
+        await fs.write_file("Box/Note", b"again\n", create=True)
+        await trio.sleep(0.3)
+        assert fs.sim.item(NOTE).content == "again\n"
+        assert calls(fs, "object.item.delete") == 0
+
+
+async def test_rm_deletes_after_the_grace_with_a_trash_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+        await fs.unlink("Box/Note")
+        with trio.fail_after(5):
+            while calls(fs, "object.item.delete") == 0:
+                await trio.sleep(0.02)
+        await fs.svc.writer.wait_idle(5)
+        trash = tmp_path / "xdg_data_home" / "slfs" / "trash"
+        assert [p.read_bytes() for p in trash.iterdir()] == [NOTE_TEXT.encode()]
+
+
+async def test_new_file_is_created_once_even_with_two_flushes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version,
+                              method_latency_ms={"object.item.create": 200}) as fs:
+        fh = await fs.create("Box/Fresh")
+        await fs.ops.write(fh, 0, b"first\n")
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(fs.ops.flush, fh)
+            nursery.start_soon(fs.ops.flush, fh)
+            await trio.sleep(0.05)
+            await fs.ops.write(fh, 6, b"second\n")  # while the create is in flight
+        await fs.close(fh)
+        assert calls(fs, "object.item.create") == 1
+        (item,) = [i for i in fs.sim.object_of(OBJ).root.inventory if i.name == "Fresh"]
+        assert item.content == "first\nsecond\n"
+
+
+async def test_o_trunc_of_a_file_another_handle_edits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+        a = await fs.open("Box/Note", os.O_RDWR)
+        await fs.ops.write(a, 0, b"XX")
+        b = await fs.open("Box/Note", os.O_WRONLY | os.O_TRUNC)
+        await fs.ops.write(b, 0, b"short\n")
+        await fs.close(b)
+        await fs.close(a)
+        assert fs.sim.item(NOTE).content == "short\n"
+
+
+async def test_moves_between_prims_and_kinds_are_exdev(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+        assert await fails(fs.rename("Box/Note", f"Box/{ARM_DIR}/Note")) == errno.EXDEV
+        assert await fails(fs.rename("Box/Note", "Box/Note.lsl")) == errno.EXDEV
+        assert await fails(fs.rename("Box/Main.lsl", "Box/Main.luau")) == errno.EXDEV
+        await fs.rename("Box/Note", "Box/Renamed")
+        await fs.sim.idle()  # object.item.modify is applied after its answer, as in a viewer
+        assert fs.sim.item(NOTE).name == "Renamed"
+        assert "Renamed" in await fs.entries("Box")
+
+
+async def test_rename_over_an_item_saves_into_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+        await fs.write_file("Box/.Main.lsl.tmp", MAIN_TEXT.replace("one", "two").encode(), create=True)
+        await fs.rename("Box/.Main.lsl.tmp", "Box/Main.lsl")
+        assert fs.sim.item(MAIN).content == MAIN_TEXT.replace("one", "two")
+        assert calls(fs, "object.item.create") == 0
+        assert await fails(fs.lookup("Box/.Main.lsl.tmp")) == errno.ENOENT
+
+
+async def test_no_modify_item_is_eacces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+        assert await fails(fs.open("Box/Frozen", os.O_WRONLY)) == errno.EACCES
+        assert await fails(fs.unlink("Box/Frozen")) == errno.EACCES
+        assert fs.sim.item(FROZEN).content == "do not touch\n"
+
+
+async def test_unpublished_while_open_goes_to_recovery(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+        fh = await fs.open("Box/Note", os.O_WRONLY | os.O_TRUNC)
+        await fs.ops.write(fh, 0, b"mine\n")
+        await fs.sim.unpublish(OBJ)
+        with trio.fail_after(5):
+            while OBJ in fs.ws.tree.objects:
+                await trio.sleep(0.01)
+        assert await fails(fs.ops.flush(fh)) == errno.ENOENT
+        await fs.ops.release(fh)
+        assert recovery(tmp_path) == [b"mine\n"]
+
+
+async def test_conflict_is_estale_with_recovery(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+        fh = await fs.open("Box/Note", os.O_RDWR)
+        await fs.ops.write(fh, 0, b"MINE")
+        await fs.sim.set_content(NOTE, "changed in-world\n")
+        node = fs.ws.tree.by_uuid[NOTE]
+        assert isinstance(node, Item)
+        with trio.fail_after(5):
+            while node.content_valid:
+                await trio.sleep(0.01)
+        assert await fails(fs.ops.flush(fh)) == errno.ESTALE
+        await fs.ops.release(fh)
+        assert fs.sim.item(NOTE).content == "changed in-world\n"
+        assert recovery(tmp_path) == [b"MINE" + NOTE_TEXT.encode()[4:]]
+        assert await fs.read_file("Box/Note") == b"changed in-world\n"
+
+
+async def test_bare_truncation_and_truncate_by_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+        fh = await fs.open("Box/Note", os.O_WRONLY | os.O_TRUNC)
+        await fs.ops.flush(fh)  # bash's `>` closes a duplicate before it writes: nothing yet
+        assert saves(fs, NOTE) == []
+        await fs.ops.release(fh)  # never written: the bare truncation is stored
+        assert fs.sim.item(NOTE).content == ""
+        await fs.write_file("Box/Note", b"0123456789")
+        await fs.truncate("Box/Note", 4)
+        assert fs.sim.item(NOTE).content == "0123"
+
+
+async def test_a_background_job_failure_leaves_the_mount_serving(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 version: int) -> None:
+    monkeypatch.setenv("SLFS_INJECT_JOB_FAULT", "_delete_later")
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+        await fs.unlink("Box/Note")
+        await trio.testing.wait_all_tasks_blocked()
+        status = fs.ws.status()
+        assert status["background_errors"] == 1 and "_delete_later" in status["last_error"]
+        await fs.write_file("Box/Main.lsl", MAIN_TEXT.encode())  # still serving
+        assert saves(fs, MAIN) == [MAIN_TEXT]
+
+
+async def test_recovery_on_a_full_disk_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+        # The state dir cannot take the copy (a file where the folder should be).
+        (tmp_path / "xdg_state_home" / "slfs").mkdir(parents=True, exist_ok=True)
+        (tmp_path / "xdg_state_home" / "slfs" / "recovery").write_text("not a folder")
+        fs.sim.fail_next("object.content.save", RpcError(-32603, "Internal error: disk full in-world"))
+        with pytest.raises(Exception) as info:
+            await fs.write_file("Box/Note", b"precious\n")
+        assert getattr(info.value, "errno", None) == errno.EIO
+        status = fs.ws.status()
+        assert status["disk_errors"] == 1
+        assert "recovery copy failed" in status["last_error"]
+
+
+async def test_reconnect_wait_lets_a_save_land(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version,
+                              options=Options(delete_grace=0.2, reconnect_wait=5)) as fs:
+        fs.ws.session.backoff_min = fs.ws.session.backoff_max = 0.2
+        await fs.read_file("Box/Note")
+        await fs.sim.disconnect_all()
+        with trio.fail_after(5):
+            while fs.ws.connected:
+                await trio.sleep(0.01)
+        await fs.write_file("Box/Note", b"during the reconnect\n")
+        assert fs.sim.item(NOTE).content == "during the reconnect\n"
