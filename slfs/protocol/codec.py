@@ -485,22 +485,14 @@ def _make_payload_hook(cls: type, at: _At) -> _Hook:
             call.starts.pop()
             del stash[mark:]
 
-    def structure_payload(o: Any, _t: Any) -> Any:
-        if o.__class__ is not dict:
-            if o is None and at.nullable:
-                return None
-            if o is None and all_optional:
-                o = {}  # "params" absent on a method whose parameters are all optional
-            elif not isinstance(o, dict):
-                raise _Invalid("must be an object")
-        call = _CALL.get()
-        mark = len(call.reports)
-        if o.keys() <= known:
-            try:
-                return fast(o, cls)
-            except Exception:
-                del call.reports[mark:]  # the lenient decode says it again, or takes it back
-                return lenient({**o, "extra": {}}, call)
+    def as_dict(o: Any) -> dict[str, Any]:
+        if o is None and all_optional:
+            return {}  # "params" absent on a method whose parameters are all optional
+        if not isinstance(o, dict):
+            raise _Invalid("must be an object")
+        return o
+
+    def with_unknown_fields(o: dict[str, Any], call: _Call, mark: int) -> Any:
         extra = {k: v for k, v in o.items() if k not in known}
         unknown = list(extra)
         data = {**o, "extra": extra}
@@ -515,6 +507,37 @@ def _make_payload_hook(cls: type, at: _At) -> _Hook:
                 call.report(where + k, UNKNOWN_FIELD)
         return obj
 
+    def structure_payload(o: Any, _t: Any) -> Any:
+        if o.__class__ is not dict:
+            if o is None and at.nullable:
+                return None
+            o = as_dict(o)
+        call = _CALL.get()
+        mark = len(call.reports)
+        if o.keys() <= known:
+            try:
+                return fast(o, cls)
+            except Exception:
+                del call.reports[mark:]  # the lenient decode says it again, or takes it back
+                return lenient({**o, "extra": {}}, call)
+        return with_unknown_fields(o, call, mark)
+
+    def structure_leaf_payload(o: Any, _t: Any) -> Any:
+        # No payload inside: a fast decode that fails has reported nothing, nothing to take back.
+        if o.__class__ is not dict:
+            if o is None and at.nullable:
+                return None
+            o = as_dict(o)
+        if o.keys() <= known:
+            try:
+                return fast(o, cls)
+            except Exception:
+                return lenient({**o, "extra": {}}, _CALL.get())
+        call = _CALL.get()
+        return with_unknown_fields(o, call, len(call.reports))
+
+    if not any(_has_payloads(_mark(_strip_none(f.type)[0], "")) for f in fields):
+        return structure_leaf_payload
     return structure_payload
 
 
