@@ -161,12 +161,12 @@ async def test_conflict_is_estale_with_recovery(tmp_path: Path, monkeypatch: pyt
     async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
         fh = await fs.open("Box/Note", os.O_RDWR)
         await fs.ops.write(fh, 0, b"MINE")
-        await fs.sim.set_content(NOTE, "changed in-world\n")
         node = fs.ws.tree.by_uuid[NOTE]
         assert isinstance(node, Item)
-        with trio.fail_after(5):
-            while node.content_valid:
-                await trio.sleep(0.01)
+        seen = node.generation
+        await fs.sim.set_content(NOTE, "changed in-world\n")
+        # The update arrives (and a background refetch may follow it at once).
+        assert await fs.ws.wait_for_world(lambda: node.generation != seen, 5)
         assert await fails(fs.ops.flush(fh)) == errno.ESTALE
         await fs.ops.release(fh)
         assert fs.sim.item(NOTE).content == "changed in-world\n"
