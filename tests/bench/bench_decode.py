@@ -12,7 +12,8 @@ permissions and revisions), takes it through json.dumps/json.loads like the wire
 3. the same with the codec as it was at `--baseline` (`before`; default: the newest commit whose
    slfs/protocol/codec.py did not use cattrs), loaded from git.
 
-Best of `--rounds`, in seconds, and per item in microseconds. `--bad-every N` gives every Nth item
+Best of `--rounds`: wall seconds, wall microseconds per item, and CPU seconds (steadier than wall
+time on a busy machine). `--bad-every N` gives every Nth item
 an optional field of the wrong type (`vm: 5`), which the codec ignores and reports: the lenient path.
 Both codecs must decode the payload to equal objects; the script says so or fails.
 """
@@ -110,14 +111,16 @@ def load_codec(rev: str) -> types.ModuleType:
     return module
 
 
-def best(rounds: int, fn: Any) -> tuple[float, Any]:
-    times = []
+def best(rounds: int, fn: Any) -> tuple[float, float, Any]:
+    """Best wall and CPU times of `rounds` calls, and the last result."""
+    times, cpu = [], []
     out = None
     for _ in range(rounds):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         out = fn()
         times.append(time.perf_counter() - start)
-    return min(times), out
+        cpu.append(time.process_time() - start_cpu)
+    return min(times), min(cpu), out
 
 
 def main() -> None:
@@ -137,7 +140,7 @@ def main() -> None:
           f"{len(frame) / 1e6:.1f} MB; bad optional field every {args.bad_every or 'never'}")
     print(f"baseline codec: {rev[:10]}; best of {args.rounds}")
 
-    t_json, msg = best(args.rounds, lambda: json.loads(frame))
+    t_json, cpu_json, msg = best(args.rounds, lambda: json.loads(frame))
     result = msg["result"]
     ignored: list[str] = []
 
@@ -145,18 +148,19 @@ def main() -> None:
         ignored.clear()
         return mod.from_json(t.ObjectListResponse, result, on_ignored=lambda key, why: ignored.append(key))
 
-    t_before, before = best(args.rounds, lambda: decode(old))
+    t_before, cpu_before, before = best(args.rounds, lambda: decode(old))
     before_ignored = sorted(set(ignored))
-    t_after, after = best(args.rounds, lambda: decode(codec))
+    t_after, cpu_after, after = best(args.rounds, lambda: decode(codec))
     if before != after or [o.extra for o in before.objects] != [o.extra for o in after.objects]:
         raise SystemExit("the two codecs decoded the payload differently")
     if sorted(set(ignored)) != before_ignored:
         raise SystemExit(f"the two codecs reported different fields: {before_ignored} / {sorted(set(ignored))}")
 
     per = 1e6 / args.items
-    print(f"{'json.loads':<28}{t_json:8.3f} s {t_json * per:7.2f} us/item")
-    print(f"{'from_json before':<28}{t_before:8.3f} s {t_before * per:7.2f} us/item")
-    print(f"{'from_json after (cattrs)':<28}{t_after:8.3f} s {t_after * per:7.2f} us/item")
+    print(f"{'':<28}{'wall':>8}   {'per item':>10}   {'CPU':>7}")
+    for what, wall, cpu in (("json.loads", t_json, cpu_json), ("from_json before", t_before, cpu_before),
+                            ("from_json after (cattrs)", t_after, cpu_after)):
+        print(f"{what:<28}{wall:8.3f} s {wall * per:7.2f} us {cpu:7.3f} s")
     print(f"{'json.loads + from_json':<28}{t_json + t_before:8.3f} s -> {t_json + t_after:.3f} s")
     print(f"decoding speed-up: {t_before / t_after:.1f}x; both decoded equal objects"
           + (f", reported {before_ignored}" if before_ignored else ""))
