@@ -25,6 +25,7 @@ from .model.events import EventLog
 from .model.keep import Keeper
 from .model.options import Options
 from .model.overlay import Overlay
+from .model.scripts import Scripts
 from .model.services import Service
 from .model.syntax import SyntaxFiles
 from .model.workspace import Workspace
@@ -108,6 +109,7 @@ class Services:
     events: EventLog
     syntax: SyntaxFiles
     writer: Writer
+    scripts: Scripts
     control: Control
     ops: Operations
 
@@ -122,12 +124,13 @@ def build_services(mountpoint: str, host: str, port: int, options: Options, *, e
     syntax = SyntaxFiles(ws)
     overlay = Overlay(ws.tree)
     writer = Writer(ws, overlay, Keeper())
-    control = Control(ws, events, syntax)
+    scripts = Scripts(ws)
+    control = Control(ws, events, syntax, scripts)
     ops = Operations(ws, writer, overlay, control)
     services: list[Service] = [events, syntax, writer, ops]
     for service in services:
         ws.attach(service)
-    return Services(ws=ws, events=events, syntax=syntax, writer=writer, control=control, ops=ops)
+    return Services(ws=ws, events=events, syntax=syntax, writer=writer, scripts=scripts, control=control, ops=ops)
 
 
 class Daemon:
@@ -138,9 +141,8 @@ class Daemon:
         self.options = options
         svc = build_services(self.mountpoint, host, port, options)
         self.ws, self.events, self.syntax, self.writer, self.ops = svc.ws, svc.events, svc.syntax, svc.writer, svc.ops
-        control = svc.control
         self.socket_path = paths.control_socket_path(mountpoint)
-        self.control_server = ControlServer(self.ws, control, self.events, self.socket_path)
+        self.control_server = ControlServer(self.ws, svc.scripts, self.events, self.socket_path)
         self.extensions: list[Callable[[trio.Nursery], Awaitable[None]]] = []
         self._exit_prepared = False
 

@@ -30,9 +30,9 @@ from typing import Any
 
 import trio
 
-from ..fs.control import Control
 from ..model.errors import FsError
 from ..model.events import EventLog
+from ..model.scripts import Scripts
 from ..model.tree import ROOT_INODE, Folder, Item, Node
 from ..model.workspace import Workspace
 from ..protocol.codec import to_json
@@ -49,10 +49,10 @@ Handler = Callable[[dict[str, Any]], Awaitable[Any]]
 
 
 class ControlServer:
-    def __init__(self, ws: Workspace, control: Control, events: EventLog, socket_path: str) -> None:
+    def __init__(self, ws: Workspace, scripts: Scripts, events: EventLog, socket_path: str) -> None:
         self.ws = ws
         self.tree = ws.tree
-        self.control = control
+        self.scripts = scripts  # state changes and diagnostics are the model's
         self.events = events
         self.socket_path = socket_path
         self.commands: dict[str, Handler] = {
@@ -258,7 +258,7 @@ class ControlServer:
         return node
 
     def _describe(self, node: Node) -> dict[str, Any]:
-        return {"path": self.control.abspath(node), "uuid": node.uuid}
+        return {"path": self.scripts.abspath(node), "uuid": node.uuid}
 
     # --- commands ----------------------------------------------------------------------------
 
@@ -283,9 +283,9 @@ class ControlServer:
             report = self.ws.compiles.get(item.uuid)
             if report is None:
                 continue
-            diags = self.control.diagnostics_of(item)
+            diags = self.scripts.diagnostics_of(item)
             diagnostics.extend(diags)
-            files.append({"path": self.control.abspath(item), "compiled": report.compiled, "at": report.at,
+            files.append({"path": self.scripts.abspath(item), "compiled": report.compiled, "at": report.at,
                           "note": report.note, "source": report.source})
         return {"diagnostics": diagnostics, "files": files}
 
@@ -293,7 +293,7 @@ class ControlServer:
         item = self._item(p.get("path"))
         if not item.is_script:
             raise FsError(errno.EINVAL, f"{p.get('path')}: not a script")
-        await self.control.set_state(item, word)
+        await self.scripts.set_state(item, word)
         want = {"run": True, "stop": False}.get(word)
         if want is not None:
             # set_running answers "dispatched": wait for the viewer's object.update to confirm.
@@ -301,10 +301,10 @@ class ControlServer:
                 return bool(item.info.running) == want and not (want and item.info.faulted)
 
             if await self.ws.wait_for_world(confirmed, float(p.get("timeout", CONFIRM_TIMEOUT))):
-                return {**self._describe(item), "state": self.control.state_word(item), "confirmed": True}
+                return {**self._describe(item), "state": self.scripts.state_word(item), "confirmed": True}
             raise FsError(errno.ETIMEDOUT, f"{p.get('path')}: the viewer accepted {word} but has not "
-                          f"confirmed it (state: {self.control.state_word(item)})")
-        return {**self._describe(item), "state": self.control.state_word(item), "confirmed": False}
+                          f"confirmed it (state: {self.scripts.state_word(item)})")
+        return {**self._describe(item), "state": self.scripts.state_word(item), "confirmed": False}
 
     async def _events(self, p: dict[str, Any]) -> Any:
         since = p.get("since")

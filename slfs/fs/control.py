@@ -17,14 +17,11 @@ import attrs
 from ..model import names
 from ..model.errors import FsError
 from ..model.events import EventLog
+from ..model.scripts import Scripts
 from ..model.syntax import SyntaxFiles
 from ..model.tree import ROOT_INODE, Folder, Item, Node, Tree
 from ..model.workspace import Workspace
-from ..protocol.codec import to_json
-from ..protocol.types import ScriptResetParams, SetRunningParams
 from ..stats import STATS, render
-
-STATE_WORDS = ("run", "stop", "reset")
 
 DIR, FILE, LINK = "dir", "file", "link"
 
@@ -47,8 +44,9 @@ class Virtual:
 
 
 class Control:
-    def __init__(self, ws: Workspace, events: EventLog, syntax: SyntaxFiles) -> None:
+    def __init__(self, ws: Workspace, events: EventLog, syntax: SyntaxFiles, scripts: Scripts) -> None:
         self.ws = ws
+        self.scripts = scripts
         self.tree: Tree = ws.tree
         self.events = events
         self.syntax = syntax
@@ -182,38 +180,19 @@ class Control:
         return self._file(vdir.inode, f"{file_name}.log",
                           lambda: self.events.script_log(self._item_named(vdir, file_name).uuid), direct_io=True)
 
-    @staticmethod
-    def state_word(item: Item) -> str:
-        """The run state the viewer last confirmed (object.update), never an optimistic guess."""
-        info = item.info
-        if info.faulted:
-            return "faulted"
-        return "running" if info.running else "stopped"
+    # The script questions are the model's (model/scripts.py); these name them for the files here.
+
+    def state_word(self, item: Item) -> str:
+        return self.scripts.state_word(item)
 
     async def set_state(self, item: Item, text: str) -> None:
-        word = text.strip()
-        if word not in STATE_WORDS:
-            raise FsError(errno.EINVAL, f"{self.tree.path_of(item)}.state: write run, stop or reset (not {word!r})")
-        assert item.folder is not None
-        what = f"{word} {self.tree.path_of(item)}"
-        # to_json until Workspace.call takes params objects as the session does.
-        if word == "reset":
-            reset = ScriptResetParams(prim_id=item.folder.uuid, item_id=item.uuid)
-            await self.ws.call(what, "object.script.reset", to_json(reset))
-        else:
-            running = SetRunningParams(prim_id=item.folder.uuid, item_id=item.uuid, running=word == "run")
-            await self.ws.call(what, "object.script.set_running", to_json(running))
-        self.ws.emit("script.state_requested", path=self.tree.path_of(item), item_id=item.uuid, action=word)
+        await self.scripts.set_state(item, text)
 
     def abspath(self, node: Node) -> str:
-        return os.path.join(self.ws.mountpoint or "/", self.tree.path_of(node))
+        return self.scripts.abspath(node)
 
     def diagnostics_of(self, item: Item) -> list[dict[str, object]]:
-        report = self.ws.compiles.get(item.uuid)
-        if report is None:
-            return []
-        return [{"path": self.abspath(item), "row": d.row, "column": d.column, "level": d.level.lower(),
-                 "message": " ".join(d.message.split())} for d in report.diagnostics]
+        return self.scripts.diagnostics_of(item)
 
     def render_diagnostics(self, item: Item) -> bytes:
         lines = [f"{d['path']}:{d['row']}:{d['column']}: {d['level']}: {d['message']}"

@@ -12,7 +12,6 @@ import errno
 import logging
 import math
 import os
-import random
 import subprocess
 import time
 from collections.abc import Callable
@@ -21,6 +20,7 @@ from typing import Any
 import attrs
 import trio
 
+from ..backoff import Backoff
 from ..protocol.errors import RpcError
 from ..protocol.types import (
     CompilationResult,
@@ -289,6 +289,7 @@ class Workspace:
         # Reconnecting right after a drop: wait (bounded) rather than fail at once. A call the
         # drop interrupts is not sent again (a create might then happen twice).
         await self.await_viewer()
+        backoff = Backoff(0.1, 2.0)
         for attempt in range(retries + 1):
             try:
                 if result_type is None:
@@ -307,7 +308,7 @@ class Workspace:
                         self.regions_down[about.uuid] = about.name or about.uuid
                         self.note_error(err.message)
                     raise err from None
-                delay = 0.1 * (2**attempt) * random.uniform(0.5, 1.5)
+                delay = backoff.delay()
                 log.info("%s: %s; retrying in %.2f s", what, exc.message, delay)
                 await trio.sleep(delay)
         raise AssertionError("unreachable")

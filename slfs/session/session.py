@@ -10,7 +10,6 @@ NotConnected, the listener hears about it, and run() reconnects with capped, jit
 from __future__ import annotations
 
 import logging
-import random
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -24,6 +23,7 @@ from trio_websocket import (
     open_websocket,
 )
 
+from slfs.backoff import Backoff
 from slfs.protocol import codec
 from slfs.protocol.errors import (
     AUTH_REQUIRED,
@@ -360,18 +360,17 @@ class ViewerSession:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Connect, serve and reconnect until cancelled."""
         task_status.started()
-        backoff = self.backoff_min
+        backoff = Backoff(self.backoff_min, self.backoff_max)
         try:
             while True:
                 if self.state != CONNECTING:
                     self._set_state(CONNECTING, f"connecting to {self.url}")
                 reached_ok = await self._connect_once()
                 if reached_ok:
-                    backoff = self.backoff_min
-                delay = random.uniform(backoff / 2, backoff)
+                    backoff.reset()
+                delay = backoff.delay()
                 log.debug("reconnecting to %s in %.2f s", self.url, delay)
                 await trio.sleep(delay)
-                backoff = min(backoff * 2, self.backoff_max)
         finally:
             if self.info is not None:
                 self.info = None

@@ -1,0 +1,53 @@
+"""What the control files and the control socket ask of a script: its confirmed run state, a run,
+stop or reset request, and its diagnostics as paths in the mount (for vim -q and slfs diag)."""
+
+from __future__ import annotations
+
+import errno
+import os
+
+from ..protocol.codec import to_json
+from ..protocol.types import ScriptResetParams, SetRunningParams
+from .errors import FsError
+from .tree import Item, Node
+from .workspace import Workspace
+
+STATE_WORDS = ("run", "stop", "reset")
+
+
+class Scripts:
+    def __init__(self, ws: Workspace) -> None:
+        self.ws = ws
+        self.tree = ws.tree
+
+    @staticmethod
+    def state_word(item: Item) -> str:
+        """The run state the viewer last confirmed (object.update), never an optimistic guess."""
+        info = item.info
+        if info.faulted:
+            return "faulted"
+        return "running" if info.running else "stopped"
+
+    async def set_state(self, item: Item, text: str) -> None:
+        word = text.strip()
+        if word not in STATE_WORDS:
+            raise FsError(errno.EINVAL, f"{self.tree.path_of(item)}.state: write run, stop or reset (not {word!r})")
+        assert item.folder is not None
+        what = f"{word} {self.tree.path_of(item)}"
+        if word == "reset":
+            reset = ScriptResetParams(prim_id=item.folder.uuid, item_id=item.uuid)
+            await self.ws.call(what, "object.script.reset", to_json(reset))
+        else:
+            running = SetRunningParams(prim_id=item.folder.uuid, item_id=item.uuid, running=word == "run")
+            await self.ws.call(what, "object.script.set_running", to_json(running))
+        self.ws.emit("script.state_requested", path=self.tree.path_of(item), item_id=item.uuid, action=word)
+
+    def abspath(self, node: Node) -> str:
+        return os.path.join(self.ws.mountpoint or "/", self.tree.path_of(node))
+
+    def diagnostics_of(self, item: Item) -> list[dict[str, object]]:
+        report = self.ws.compiles.get(item.uuid)
+        if report is None:
+            return []
+        return [{"path": self.abspath(item), "row": d.row, "column": d.column, "level": d.level.lower(),
+                 "message": " ".join(d.message.split())} for d in report.diagnostics]
