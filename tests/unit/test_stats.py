@@ -89,3 +89,14 @@ def test_render_is_fixed_width() -> None:
     row = next(line for line in lines if line.split()[:2] == ["fuse", "open"])
     assert row.split()[2:] == ["999", "0", "5.0", "5.0", "5.0", "5.0"]
     assert any(line.split() == ["inval", "entry", "0"] for line in lines)
+
+
+@given(st.lists(st.integers(min_value=0, max_value=2**50), min_size=1, max_size=50))
+def test_record_files_each_value_where_bucket_of_says(values: list[int]) -> None:
+    h = Histogram()
+    for v in values:
+        h.record(v)
+    expected = [0] * NBUCKETS
+    for v in values:
+        expected[bucket_of(v)] += 1
+    assert h.buckets == expected

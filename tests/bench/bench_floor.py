@@ -1,0 +1,369 @@
+"""The floor: slfs against a minimal pyfuse3 file system serving the same files (a script, not
+collected by pytest):
+
+    .venv/bin/python tests/bench/bench_floor.py [--quick] [--runs 5] [--max-tasks 2,16,4:16] [--also L=SRC]
+
+One run, side by side: slfs (a `slfs mount -f` over the simulated viewer), the floor (this script
+with `--serve-floor`: every directory and file in memory, the same kernel options as slfs -
+pyfuse3.default_options, readdirplus, keep_cache on open, 60 s entry and attribute timeouts - and
+handlers that do nothing but answer, flush included) and tmpfs, over the same 20,000 files
+(1,000 objects x 20 items, copied out of the slfs mount). Each is timed warm (after a pass that
+fills the caches) on `grep -r` and `find -type f`, best of --runs, the three interleaved so that
+machine noise hits all of them alike. Prints the times and the ratios slfs/floor and slfs/tmpfs,
+and the CPU time the serving process (slfs's daemon, the floor) spent in its best run, which
+other load on the machine disturbs less than the wall-clock time.
+
+`--max-tasks 2,16,4:16` mounts slfs once more for each pyfuse3.main() worker limit given (MAX, or
+MIN:MAX for min_tasks too; a wrapper sets it), timed in the same interleaved runs as the others, to
+pick the setting; the floor runs pyfuse3.main()'s defaults. `--also LABEL=SRC` mounts the slfs of
+another source tree alongside (a change being tried).
+Mount points and the slfs daemon's XDG dirs live under ~/.cache/slfs-bench/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import errno
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import bench_read as br
+
+PY = sys.executable
+PATTERN = "object 7 item 2$"
+WRAPPER = (  # slfs with pyfuse3.main's worker limits set: argv[1] is MAX or MIN:MAX
+    "import functools, sys, pyfuse3\n"
+    "low, _, high = sys.argv.pop(1).rpartition(':')\n"
+    "kw = {'max_tasks': int(high), **({'min_tasks': int(low)} if low else {})}\n"
+    "pyfuse3.main = functools.partial(pyfuse3.main, **kw)\n"
+    "from slfs.cli import main\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
+
+
+# --- the floor file system ---------------------------------------------------------------------
+
+
+def serve_floor(src: str, mnt: str) -> None:
+    """Serve a copy of the tree at `src` from memory at `mnt` until unmounted or SIGTERM."""
+    import pyfuse3
+    import trio
+
+    timeout = 60.0
+    attrs: dict[int, pyfuse3.EntryAttributes] = {}
+    children: dict[int, dict[bytes, int]] = {}
+    listing: dict[int, list[tuple[bytes, int]]] = {}
+    data: dict[int, bytes] = {}
+    now = time.time_ns()
+
+    def attr(ino: int, mode: int, size: int) -> pyfuse3.EntryAttributes:
+        a = pyfuse3.EntryAttributes()
+        a.st_ino = ino
+        a.st_mode = mode
+        a.st_size = size
+        a.st_nlink = 2 if stat.S_ISDIR(mode) else 1
+        a.st_uid, a.st_gid = os.getuid(), os.getgid()
+        a.st_blksize = 4096
+        a.st_blocks = (size + 511) // 512
+        a.st_atime_ns = a.st_mtime_ns = a.st_ctime_ns = now
+        a.entry_timeout = a.attr_timeout = timeout
+        return a
+
+    next_ino = pyfuse3.ROOT_INODE
+
+    def load(path: str, ino: int) -> None:
+        nonlocal next_ino
+        attrs[ino] = attr(ino, stat.S_IFDIR | 0o755, 0)
+        kids: dict[bytes, int] = {}
+        for de in sorted(os.scandir(path), key=lambda d: d.name):
+            next_ino += 1
+            child = next_ino
+            kids[os.fsencode(de.name)] = child
+            if de.is_dir(follow_symlinks=False):
+                load(de.path, child)
+            else:
+                with open(de.path, "rb") as f:
+                    data[child] = f.read()
+                attrs[child] = attr(child, stat.S_IFREG | 0o644, len(data[child]))
+        children[ino] = kids
+        listing[ino] = sorted(kids.items())
+
+    load(src, pyfuse3.ROOT_INODE)
+
+    class Floor(pyfuse3.Operations):
+        supports_dot_lookup = True
+        enable_writeback_cache = False
+
+        async def lookup(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes:
+            ino = children.get(parent_inode, {}).get(name)
+            if ino is None:
+                raise pyfuse3.FUSEError(errno.ENOENT)
+            return attrs[ino]
+
+        async def forget(self, inode_list: list[tuple[int, int]]) -> None:
+            pass
+
+        async def getattr(self, inode: int, ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes:
+            return attrs[inode]
+
+        async def statfs(self, ctx: pyfuse3.RequestContext) -> pyfuse3.StatvfsData:
+            s = pyfuse3.StatvfsData()
+            s.f_bsize = s.f_frsize = 4096
+            s.f_blocks = s.f_bfree = s.f_bavail = s.f_files = s.f_ffree = s.f_favail = 1 << 20
+            s.f_namemax = 255
+            return s
+
+        async def opendir(self, inode: int, ctx: pyfuse3.RequestContext) -> int:
+            return inode
+
+        async def readdir(self, fh: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
+            entries = listing[fh]
+            for i in range(start_id, len(entries)):
+                name, ino = entries[i]
+                if not pyfuse3.readdir_reply(token, name, attrs[ino], i + 1):
+                    return
+
+        async def releasedir(self, fh: int) -> None:
+            pass
+
+        async def open(self, inode: int, flags: int, ctx: pyfuse3.RequestContext) -> pyfuse3.FileInfo:
+            return pyfuse3.FileInfo(fh=inode, keep_cache=True)
+
+        async def read(self, fh: int, off: int, size: int) -> bytes:
+            return data[fh][off : off + size]
+
+        async def flush(self, fh: int) -> None:
+            pass
+
+        async def release(self, fh: int) -> None:
+            pass
+
+        async def getxattr(self, inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> bytes:
+            raise pyfuse3.FUSEError(errno.ENODATA)
+
+    options = set(pyfuse3.default_options) | {"fsname=floor", "subtype=floor"}
+    pyfuse3.init(Floor(), mnt, options)
+
+    async def run() -> None:
+        async with trio.open_nursery() as nursery:
+            async def on_signal() -> None:
+                with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                    async for _ in signals:
+                        pyfuse3.terminate()
+                        return
+
+            nursery.start_soon(on_signal)
+            print("ready", flush=True)
+            await pyfuse3.main()
+            nursery.cancel_scope.cancel()
+
+    try:
+        trio.run(run)
+    finally:
+        pyfuse3.close(unmount=True)
+
+
+@contextlib.contextmanager
+def floor_mount(src: Path, mnt: Path) -> Iterator[tuple[Path, int]]:
+    mnt.mkdir(parents=True, exist_ok=True)
+    argv = [PY, __file__, "--serve-floor", str(src), str(mnt)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE)
+    assert proc.stdout is not None
+    if proc.stdout.readline().strip() != b"ready":
+        raise SystemExit("the floor file system did not start")
+    try:
+        br.wait(lambda: br.mounted(mnt), 30, "floor mount live")
+        yield mnt, proc.pid
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if br.mounted(mnt):
+            subprocess.run(["fusermount3", "-u", "-z", str(mnt)], check=False)
+
+
+# --- slfs ----------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def slfs_mount(port: int, wd: Path, items: int, tasks: str | None,
+               src: str | None = None) -> Iterator[tuple[Path, int]]:
+    mnt = wd / "slfs"
+    mnt.mkdir()
+    env = dict(os.environ, XDG_RUNTIME_DIR=str(wd / "run"), XDG_STATE_HOME=str(wd / "state"),
+               XDG_DATA_HOME=str(wd / "data"))
+    if src is not None:  # another slfs source tree (a variant being tried)
+        env["PYTHONPATH"] = src
+    os.makedirs(env["XDG_RUNTIME_DIR"], mode=0o700, exist_ok=True)
+    head = [PY, "-m", "slfs"] if tasks is None else [PY, "-c", WRAPPER, tasks]
+    log = open(wd / "mount.log", "ab")  # noqa: SIM115
+    proc = subprocess.Popen([*head, "mount", "-f", "--port", str(port), str(mnt)], stdout=log, stderr=log, env=env,
+                            cwd=src)
+    try:
+        br.wait(lambda: br.mounted(mnt), 30, "slfs mount live")
+
+        def ready() -> bool:
+            try:
+                s = br.status(mnt)
+            except OSError:
+                return False
+            return s.get("state") == "connected" and int(s.get("items", -1)) == items
+
+        br.wait(ready, 300, "connected with every item")
+        yield mnt, proc.pid
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            subprocess.run(["fusermount3", "-u", "-z", str(mnt)], check=False)
+            proc.kill()
+            proc.wait()
+        if br.mounted(mnt):
+            subprocess.run(["fusermount3", "-u", "-z", str(mnt)], check=False)
+        log.close()
+        if "Traceback" in (wd / "mount.log").read_text(errors="replace"):
+            print(f"   !! the slfs daemon logged a traceback, see {wd / 'mount.log'}")
+
+
+# --- timing --------------------------------------------------------------------------------------
+
+COMMANDS = {"grep -r": ["grep", "-r", PATTERN], "find -type f": ["find", "{}", "-type", "f"]}
+
+
+def argv_for(name: str, root: Path) -> list[str]:
+    cmd = COMMANDS[name]
+    return [a.replace("{}", str(root)) for a in cmd] if "{}" in cmd else [*cmd, str(root)]
+
+
+def check_same(roots: dict[str, Path]) -> None:
+    """Every file system serves the same tree (names and what grep finds)."""
+    outputs = {}
+    for label, root in roots.items():
+        res = subprocess.run(argv_for("grep -r", root), capture_output=True, check=False)
+        found = sorted(line.split(b":", 1)[0].decode()[len(str(root)):] for line in res.stdout.splitlines())
+        names = subprocess.run(argv_for("find -type f", root), capture_output=True, check=True).stdout
+        outputs[label] = (found, sorted(p[len(str(root)):] for p in names.decode().splitlines()))
+    first = next(iter(outputs.values()))
+    for label, out in outputs.items():
+        if out != first:
+            raise SystemExit(f"{label} serves a different tree than {next(iter(outputs))}")
+
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_s(pid: int | None) -> float:
+    """utime + stime of a process (its threads included), in seconds; 0 for None (tmpfs)."""
+    if pid is None:
+        return 0.0
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+Best = dict[tuple[str, str], tuple[float, float]]
+
+
+def time_all(roots: dict[str, tuple[Path, int | None]], runs: int) -> Best:
+    """(wall seconds, server CPU seconds), each the best of `runs`, per (file system, command)."""
+    best: Best = {}
+    for name in COMMANDS:
+        for root, _pid in roots.values():  # warm every cache first
+            subprocess.run(argv_for(name, root), capture_output=True, check=False)
+        for _ in range(runs):
+            for label, (root, pid) in roots.items():
+                cpu = cpu_s(pid)
+                t, _res = br.timed(argv_for(name, root))
+                cpu = cpu_s(pid) - cpu
+                key = (label, name)
+                wall0, cpu0 = best.get(key, (t, cpu))
+                best[key] = (min(wall0, t), min(cpu0, cpu))
+    return best
+
+
+def report(best: Best, labels: list[str]) -> None:
+    """One line per command and file system: wall time, server CPU, ratios to the floor."""
+    for name in COMMANDS:
+        floor, floor_cpu = best[("floor", name)]
+        tmpfs, _ = best[("tmpfs", name)]
+        print(f"   {name}:")
+        for label in labels:
+            wall, cpu = best[(label, name)]
+            line = f"      {label:<18} {wall:7.3f} s"
+            if label != "tmpfs":
+                line += f"  (server CPU {cpu:6.2f} s)"
+            if label not in ("floor", "tmpfs"):
+                cpu_ratio = f"{cpu / floor_cpu:.2f}x" if floor_cpu else "-"
+                line += f"  {label}/floor {wall / floor:.2f}x (CPU {cpu_ratio})  /tmpfs {wall / tmpfs:.0f}x"
+            elif label == "floor":
+                line += f"  floor/tmpfs {floor / tmpfs:.0f}x"
+            print(line)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="2,000 files (a smoke run)")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--max-tasks", default="",
+                    help="comma-separated pyfuse3.main() worker limits, MAX or MIN:MAX: an slfs mount "
+                         "each, timed alongside the one that runs slfs/daemon.py's own setting")
+    ap.add_argument("--also", action="append", default=[], metavar="LABEL=SRC",
+                    help="also mount the slfs of source tree SRC (a variant being tried), timed alongside")
+    ap.add_argument("--serve-floor", nargs=2, metavar=("SRC", "MNT"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.serve_floor:
+        serve_floor(*args.serve_floor)
+        return 0
+    objects, items = (100, 20) if args.quick else (1000, 20)
+    total = objects * items
+    settings: list[str | None] = [None, *(v.strip() for v in args.max_tasks.split(",") if v.strip())]
+    print(f"floor: warm grep -r and find -type f over {objects} objects x {items} items ({total} files), "
+          f"best of {args.runs}, interleaved")
+    wd = br.workdir("floor")
+    shm = Path(tempfile.mkdtemp(prefix="slfs-floor-", dir="/dev/shm"))
+    try:
+        with br.sim_process(br.many_items_world(objects, items), 0, wd) as port, contextlib.ExitStack() as stack:
+            roots: dict[str, tuple[Path, int | None]] = {}
+            for setting in settings:
+                label = "slfs" if setting is None else f"slfs tasks={setting}"
+                sub = wd / ("default" if setting is None else f"tasks-{setting.replace(':', '-')}")
+                sub.mkdir()
+                mnt, pid = stack.enter_context(slfs_mount(port, sub, total, setting))
+                t0 = time.perf_counter()
+                res = subprocess.run(argv_for("grep -r", mnt), capture_output=True, check=False)
+                print(f"   {label}: cold grep -r (fetches every item) {time.perf_counter() - t0:.1f} s, "
+                      f"exit {res.returncode}")
+                roots[label] = (mnt, pid)
+            for also in args.also:
+                label, _, src = also.partition("=")
+                sub = wd / f"also-{len(roots)}"
+                sub.mkdir()
+                mnt, pid = stack.enter_context(slfs_mount(port, sub, total, None, os.path.abspath(src)))
+                subprocess.run(argv_for("grep -r", mnt), capture_output=True, check=False)
+                roots[label] = (mnt, pid)
+            br.copy_tree(roots["slfs"][0], shm)
+            roots["floor"] = stack.enter_context(floor_mount(shm, wd / "floor"))
+            roots["tmpfs"] = (shm, None)
+            check_same({label: root for label, (root, _pid) in roots.items()})
+            report(time_all(roots, args.runs), list(roots))
+    finally:
+        shutil.rmtree(shm, ignore_errors=True)
+        shutil.rmtree(wd, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

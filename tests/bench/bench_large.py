@@ -1,0 +1,406 @@
+"""Large inventories, measured (a script, not collected by pytest):
+
+    .venv/bin/python tests/bench/bench_large.py [--items 100000] [--viewer-version 1|2]
+                                                [--publish-items 1000] [--profile]
+
+The simulated viewer runs in this process (its world built here: --items published items, 100 per
+object, plus one unpublished object of --publish-items items); the mount is a `slfs mount -f`
+subprocess. Measured:
+
+1. load: from the viewer's `object.list` answer (its text ready to send) until the mount is usable
+   (the root lists every object and one object's directory lists); also what the viewer spent
+   building the answer and the daemon's own object.list latency (`slfs stats`: send to answer
+   handled, the tree built);
+2. publish: from the viewer's `object.publish` of the --publish-items object until its directory
+   resolves and lists every item (best and median of several);
+3. reconnect: the viewer drops the connection; the time until slfs is connected again with the
+   mount answering, the longest time the mount did not answer in between, when the last kernel
+   invalidation went out, and how many were sent (entry and inode; counted by the fs layer).
+
+With --profile, the daemon runs under `py-spy record` (pip install py-spy) during the load and the
+reconnect, and the samples are summed by where they fall (WebSocket framing, JSON, decoding into
+attrs, building the tree, kernel invalidations, the FUSE loop); an in-process breakdown of the same
+stages over the same answer text follows (cProfile-free, plain timers; needs no mount).
+Targets (issue 9; not asserted): usable within 2 s of the answer, a 1,000-item publish applied
+within 50 ms, no invalidations for unchanged items on reconnect.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import trio
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from e2e.harness import Mount, free_port, new_mountpoint
+from e2e.worlds import item, many_items_world
+
+from slfs.control.client import ControlClient
+from slfs.sim.world import world_from_json
+
+BIG_ID = "b16b16b1-0000-4000-8000-000000000000"
+BIG_NAME = "Big Object"
+
+
+def build_world(items: int, publish_items: int) -> dict[str, Any]:
+    data = many_items_world(max(1, items // 100), 100 if items >= 100 else items, size=60)
+    inv = [item(f"b16b16b1-{i:04x}-4000-8000-000000000003", f"Big {i}", content=f"big {i}\n")
+           for i in range(publish_items)]
+    data["objects"].append({"object_id": BIG_ID, "object_name": BIG_NAME, "published": False, "inventory": inv})
+    return data
+
+
+class Marks:
+    """Timestamps the simulated viewer's hooks record (time.perf_counter())."""
+
+    def __init__(self) -> None:
+        self.list_request: list[float] = []
+        self.list_answer: list[float] = []
+        self.list_text: str = ""
+        self.list_result: Any = None
+
+
+def hook(sim: Any, marks: Marks) -> None:
+    """Record when object.list is asked and when its answer's text is ready to send."""
+    handler = sim._handlers["object.list"]
+
+    async def object_list(params: Any, ctx: Any) -> Any:
+        marks.list_request.append(time.perf_counter())
+        result = await handler(params, ctx)
+        marks.list_result = result
+        return result
+
+    sim._handlers["object.list"] = object_list
+    result_text = sim._result_text
+
+    def text_of(rid: Any, result: Any) -> str:
+        text = str(result_text(rid, result))
+        if result is marks.list_result and result is not None:
+            marks.list_answer.append(time.perf_counter())
+            marks.list_text = text
+        return text
+
+    sim._result_text = text_of
+
+
+def poll(pred: Any, timeout: float, interval: float = 0.001) -> float:
+    """Call pred() until it is true; the time.perf_counter() it first was. Blocking (a thread)."""
+    deadline = time.perf_counter() + timeout
+    while time.perf_counter() < deadline:
+        try:
+            if pred():
+                return time.perf_counter()
+        except OSError:
+            pass
+        time.sleep(interval)
+    raise TimeoutError(f"not within {timeout} s")
+
+
+def fmt(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms" if seconds < 10 else f"{seconds:.1f} s"
+
+
+class Spy:
+    """py-spy record on the daemon for one phase (raw collapsed stacks)."""
+
+    def __init__(self, pid: int, out: Path) -> None:
+        exe = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+        self.out = out
+        self.pid = pid
+        self.proc = subprocess.Popen([exe, "record", "--pid", str(pid), "--rate", "250", "--format", "raw",
+                                      "--threads", "--output", str(out), "--nonblocking"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(0.5)  # attached
+
+    def stop(self) -> dict[str, int]:
+        self.proc.send_signal(2)
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        return parse_raw(self.out, self.pid)
+
+
+# (label, substrings of a py-spy frame "function (file:line)"; py-spy shortens some paths to the
+# file name, so files are matched by name). The innermost frame that matches decides.
+CATEGORIES = [
+    ("trio loop, idle", ("get_events (", "_io_epoll.py:")),
+    ("kernel invalidations", ("invalidate_inode", "invalidate_entry")),
+    ("WebSocket framing (wsproto, trio_websocket)", ("wsproto", "trio_websocket")),
+    ("JSON parse", ("json/decoder.py:", "json/__init__.py:", "decoder.py:")),
+    ("JSON-RPC message", ("jsonrpc.py:",)),
+    ("decoding into attrs (codec)", ("codec.py:", "cattrs", "types.py:", "attrs generated", "attr/")),
+    ("tree: names.resolve", ("names.py:", "naming_rules.py:")),
+    ("tree: building and relayout", ("tree.py:",)),
+    ("workspace, events", ("workspace.py:", "events.py:", "syntax.py:")),
+    ("FUSE handlers", ("operations.py:", "attributes.py:", "control.py:")),
+    ("session", ("session.py:",)),
+    ("trio scheduling, threads", ("trio/",)),
+]
+# Anything under these frames counts for this label, whatever it runs (trio's thread machinery).
+WHOLE_STACK = ("kernel invalidations", ("invalidator (", "_invalidate_inode ("))
+
+
+def parse_raw(path: Path, main_tid: int) -> dict[str, int]:
+    """py-spy raw output with --threads: `thread (TID);frame;frame;... count` lines (outermost
+    first) -> samples by category. The trio thread's (the main thread's) samples are classified;
+    of the worker threads only those inside pyfuse3.invalidate_inode count (the rest wait)."""
+    out: collections.Counter[str] = collections.Counter()
+    if not path.exists():
+        return {}
+    for line in path.read_text(errors="replace").splitlines():
+        stack, _, n = line.rpartition(" ")
+        if not n.isdigit():
+            continue
+        frames = stack.split(";")
+        if frames and frames[0].startswith("thread (") and not frames[0].startswith(f"thread ({main_tid})"):
+            if "_invalidate_inode (" in stack:
+                out["kernel invalidations (worker threads)"] += int(n)
+            continue
+        label = "other"
+        if any(k in stack for k in WHOLE_STACK[1]):  # the invalidator's thread round trips
+            out[WHOLE_STACK[0]] += int(n)
+            continue
+        for frame in reversed(frames):
+            hit = next((name for name, keys in CATEGORIES if any(k in frame for k in keys)), None)
+            if hit is not None:
+                label = hit
+                break
+        out[label] += int(n)
+    return dict(out)
+
+
+def show_profile(title: str, samples: dict[str, int]) -> None:
+    worker = "kernel invalidations (worker threads)"
+    total = sum(v for k, v in samples.items() if k != worker)
+    if not total:
+        print(f"   profile of {title}: no samples (py-spy not installed or not permitted?)")
+        return
+    busy = {k: v for k, v in samples.items() if k != "trio loop, idle"}
+    print(f"   profile of {title} (py-spy, the trio thread: {total} samples at 250 Hz, {total / 250:.1f} s):")
+    for label, n in sorted(busy.items(), key=lambda kv: -kv[1]):
+        print(f"      {label:<46} {n / 250:6.2f} s  {100 * n / total:5.1f} %")
+    idle = samples.get("trio loop, idle", 0)
+    print(f"      {'trio loop, idle':<46} {idle / 250:6.2f} s  {100 * idle / total:5.1f} %")
+
+
+# --- in-process breakdown --------------------------------------------------------------------------
+
+
+def breakdown(text: str, viewer_version: int) -> None:
+    """The stages a daemon runs on the object.list answer, timed one by one over the same text."""
+    from wsproto.connection import Connection, ConnectionType
+    from wsproto.events import TextMessage
+
+    from slfs.model.tree import Tree
+    from slfs.protocol.jsonrpc import parse_message
+    from slfs.protocol.types import ObjectListResponse
+    from slfs.session.session import ViewerSession
+
+    print(f"   in-process stages over the same answer ({len(text.encode()) / 1e6:.1f} MB):")
+
+    # WebSocket framing as trio_websocket reads it: wsproto fed 4 KiB at a time (trio_websocket's
+    # default receive size), and 1 MiB for comparison; parts joined into one message.
+    wire = Connection(ConnectionType.SERVER).send(TextMessage(data=text))
+    for chunk in (4096, 1 << 20):
+        conn = Connection(ConnectionType.CLIENT)
+        parts: list[str] = []
+        t = time.perf_counter()
+        for i in range(0, len(wire), chunk):
+            conn.receive_data(wire[i : i + chunk])
+            for ev in conn.events():
+                if isinstance(ev, TextMessage):
+                    parts.append(ev.data)
+        joined = "".join(parts)
+        elapsed = time.perf_counter() - t
+        assert joined == text
+        print(f"      wsproto, {chunk // 1024:>4} KiB reads:    {fmt(elapsed):>8}  ({-(-len(wire) // chunk)} reads)")
+
+    t = time.perf_counter()
+    json.loads(text)
+    print(f"      json.loads:                 {fmt(time.perf_counter() - t):>8}")
+    t = time.perf_counter()
+    msg = parse_message(text)
+    print(f"      parse_message (JSON-RPC):   {fmt(time.perf_counter() - t):>8}")
+    session = ViewerSession(None, "127.0.0.1", 1)  # type: ignore[arg-type]
+    t = time.perf_counter()
+    objects = session.decode(ObjectListResponse, msg.result, "object.list result").objects  # type: ignore[union-attr]
+    print(f"      decode into attrs:          {fmt(time.perf_counter() - t):>8}  ({len(objects)} objects)")
+    counts: collections.Counter[str] = collections.Counter()
+    tree = Tree(on_invalidate=lambda inv: counts.update([type(inv).__name__]))
+    t = time.perf_counter()
+    tree.replace_all(objects)
+    print(f"      Tree.replace_all (first):   {fmt(time.perf_counter() - t):>8}  "
+          f"({tree.item_count} items; invalidations {dict(counts) or 'none'})")
+    counts.clear()
+    again = session.decode(ObjectListResponse, parse_message(text).result, "object.list result").objects  # type: ignore[union-attr]
+    t = time.perf_counter()
+    tree.replace_all(again)
+    print(f"      Tree.replace_all (same, as on reconnect): {fmt(time.perf_counter() - t):>8}  "
+          f"(invalidations {dict(counts) or 'none'}; viewer {viewer_version})")
+
+
+# --- the run ---------------------------------------------------------------------------------------
+
+
+async def run(args: argparse.Namespace) -> None:
+    t = time.perf_counter()
+    data = build_world(args.items, args.publish_items)
+    world = world_from_json(data)
+    print(f"large inventories: {args.items} published items ({len(data['objects']) - 1} objects), viewer "
+          f"{args.viewer_version}; world built in {time.perf_counter() - t:.1f} s")
+    tmp = Path(tempfile.mkdtemp(prefix="slfs-bench-large-"))
+    env = dict(os.environ, XDG_RUNTIME_DIR=str(tmp / "run"), XDG_STATE_HOME=str(tmp / "state"),
+               XDG_DATA_HOME=str(tmp / "data"), PYTHONUNBUFFERED="1")
+    os.makedirs(env["XDG_RUNTIME_DIR"], mode=0o700)
+    (tmp / "logs").mkdir()
+    marks = Marks()
+    nobjects = len(data["objects"]) - 1
+    first = data["objects"][0]["object_name"]
+    async with trio.open_nursery() as nursery:
+        m = Mount(nursery, None, new_mountpoint(), free_port(), env, [], True, tmp / "logs",
+                  viewer_version=args.viewer_version)
+        try:
+            sim = await m.start_sim(world, publish_delay=0, apply_delay=0)
+            hook(sim, marks)
+            mnt = m.mnt
+
+            def usable() -> bool:
+                return len(os.listdir(mnt)) >= nobjects and len(os.listdir(mnt / first)) > 0
+
+            # 1. load
+            await m.start_daemon(wait_state=None)
+            spy = Spy(m.pid, tmp / "load.raw") if args.profile else None
+            t_usable = await trio.to_thread.run_sync(poll, usable, 600)
+            load_profile = spy.stop() if spy is not None else {}
+            await m.wait_live("connected", timeout=60)
+            sock = json.loads(next((tmp / "run" / "slfs" / "mounts").glob("*.json")).read_text())["socket"]
+            client = await trio.to_thread.run_sync(ControlClient, sock)
+            stats = await trio.to_thread.run_sync(client.request, "stats")
+            answer, request = marks.list_answer[0], marks.list_request[0]
+            print("1. load")
+            print(f"   viewer built the object.list answer in {fmt(answer - request)} "
+                  f"({len(marks.list_text.encode()) / 1e6:.1f} MB)")
+            print(f"   usable {fmt(t_usable - answer)} after the answer (target 2 s)")
+            ol = stats["rpc"]["object.list"]
+            print(f"   daemon's object.list call: {fmt(ol['max_us'] / 1e6)} from its request to the tree built "
+                  f"(stats); invalidations sent {stats['invalidations']}")
+            if args.profile:
+                show_profile("the load", load_profile)
+
+            # 2. publish
+            print(f"2. publish of a {args.publish_items}-item object")
+            big = mnt / BIG_NAME
+
+            def resolved() -> bool:
+                return len(os.listdir(big)) >= args.publish_items
+
+            times = []
+            for _ in range(args.publish_runs):
+                done = threading.Event()
+
+                async def watch(box: list[float], done: threading.Event = done) -> None:
+                    box.append(await trio.to_thread.run_sync(poll, resolved, 60))
+                    done.set()
+
+                box: list[float] = []
+                async with trio.open_nursery() as inner:
+                    inner.start_soon(watch, box)
+                    await trio.sleep(0.05)  # the watcher polls
+                    t0 = time.perf_counter()
+                    await sim.publish(BIG_ID)
+                times.append(box[0] - t0)
+                await sim.unpublish(BIG_ID)
+                await trio.to_thread.run_sync(poll, lambda: not big.exists(), 30)
+            print(f"   applied (directory lists every item) {fmt(min(times))} best, "
+                  f"{fmt(statistics.median(times))} median of {len(times)} (target 50 ms)")
+
+            # 3. reconnect
+            print(f"3. reconnect with {args.items} items")
+            before = (await trio.to_thread.run_sync(client.request, "stats"))["invalidations"]
+            gaps: list[float] = []
+            stop = threading.Event()
+
+            def prober() -> None:
+                # A request the kernel cannot answer from its caches: a listing of the first object.
+                last = time.perf_counter()
+                while not stop.is_set():
+                    try:
+                        os.listdir(mnt / first)
+                    except OSError:
+                        pass
+                    now = time.perf_counter()
+                    gaps.append(now - last)
+                    last = now
+                    time.sleep(0.01)
+
+            spy = Spy(m.pid, tmp / "reconnect.raw") if args.profile else None
+            probe = threading.Thread(target=prober, daemon=True)
+            probe.start()
+            t0 = time.perf_counter()
+            await sim.disconnect_all()
+            await trio.sleep(0.05)
+
+            def connected_again() -> bool:
+                return bool(client.request("status").get("state") == "connected")
+
+            t_connected = await trio.to_thread.run_sync(poll, connected_again, 120, 0.01)
+            t_listing = await trio.to_thread.run_sync(poll, usable, 120)
+
+            def settled() -> bool:  # no invalidation for 1 s
+                a = client.request("stats")["invalidations"]
+                time.sleep(1)
+                return bool(client.request("stats")["invalidations"] == a)
+
+            await trio.to_thread.run_sync(poll, settled, 600, 0)
+            t_settled = time.perf_counter() - 1
+            stop.set()
+            probe.join()
+            reconnect_profile = spy.stop() if spy is not None else {}
+            after = (await trio.to_thread.run_sync(client.request, "stats"))["invalidations"]
+            sent = {k: after[k] - before.get(k, 0) for k in after}
+            print(f"   connected again {fmt(t_connected - t0)} after the drop, the mount listing "
+                  f"{fmt(t_listing - t0)}; longest the mount did not answer: {fmt(max(gaps))}")
+            print(f"   kernel invalidations sent: {sent} (target: none for unchanged items); "
+                  f"the last about {fmt(t_settled - t0)} after the drop")
+            if args.profile:
+                show_profile("the reconnect", reconnect_profile)
+            await trio.to_thread.run_sync(client.close)
+            m.assert_clean_log()
+        finally:
+            await m.stop_daemon()
+            m.stop_sim()
+            nursery.cancel_scope.cancel()
+    if args.profile and marks.list_text:
+        breakdown(marks.list_text, args.viewer_version)
+        print(f"   py-spy samples (raw, collapsed stacks) kept in {tmp}/*.raw")
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--items", type=int, default=100_000)
+    ap.add_argument("--publish-items", type=int, default=1000)
+    ap.add_argument("--publish-runs", type=int, default=5)
+    ap.add_argument("--viewer-version", type=int, choices=(1, 2), default=1)
+    ap.add_argument("--profile", action="store_true", help="py-spy the daemon; stage breakdown in-process")
+    args = ap.parse_args()
+    trio.run(run, args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
