@@ -419,7 +419,7 @@ class Operations(pyfuse3.Operations):
         if node.local is not None:
             self._handles[fh] = Handle(node.inode)
             return pyfuse3.FileInfo(fh=fh, keep_cache=False)
-        data = await self.ws.read_content(node)
+        data = node.content if node.content_valid and node.content is not None else await self.ws.read_content(node)
         self._handles[fh] = Handle(node.inode, data)
         return pyfuse3.FileInfo(fh=fh, keep_cache=True)
 
@@ -486,6 +486,9 @@ class Operations(pyfuse3.Operations):
 
     @_guarded
     async def flush(self, fh: int) -> None:
+        h = self._handles.get(fh)
+        if h is not None and not h.writable and h.fd < 0:
+            return  # a read-only open: nothing to store (the warm-grep path: no await, no lock)
         h, node = self._handle(fh)
         if h.trunc_pending:
             return

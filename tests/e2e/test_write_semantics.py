@@ -33,6 +33,7 @@ from e2e.test_write_support import (
     saves,
     settle,
     sh,
+    sim_of,
     trash_files,
     wm,  # noqa: F401  (fixture)
     write_file,
@@ -295,8 +296,27 @@ async def test_hard_links_in_the_overlay(wm: Mount) -> None:
 # --- failures: viewer down, conflicts, unpublish, retries --------------------------------------
 
 
-async def test_save_while_viewer_down(wm: Mount) -> None:
+async def test_save_during_a_one_second_drop_lands(wm: Mount) -> None:
+    """A save right after the viewer dropped waits (reconnect_wait, default 5 s) for the session."""
     m = wm
+    await m.read_bytes("Box", "Note")
+    world = sim_of(m).world
+    m.stop_sim()
+    await m.wait_for(lambda: _state_not(m, "connected"), 10, "daemon notices the viewer is gone")
+
+    async def back_in_a_second() -> None:
+        await trio.sleep(1)
+        await m.start_sim(world)
+
+    m.nursery.start_soon(back_in_a_second)
+    assert await m.thread(errno_of, write_file, m.path("Box", "Note"), b"saved across the drop\n") == 0
+    assert content(m, NOTE) == "saved across the drop\n"
+    assert recovery_files(m) == []
+
+
+async def test_save_while_viewer_down(mount_factory: MountFactory) -> None:
+    # A call waits up to reconnect_wait after a drop for the session to come back; then it fails.
+    m = await write_mount(mount_factory, "reconnect_wait=1")
     p = m.path("Box", "Note")
     await m.read_bytes("Box", "Note")
     old_world = m.sim.world  # type: ignore[union-attr]
