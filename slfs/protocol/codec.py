@@ -35,6 +35,7 @@ Encoding is cattrs' generated unstructuring, with None optionals left out and `e
 
 from __future__ import annotations
 
+import gc
 import re
 import types
 import typing
@@ -438,9 +439,10 @@ def _tracked(name: str, hook: _Hook, key: str, optional: bool, structural: bool,
             if structural and isinstance(v, list):
                 raise
             where, reason = _locate(exc, call.fill(key))
-            call.report(where, reason)
-            call.stash.append((name, v))
-            return default()
+            _forget(exc)
+        call.report(where, reason)
+        call.stash.append((name, v))
+        return default()
 
     return structure_leniently
 
@@ -498,7 +500,10 @@ def _make_payload_hook(cls: type, at: _At) -> _Hook:
         data = {**o, "extra": extra}
         try:
             obj = fast(data, cls)
-        except Exception:
+        except Exception as exc:
+            _forget(exc)
+            obj = None
+        if obj is None:
             del call.reports[mark:]
             obj = lenient(data, call)
         if call.on_ignored is not None:
@@ -517,9 +522,10 @@ def _make_payload_hook(cls: type, at: _At) -> _Hook:
         if o.keys() <= known:
             try:
                 return fast(o, cls)
-            except Exception:
-                del call.reports[mark:]  # the lenient decode says it again, or takes it back
-                return lenient({**o, "extra": {}}, call)
+            except Exception as exc:
+                _forget(exc)
+            del call.reports[mark:]  # the lenient decode says it again, or takes it back
+            return lenient({**o, "extra": {}}, call)
         return with_unknown_fields(o, call, mark)
 
     def structure_leaf_payload(o: Any, _t: Any) -> Any:
@@ -531,14 +537,25 @@ def _make_payload_hook(cls: type, at: _At) -> _Hook:
         if o.keys() <= known:
             try:
                 return fast(o, cls)
-            except Exception:
-                return lenient({**o, "extra": {}}, _CALL.get())
+            except Exception as exc:
+                _forget(exc)
+            return lenient({**o, "extra": {}}, _CALL.get())
         call = _CALL.get()
         return with_unknown_fields(o, call, len(call.reports))
 
     if not any(_has_payloads(_mark(_strip_none(f.type)[0], "")) for f in fields):
         return structure_leaf_payload
     return structure_payload
+
+
+def _forget(exc: BaseException | None) -> None:
+    """Drop the tracebacks of a failure that is handled: cattrs' detailed code keeps the failures of
+    a class in a list local to the frame they point to, a cycle only the collector would free."""
+    while exc is not None:
+        exc.__traceback__ = None
+        for sub in getattr(exc, "exceptions", ()):
+            _forget(sub)
+        exc = exc.__context__
 
 
 def _locate(exc: BaseException, path: str) -> tuple[str, str]:
@@ -566,19 +583,30 @@ def _locate(exc: BaseException, path: str) -> tuple[str, str]:
 
 
 def from_json(cls: type[T], data: Any, path: str = "", *, on_ignored: OnIgnored | None = None) -> T:
-    """Build `cls` from a decoded JSON value: strict on required fields, lenient on optional ones."""
+    """Build `cls` from a decoded JSON value: strict on required fields, lenient on optional ones.
+
+    The cycle collector is paused while it runs: a decode makes only acyclic objects, and on a
+    100,000-item object.list the collector's passes over them cost as much as the decode itself."""
     hook = _payload_hook(cls, _At(field_key(path)))
     call = _Call(on_ignored)
     token = _CALL.set(call)
+    failure: tuple[str, str] | None = None  # (reason, where)
+    collecting = gc.isenabled()
+    if collecting:
+        gc.disable()
     try:
         obj = hook(data, cls)
     except Exception as exc:
         where, reason = _locate(exc, path)
-        call.flush()
-        raise ProtocolError(reason, where or cls.__name__) from None
+        _forget(exc)
+        failure = (reason, where or cls.__name__)
     finally:
+        if collecting:
+            gc.enable()
         _CALL.reset(token)
     call.flush()
+    if failure is not None:
+        raise ProtocolError(*failure)  # not held by a local: no cycle through this frame
     return obj  # type: ignore[no-any-return]
 
 
