@@ -149,8 +149,9 @@ async def test_reconnect_keeps_paths_and_inodes(mounted: Mount) -> None:
     assert (await m.run("cat", m.path("Hello Cube/Hello.lsl"))).stdout == hello
 
 
-async def test_disconnected_cached_reads_uncached_eio_fast(mounted: Mount) -> None:
-    m = mounted
+async def test_disconnected_cached_reads_uncached_eio_fast(mount_factory: MountFactory) -> None:
+    # Right after a drop a call waits up to reconnect_wait for the session; past it, EIO at once.
+    m = await mount_factory(options=["reconnect_wait=0.5"])
     assert m.sim is not None
     hello_bytes = sample_item(m.sim.world, "Hello Cube/Hello.lsl").content.encode()
     # read one file by path (no listing, so nothing else is prefetched)
