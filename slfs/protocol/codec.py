@@ -23,14 +23,17 @@ key, marked on the type as `Annotated[cls, _At(key)]`), gets one structure hook 
 built from two functions cattrs generates for it (`make_dict_structure_fn`):
 - the fast one, from a converter without detailed validation, with strict hooks for the scalars,
   lists and dicts: it decodes a well-formed object in one pass of generated code;
-- the lenient one, generated on first need from a converter with detailed validation, whose
-  optional fields are wrapped: a field that fails its strict hook is reported, kept raw in `extra`
-  and takes its default; a required field that fails raises cattrs' `ClassValidationError`.
+- the lenient one, generated on first need with detailed validation, whose optional fields are
+  wrapped: a field that fails its strict hook is reported, kept raw in `extra` and takes its
+  default; a required field that fails raises cattrs' `ClassValidationError`, a bad element of a
+  list (or mapping) of payloads its `IterableValidationError`, both noted with the place.
 The hook tries the fast function and falls back to the lenient one for that object only, so one odd
 item costs one item's slow decode, not the payload's. Unknown fields are split off into `extra`
 before either runs. A payload that fails becomes a ProtocolError whose field path is read from the
-notes cattrs attaches to its exception groups (attribute names, list indices, mapping keys).
-Encoding is cattrs' generated unstructuring, with None optionals left out and `extra` merged.
+notes cattrs attaches to its exception groups (attribute names, list indices, mapping keys), and
+what was reported past that first failure is taken back, so `on_ignored` hears exactly what a
+field-by-field decode that stops there would have said. Encoding is cattrs' generated
+unstructuring, with None optionals left out and `extra` merged.
 """
 
 from __future__ import annotations
@@ -93,14 +96,14 @@ class _Call:
     stash: list[tuple[str, Any]] = attrs.Factory(list)
     # For each lenient decode under way: where in `reports` each of its fields' reports begin.
     starts: list[dict[str, int]] = attrs.Factory(list)
-    mapping_keys: list[str] = attrs.Factory(list)  # keys of the mappings of payloads being decoded
+    mapping_keys: list[Any] = attrs.Factory(list)  # keys of the mappings of payloads being decoded
 
     def fill(self, key: str) -> str:
         """A static key with the keys of the enclosing mappings put in."""
         if _DICT_KEY not in key:
             return key
         parts = key.split(_DICT_KEY)
-        return "".join(p + k for p, k in zip(parts, self.mapping_keys, strict=False)) + parts[-1]
+        return "".join(p + str(k) for p, k in zip(parts, self.mapping_keys, strict=False)) + parts[-1]
 
     def report(self, key: str, problem: str) -> None:
         if self.on_ignored is not None:
