@@ -35,7 +35,6 @@ from ..model.events import EventLog
 from ..model.scripts import Scripts
 from ..model.tree import ROOT_INODE, Folder, Item, Node
 from ..model.workspace import Workspace
-from ..protocol.codec import to_json
 from ..protocol.types import VIEWER_COMMANDS, CommandExecuteParams, ObjectRequestParams, ObjectUnpublishParams
 from ..stats import STATS
 
@@ -317,7 +316,7 @@ class ControlServer:
         object_id = str(p.get("object_id") or "").lower()
         if not object_id:
             raise FsError(errno.EINVAL, "an object UUID is required")
-        await self.ws.call(f"open {object_id}", "object.request", to_json(ObjectRequestParams(object_id=object_id)))
+        await self.ws.call(f"open {object_id}", "object.request", ObjectRequestParams(object_id=object_id))
         if await self.ws.wait_for_world(lambda: object_id in self.tree.objects,
                                         float(p.get("timeout", CONFIRM_TIMEOUT))):
             return self._describe(self.tree.objects[object_id])
@@ -325,7 +324,7 @@ class ControlServer:
 
     async def _close(self, p: dict[str, Any]) -> Any:
         obj = self._object(p.get("path"))
-        await self.ws.call(f"close {obj.name}", "object.unpublish", to_json(ObjectUnpublishParams(object_id=obj.uuid)))
+        await self.ws.call(f"close {obj.name}", "object.unpublish", ObjectUnpublishParams(object_id=obj.uuid))
         return self._describe(obj)
 
     async def _viewer_command(self, p: dict[str, Any]) -> Any:
@@ -342,7 +341,7 @@ class ControlServer:
         if missing:
             raise FsError(errno.EINVAL, f"{command} needs {', '.join(missing)}")
         result = await self.ws.call(command, "command.execute",
-                                    to_json(CommandExecuteParams(command=command, params=params)))
+                                    CommandExecuteParams(command=command, params=params))
         return {"command": command, "result": result}
 
     async def _commands(self, p: dict[str, Any]) -> Any:

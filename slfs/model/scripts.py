@@ -6,7 +6,6 @@ from __future__ import annotations
 import errno
 import os
 
-from ..protocol.codec import to_json
 from ..protocol.types import ScriptResetParams, SetRunningParams
 from .errors import FsError
 from .tree import Item, Node
@@ -36,10 +35,10 @@ class Scripts:
         what = f"{word} {self.tree.path_of(item)}"
         if word == "reset":
             reset = ScriptResetParams(prim_id=item.folder.uuid, item_id=item.uuid)
-            await self.ws.call(what, "object.script.reset", to_json(reset))
+            await self.ws.call(what, "object.script.reset", reset)
         else:
             running = SetRunningParams(prim_id=item.folder.uuid, item_id=item.uuid, running=word == "run")
-            await self.ws.call(what, "object.script.set_running", to_json(running))
+            await self.ws.call(what, "object.script.set_running", running)
         self.ws.emit("script.state_requested", path=self.tree.path_of(item), item_id=item.uuid, action=word)
 
     def abspath(self, node: Node) -> str:

@@ -6,7 +6,6 @@ import json
 import logging
 from typing import Any
 
-from ..protocol.codec import to_json
 from ..protocol.types import SyntaxCacheFile, SyntaxCacheGetParams, SyntaxCacheList
 from .errors import FsError
 from .workspace import Workspace
@@ -38,7 +37,7 @@ class SyntaxFiles:
                     log.warning("ignoring syntax file with an unusable name %r", name)
                     continue
                 got: SyntaxCacheFile = await self.ws.call(f"syntax {name}", "language.syntax.get",
-                                                          to_json(SyntaxCacheGetParams(filename=name)),
+                                                          SyntaxCacheGetParams(filename=name),
                                                           SyntaxCacheFile)
                 content = got.content
                 files[name] = (content if isinstance(content, str) else json.dumps(content, indent=2)).encode()

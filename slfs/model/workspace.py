@@ -21,9 +21,11 @@ import attrs
 import trio
 
 from ..backoff import Backoff
+from ..protocol.codec import RequestParams, encode_params
 from ..protocol.errors import RpcError
 from ..protocol.types import (
     CompilationResult,
+    ContentGetParams,
     ContentGetResponse,
     ObjectUnpublish,
     ObjectUpdate,
@@ -278,7 +280,7 @@ class Workspace:
 
     # --- calls ------------------------------------------------------------------------------
 
-    async def call(self, what: str, method: str, params: dict[str, Any], result_type: type[Any] | None = None,
+    async def call(self, what: str, method: str, params: RequestParams, result_type: type[Any] | None = None,
                    *, timeout: float | None = None, retries: int = 0,
                    transient: Callable[[RpcError], bool] = lambda _e: False) -> Any:
         """Call the viewer; every failure becomes an FsError with a clear errno and message.
@@ -328,9 +330,10 @@ class Workspace:
             return True
         return False
 
-    def _object_of(self, params: dict[str, Any]) -> Folder | None:
+    def _object_of(self, params: RequestParams) -> Folder | None:
         """The object folder a call is about (by its prim_id), for status lines."""
-        node = self.tree.by_uuid.get(str(params.get("prim_id") or params.get("object_id") or ""))
+        wire = encode_params(params) or {}
+        node = self.tree.by_uuid.get(str(wire.get("prim_id") or wire.get("object_id") or ""))
         return node.object_folder if isinstance(node, Folder) else None
 
     # --- content ----------------------------------------------------------------------------
@@ -372,7 +375,7 @@ class Workspace:
         generation, revision = item.generation, item.info.revision
         path = self.tree.path_of(item)
         res: ContentGetResponse = await self.call(
-            f"read {path}", "object.content.get", {"prim_id": item.folder.uuid, "item_id": item.uuid},
+            f"read {path}", "object.content.get", ContentGetParams(prim_id=item.folder.uuid, item_id=item.uuid),
             ContentGetResponse, retries=self.options.save_retries, transient=transient_read_error,
         )
         self.fetch_count += 1

@@ -32,7 +32,16 @@ import attrs
 import trio
 
 from ..protocol import errors as codes
-from ..protocol.types import ContentSaveResponse, ItemCreateResponse
+from ..protocol.codec import RequestParams
+from ..protocol.types import (
+    ContentSaveParams,
+    ContentSaveResponse,
+    ItemCreateParams,
+    ItemCreateResponse,
+    ItemDeleteParams,
+    ItemModifyParams,
+    ObjectModifyParams,
+)
 from . import names
 from .compiles import CompileReport, failure_report, has_nul
 from .errors import FsError, region_down, transient_save_error
@@ -142,7 +151,7 @@ class Writer:
         text = self._decode(data, path)
         await self._check_conflict(item, data, path)
         assert item.folder is not None
-        params: dict[str, Any] = {"prim_id": item.folder.uuid, "item_id": item.uuid, "content": text}
+        params = ContentSaveParams(prim_id=item.folder.uuid, item_id=item.uuid, content=text)
         # The viewer answers our save with an inventory update that says nothing of whose change
         # it was; the first one after our save is ours, and must not make the file look stale.
         item.expect_own_update = time.monotonic() + OWN_UPDATE_WINDOW
@@ -227,7 +236,7 @@ class Writer:
         self.tree.invalidate_item(item, data=True)
         raise FsError(errno.ESTALE, f"{path}: changed in-world since it was read; your version is in {where}")
 
-    async def _with_retries(self, what: str, method: str, params: dict[str, Any], result_type: type[Any]) -> Any:
+    async def _with_retries(self, what: str, method: str, params: RequestParams, result_type: type[Any]) -> Any:
         """Right after a save some viewers report an existing item as not found, and a region may be
         briefly down: retry a few times."""
         return await self.ws.call(what, method, params, result_type, retries=self.ws.options.save_retries,
@@ -387,7 +396,15 @@ class Writer:
         """flush/fsync/release of a new file: create the item in-world with what it holds."""
         if scratch.creating is not None:
             await scratch.creating.wait()  # another flush is creating it: that one answers
-            return
+            if not (scratch.failed and scratch.dirty):
+                return
+            # Written after its create failed (through a handle still open, or a dentry the kernel
+            # had not dropped yet): not saved, and never silently dropped.
+            scratch.dirty = False
+            where = await self.recover(scratch.failed, bytes(scratch.data),
+                                       f"{scratch.failed}: written after its create failed; not saved")
+            raise FsError(errno.EIO, f"{scratch.failed}: not created in-world (its create failed); your content "
+                          f"is in {where}")
         folder = scratch.folder
         if not scratch.dirty or folder is None or folder.scratch.get(scratch.name) is not scratch:
             return
@@ -398,6 +415,8 @@ class Writer:
         except FsError:
             # Refused (no modify permission, "Item creation failed"): the content is in the
             # recovery folder; no half-created name is left behind.
+            scratch.failed = f"{self.tree.path_of(folder)}/{scratch.name}".lstrip("/")
+            scratch.dirty = bytes(scratch.data) != data
             self._drop_scratch(scratch)
             raise
         finally:
@@ -566,11 +585,11 @@ class Writer:
         return item
 
     async def _create(self, folder: Folder, want: RemoteName, text: str, inode: int, shown: str) -> Item:
-        params: dict[str, Any] = {"prim_id": folder.uuid, "name": want.sl_name, "type": want.type}
         if want.type == "script":
-            params["vm"] = "luau" if want.subtype == 1 else self.ws.options.vm
+            vm = "luau" if want.subtype == 1 else self.ws.options.vm
+            params = ItemCreateParams(prim_id=folder.uuid, name=want.sl_name, type=want.type, vm=vm)
         else:
-            params["text"] = text
+            params = ItemCreateParams(prim_id=folder.uuid, name=want.sl_name, type=want.type, text=text)
         async with self._create_locks[folder.uuid]:
             # A region that is down answers before anything is created: safe to retry.
             res: ItemCreateResponse = await self.ws.call(f"create {shown}", "object.item.create", params,
@@ -659,7 +678,7 @@ class Writer:
                 log.warning("%s: no copy in the trash (%s)", shown, exc.message)
             try:
                 await self.ws.call(f"delete {shown}", "object.item.delete",
-                                   {"prim_id": folder.uuid, "item_id": item.uuid})
+                                   ItemDeleteParams(prim_id=folder.uuid, item_id=item.uuid))
             except FsError as exc:
                 self.ws.note_error(f"deleting {shown} failed: {exc.message}")
                 folder.tombstones.pop(name, None)
@@ -689,7 +708,7 @@ class Writer:
         assert item.folder is not None
         if want.sl_name != info.name:
             await self.ws.call(f"rename {shown}", "object.item.modify",
-                               {"prim_id": item.folder.uuid, "item_id": item.uuid, "name": want.sl_name})
+                               ItemModifyParams(prim_id=item.folder.uuid, item_id=item.uuid, name=want.sl_name))
             item.data = attrs.evolve(info, name=want.sl_name)
         self.tree.relayout(item.folder)
 
@@ -705,7 +724,7 @@ class Writer:
         if not folder.writable:
             raise FsError(errno.EACCES, f"{shown}: no modify permission on the prim")
         before = self.overlay.folder_dir(folder)
-        await self.ws.call(f"rename {shown}", "object.modify", {"prim_id": folder.uuid, "name": sl_name})
+        await self.ws.call(f"rename {shown}", "object.modify", ObjectModifyParams(prim_id=folder.uuid, name=sl_name))
         folder.link_name = sl_name
         self.tree.relayout(folder.parent or self.tree.root)
         # The overlay (.git/, .vscode/...) is kept per directory name: it moves along.
