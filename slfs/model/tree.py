@@ -254,8 +254,11 @@ class Folder(Node):
 
 
 class Tree:
-    def __init__(self, on_invalidate: Callable[[Invalidation], None] = lambda _i: None) -> None:
+    def __init__(self, on_invalidate: Callable[[Invalidation], None] = lambda _i: None,
+                 on_stale: Callable[[Item], None] = lambda _i: None) -> None:
         self._on_invalidate = on_invalidate
+        # Called with each item whose content may have changed in-world and was cached.
+        self._on_stale = on_stale
         self._inodes: dict[str, int] = {}
         self._next_inode = itertools.count(ROOT_INODE + 1)
         self.nodes: dict[int, Node] = {}
@@ -263,8 +266,6 @@ class Tree:
         self.nodes[ROOT_INODE] = self.root
         self.objects: dict[str, Folder] = {}
         self.by_uuid: dict[str, Node] = {}
-        # Called with each item whose content may have changed in-world and was cached.
-        self.on_stale: Callable[[Item], None] = lambda _i: None
 
     # --- inode numbers --------------------------------------------------------------------
 
@@ -534,7 +535,7 @@ class Tree:
             item.generation += 1
             if item.content is not None and item.content_valid:
                 item.content_valid = False
-                self.on_stale(item)
+                self._on_stale(item)
             self._on_invalidate(InodeChanged(item.inode, data=False))
         if relayout:
             self.relayout(folder)

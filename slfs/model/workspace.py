@@ -61,8 +61,7 @@ class Workspace:
                  **session_kw: Any) -> None:
         self.options = options or Options()
         self.invalidations = PendingInvalidations()
-        self.tree = Tree(on_invalidate=self._invalidate)
-        self.tree.on_stale = self._on_stale
+        self.tree = Tree(on_invalidate=self._invalidate, on_stale=self._on_stale)
         self.session = ViewerSession(self, host, port, **session_kw)
         self.info: SessionInfo | None = None
         self.state = "connecting"

@@ -78,9 +78,8 @@ def test_every_update_shape(tree: tuple[Tree, list[Invalidation]]) -> None:
 
 def test_inventory_replacement_marks_cached_content_stale_unless_revision_unchanged(
         tree: tuple[Tree, list[Invalidation]]) -> None:
-    tr, _ = tree
     stale: list[Item] = []
-    tr.on_stale = stale.append
+    tr = Tree(on_stale=stale.append)
     tr.publish(obj(inventory=[script("i1", "A", revision=3), script("i2", "B", revision=4)]))
     for iid in ("i1", "i2"):
         item = tr.by_uuid[iid]

@@ -32,9 +32,8 @@ def _cached(item: Item, data: bytes = b"old") -> None:
 
 
 def test_revision_is_the_only_content_signal(tree: tuple[Tree, list[Invalidation]]) -> None:
-    tr, _ = tree
     stale: list[Item] = []
-    tr.on_stale = stale.append
+    tr = Tree(on_stale=stale.append)
     tr.publish(obj(inventory=[script("i1", "Main", revision=3)]))
     item = _item(tr, "i1")
     _cached(item)
