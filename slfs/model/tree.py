@@ -198,6 +198,8 @@ class Scratch(Node):
     folder: Folder | None = None
     # Set while its object.item.create is in flight; a second flush waits for it.
     creating: trio.Event | None = None
+    # Its path, once its create failed and its name is gone: what is written later is not saved.
+    failed: str = ""
 
 
 @attrs.define(eq=False)

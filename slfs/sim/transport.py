@@ -99,14 +99,14 @@ class Connection:
         self._out_send, self._out_recv = trio.open_memory_channel[Any](math.inf)
         self._writing = False
 
-    async def send(self, text: str) -> None:
+    async def send(self, text: str | bytes) -> None:
         """Queue a frame (frames go out in the order they were queued) and wait until it has been
         written, but no longer than SEND_WAIT: to a client that reads, a frame has gone out when
         this returns (what callers and tests count on); to one that stops reading, frames pile up
-        in the queue until the unsent limit drops the connection."""
+        in the queue until the unsent limit drops the connection. Bytes go out as a binary frame."""
         if self.closed:
             return
-        size = len(text.encode("utf-8"))
+        size = len(text) if isinstance(text, bytes) else len(text.encode("utf-8"))
         if self.unsent_limit is not None and self.unsent + size > self.unsent_limit:
             log.info("connection %d: %d bytes wait unsent; dropping it", self.number, self.unsent + size)
             self.dropped = True
@@ -283,6 +283,15 @@ class Transport:
     def fail_next(self, method: str, error: RpcError) -> None:
         """Answer the next call of `method` with `error` instead of handling it."""
         self._fail_next.setdefault(method, []).append(error)
+
+    async def send_raw(self, frame: str | bytes) -> int:
+        """Tests of a client against a hostile viewer: send `frame` exactly as given (a str as a
+        text frame, bytes as a binary frame; nothing checked, nothing recorded) to every
+        authenticated connection, in order with the sim's other frames. Returns how many got it."""
+        conns = [c for c in self._conns if c.authenticated and not c.closed]
+        for conn in conns:
+            await conn.send(frame)
+        return len(conns)
 
     async def _handle(self, request: WebSocketRequest) -> None:
         if self.v2 and sum(1 for c in self._conns if not c.closed) >= V2_MAX_CONNECTIONS:
