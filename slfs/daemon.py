@@ -189,22 +189,33 @@ class Daemon:
             self.events.close()  # the event log's pending lines, written by its own thread
 
     async def _watch_signals(self) -> None:
+        # The receiver stays open until the daemon ends: a second signal while the first one's
+        # shutdown runs (a busy mount detached lazily waits for its last close) is logged, and
+        # must not kill the daemon with the default action before it has kept what it holds.
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
+            stopping = False
             async for signum in signals:
-                log.info("%s received: unmounting %s", signal.Signals(signum).name, self.mountpoint)
+                name = signal.Signals(signum).name
+                if stopping:
+                    log.info("%s received: already unmounting %s", name, self.mountpoint)
+                    continue
+                stopping = True
+                log.info("%s received: unmounting %s", name, self.mountpoint)
                 await self.before_exit()
-                # Unmount through the kernel while the loop still runs, so requests in flight finish
-                # and the session ends in order; a busy mount is detached lazily.
-                for argv in (["fusermount3", "-u", self.mountpoint], ["fusermount3", "-u", "-z", self.mountpoint]):
-                    try:
-                        res = await trio.run_process(argv, check=False, capture_stdout=True, capture_stderr=True)
-                    except OSError:
-                        break
-                    if res.returncode == 0:
-                        return
-                    log.warning("%s: %s", " ".join(argv), res.stderr.decode(errors="replace").strip())
-                pyfuse3.terminate()
+                await self._unmount()
+
+    async def _unmount(self) -> None:
+        # Unmount through the kernel while the loop still runs, so requests in flight finish and
+        # the session ends in order; a busy mount is detached lazily.
+        for argv in (["fusermount3", "-u", self.mountpoint], ["fusermount3", "-u", "-z", self.mountpoint]):
+            try:
+                res = await trio.run_process(argv, check=False, capture_stdout=True, capture_stderr=True)
+            except OSError:
+                break
+            if res.returncode == 0:
                 return
+            log.warning("%s: %s", " ".join(argv), res.stderr.decode(errors="replace").strip())
+        pyfuse3.terminate()
 
     async def before_exit(self) -> None:
         """Wait (bounded) for pending saves and deletes, so nothing a program wrote is dropped."""

@@ -281,7 +281,7 @@ class Workspace:
 
     async def call(self, what: str, method: str, params: RequestParams, result_type: type[Any] | None = None,
                    *, timeout: float | None = None, retries: int = 0,
-                   transient: Callable[[RpcError], bool] = lambda _e: False) -> Any:
+                   transient: Callable[[RpcError], bool] = lambda _e: False, idempotent: bool = False) -> Any:
         """Call the viewer; every failure becomes an FsError with a clear errno and message.
 
         An error `transient` says will pass is retried up to `retries` times, with jittered
@@ -291,7 +291,8 @@ class Workspace:
         # drop interrupts is not sent again (a create might then happen twice).
         await self.await_viewer()
         backoff = Backoff(0.1, 2.0)
-        for attempt in range(retries + 1):
+        resent = False
+        for attempt in range(retries + 2):  # one more for a read resent after a reconnect
             try:
                 if result_type is None:
                     result = await self.session.call(method, params, timeout=timeout)
@@ -301,9 +302,14 @@ class Workspace:
                     self.regions_down.pop(about.uuid, None)
                 return result
             except NotConnected as exc:
+                if self._dropped_at is None and self.info is not None:
+                    self._dropped_at = trio.current_time()  # the drop, before the session reports it
+                if idempotent and not resent and await self.await_viewer():
+                    resent = True  # cut by a drop and the session is back: asking again is safe
+                    continue
                 raise FsError(errno.EIO, f"{what}: not connected to the viewer ({exc.message})") from None
             except RpcError as exc:
-                if attempt == retries or not transient(exc):
+                if attempt >= retries or not transient(exc):
                     err = from_rpc(exc, what)
                     if region_down(exc) and about is not None:
                         self.regions_down[about.uuid] = about.name or about.uuid
@@ -317,7 +323,7 @@ class Workspace:
     async def await_viewer(self) -> bool:
         """Whether the session is up, waiting for it while it reconnects after a drop: at most
         `reconnect_wait` seconds from the drop (a viewer gone for longer fails calls at once)."""
-        if self.connected:
+        if self.session.ready:
             return True
         if self._dropped_at is None:
             return False
@@ -325,7 +331,7 @@ class Workspace:
         if left <= 0:
             return False
         with trio.move_on_after(left):
-            await self.session.wait_state(CONNECTED)
+            await self.session.wait_ready()
             return True
         return False
 
@@ -375,7 +381,7 @@ class Workspace:
         path = self.tree.path_of(item)
         res: ContentGetResponse = await self.call(
             f"read {path}", "object.content.get", ContentGetParams(prim_id=item.folder.uuid, item_id=item.uuid),
-            ContentGetResponse, retries=self.options.save_retries, transient=transient_read_error,
+            ContentGetResponse, retries=self.options.save_retries, transient=transient_read_error, idempotent=True,
         )
         self.fetch_count += 1
         if item.info.type == "notecard":

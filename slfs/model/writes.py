@@ -555,6 +555,9 @@ class Writer:
             if isinstance(node, Scratch) and node.folder is not None and node.data:
                 path = f"{self.tree.path_of(node.folder)}/{node.name}".lstrip("/")
                 await self.recover(path, bytes(node.data), "daemon stopped before the new file was closed")
+            elif isinstance(node, Scratch) and node.failed and node.dirty:
+                # Written after its create failed, and still open.
+                await self.recover(node.failed, bytes(node.data), "written after its create failed; not saved")
 
     # --- creating ---------------------------------------------------------------------------
 

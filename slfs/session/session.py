@@ -407,6 +407,17 @@ class ViewerSession:
             log.warning("malformed result of %s: %s", method, exc)
             raise RpcError.standard(INTERNAL_ERROR, f"malformed result of {method}: {exc}") from None
 
+    @property
+    def ready(self) -> bool:
+        """A call can be sent now (the state may still say connected for a connection just closed)."""
+        conn = self._conn
+        return self.state == CONNECTED and conn is not None and conn.ready and not conn.closed
+
+    async def wait_ready(self) -> None:
+        """Wait until a call can be sent (use under a timeout)."""
+        while not self.ready:
+            await self._state_changed.wait()
+
     async def wait_state(self, state: str, timeout: float | None = None) -> None:
         """Wait until the session is in `state` (raises trio.TooSlowError after `timeout`)."""
         with trio.fail_after(timeout if timeout is not None else float("inf")):

@@ -244,7 +244,7 @@ async def test_save_made_in_the_viewer(mount_factory: MountFactory, viewer_versi
     assert await m.read_bytes("Box", "Main.lsl") == GOOD_LSL.encode()
     await sim.viewer_save(MAIN, BAD_LSL)
     # The content follows in both versions (an inventory update).
-    await m.wait_for(lambda: _reads(m, "Box/Main.lsl", BAD_LSL.encode()), 2, "the viewer's save")
+    await m.wait_for(lambda: _reads(m, "Box/Main.lsl", BAD_LSL.encode()), 10, "the viewer's save")
     diag = m.path("Box", ".slfs", "Main.lsl.diag")
     if viewer_version == 1:
         # Older viewers send script.compiled only to a subscribed connection: nothing to show.

@@ -226,3 +226,23 @@ async def test_reconnect_wait_lets_a_save_land(tmp_path: Path, monkeypatch: pyte
                 await trio.sleep(0.01)
         await fs.write_file("Box/Note", b"during the reconnect\n")
         assert fs.sim.item(NOTE).content == "during the reconnect\n"
+
+
+async def test_a_read_cut_by_a_drop_is_asked_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version,
+                              method_latency_ms={"object.content.get": 300}) as fs:
+        got: list[bytes] = []
+
+        async def read() -> None:
+            got.append(await fs.read_file("Box/Note"))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(read)
+            with trio.fail_after(5):
+                while not any(m == "object.content.get" for m, _ in fs.sim.calls):
+                    await trio.sleep(0.01)
+            await fs.sim.disconnect_all()  # the fetch is cut; content.get is safe to ask again
+        assert got == [NOTE_TEXT.encode()]
+        # Asked again after the reconnect (older viewers' object.list may then cause a refetch).
+        assert calls(fs, "object.content.get") >= 2
