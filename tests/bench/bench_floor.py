@@ -8,8 +8,8 @@ with `--serve-floor`: every directory and file in memory, the same kernel option
 pyfuse3.default_options, readdirplus, keep_cache on open, 60 s entry and attribute timeouts - and
 handlers that do nothing but answer, flush included) and tmpfs, over the same 20,000 files
 (1,000 objects x 20 items, copied out of the slfs mount). Each is timed warm (after a pass that
-fills the caches) on `grep -r` and `find -type f`, best of --runs, the three interleaved so that
-machine noise hits all of them alike. Prints the times and the ratios slfs/floor and slfs/tmpfs,
+fills the caches) on `grep -r` and `find -type f`, best of --runs, interleaved in a new random order
+each run so that machine noise hits all of them alike. Prints the times and the ratios slfs/floor and slfs/tmpfs,
 and the CPU time the serving process (slfs's daemon, the floor) spent in its best run, which
 other load on the machine disturbs less than the wall-clock time.
 
@@ -26,6 +26,7 @@ import argparse
 import contextlib
 import errno
 import os
+import random
 import shutil
 import signal
 import stat
@@ -283,8 +284,10 @@ def time_all(roots: dict[str, tuple[Path, int | None]], runs: int) -> Best:
     for name in COMMANDS:
         for root, _pid in roots.values():  # warm every cache first
             subprocess.run(argv_for(name, root), capture_output=True, check=False)
+        order = list(roots.items())
         for _ in range(runs):
-            for label, (root, pid) in roots.items():
+            random.shuffle(order)  # no file system always runs first, or right after the same one
+            for label, (root, pid) in order:
                 cpu = cpu_s(pid)
                 t, _res = br.timed(argv_for(name, root))
                 cpu = cpu_s(pid) - cpu
