@@ -30,6 +30,7 @@ import random
 import shutil
 import signal
 import stat
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -275,12 +276,12 @@ def cpu_s(pid: int | None) -> float:
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
-Best = dict[tuple[str, str], tuple[float, float]]
+Times = dict[tuple[str, str], list[tuple[float, float]]]
 
 
-def time_all(roots: dict[str, tuple[Path, int | None]], runs: int) -> Best:
-    """(wall seconds, server CPU seconds), each the best of `runs`, per (file system, command)."""
-    best: Best = {}
+def time_all(roots: dict[str, tuple[Path, int | None]], runs: int) -> Times:
+    """Per (file system, command), (wall seconds, server CPU seconds) of every run, in run order."""
+    times: Times = {}
     for name in COMMANDS:
         for root, _pid in roots.values():  # warm every cache first
             subprocess.run(argv_for(name, root), capture_output=True, check=False)
@@ -290,27 +291,32 @@ def time_all(roots: dict[str, tuple[Path, int | None]], runs: int) -> Best:
             for label, (root, pid) in order:
                 cpu = cpu_s(pid)
                 t, _res = br.timed(argv_for(name, root))
-                cpu = cpu_s(pid) - cpu
-                key = (label, name)
-                wall0, cpu0 = best.get(key, (t, cpu))
-                best[key] = (min(wall0, t), min(cpu0, cpu))
-    return best
+                times.setdefault((label, name), []).append((t, cpu_s(pid) - cpu))
+    return times
 
 
-def report(best: Best, labels: list[str]) -> None:
-    """One line per command and file system: wall time, server CPU, ratios to the floor."""
+def report(times: Times, labels: list[str]) -> None:
+    """Per command and file system: best wall time and server CPU; for slfs the ratio to the floor
+    of the best times, and the median of the ratios within each run (the two ran a few seconds
+    apart, so a slow spell of the machine weighs on both)."""
     for name in COMMANDS:
-        floor, floor_cpu = best[("floor", name)]
-        tmpfs, _ = best[("tmpfs", name)]
+        floor_runs = times[("floor", name)]
+        floor, floor_cpu = min(w for w, _ in floor_runs), min(c for _, c in floor_runs)
+        tmpfs = min(w for w, _ in times[("tmpfs", name)])
         print(f"   {name}:")
         for label in labels:
-            wall, cpu = best[(label, name)]
+            runs = times[(label, name)]
+            wall, cpu = min(w for w, _ in runs), min(c for _, c in runs)
             line = f"      {label:<18} {wall:7.3f} s"
             if label != "tmpfs":
                 line += f"  (server CPU {cpu:6.2f} s)"
             if label not in ("floor", "tmpfs"):
+                paired = statistics.median(w / f for (w, _), (f, _) in zip(runs, floor_runs, strict=True))
+                paired_cpu = statistics.median(c / fc for (_, c), (_, fc) in zip(runs, floor_runs, strict=True)
+                                               if fc)
                 cpu_ratio = f"{cpu / floor_cpu:.2f}x" if floor_cpu else "-"
-                line += f"  {label}/floor {wall / floor:.2f}x (CPU {cpu_ratio})  /tmpfs {wall / tmpfs:.0f}x"
+                line += (f"  /floor: best {wall / floor:.2f}x (CPU {cpu_ratio}), median per run {paired:.2f}x "
+                         f"(CPU {paired_cpu:.2f}x)  /tmpfs {wall / tmpfs:.0f}x")
             elif label == "floor":
                 line += f"  floor/tmpfs {floor / tmpfs:.0f}x"
             print(line)
