@@ -166,6 +166,9 @@ class Daemon:
                                            "started": time.time()}))
                 log.info("mounted %s (viewer at %s)", self.mountpoint, self.ws.session.endpoint)
                 ready(None)
+                # pyfuse3's own worker limits (min_tasks=1, max_tasks=99): max_tasks 2 and 16 and
+                # min_tasks 4 timed the same on a warm grep and find (tests/bench/bench_floor.py
+                # --max-tasks); 1 would let a handler waiting for the viewer stall every request.
                 await pyfuse3.main()
                 log.info("file system loop ended; shutting down")
                 if not self._exit_prepared:
