@@ -65,6 +65,12 @@ def describe_perms(p: Permissions | None) -> str:
     return f"owner=0x{p.owner:08x} next_owner={next_owner}"
 
 
+def _shown(folder: Folder) -> tuple[object, ...]:
+    """What stat and getfattr show of a folder (a change must reach the kernel's cache)."""
+    return (folder.link_name, folder.link_number, folder.description, folder.permissions, folder.owner_id,
+            folder.can_save_back)
+
+
 def _merged(before: Permissions | None, now: Permissions | None) -> Permissions | None:
     """A (re)published prim's permissions: a `next_owner` not sent yet keeps what we knew."""
     if now is None or before is None:
@@ -468,6 +474,7 @@ class Tree:
             self.register(folder)
             renamed = True
         renamed = renamed or folder.link_name != obj.object_name
+        before = _shown(folder)
         folder.link_name = obj.object_name
         folder.description = obj.object_description or ""
         folder.permissions = _merged(folder.permissions, obj.permissions)
@@ -475,7 +482,8 @@ class Tree:
             folder.owner_id = obj.owner_id
         folder.can_save_back = obj.can_save_back
         folder.published = obj
-        self._touch(folder)
+        if _shown(folder) != before:  # a reconnect's unchanged object costs no invalidation
+            self._touch(folder)
         self._set_inventory(folder, obj.inventory, relayout=False)
         self._set_children(folder, obj.linked_objects or [], relayout=False)
         self.relayout(folder)
@@ -498,11 +506,13 @@ class Tree:
             child.parent = obj_folder
             obj_folder.prims[link.link_id] = child
             self.register(child)
+        before = _shown(child)
         child.link_name = link.link_name
         child.link_number = link.link_number
         child.description = link.link_description or ""
         child.permissions = _merged(child.permissions, link.permissions)
-        self._touch(child)
+        if _shown(child) != before:
+            self._touch(child)
         self._set_inventory(child, link.inventory)
         return child
 
@@ -538,7 +548,8 @@ class Tree:
             if item.content is not None and item.content_valid:
                 item.content_valid = False
                 self._on_stale(item)
-            self._on_invalidate(InodeChanged(item.inode, data=False))
+                # Its size may change: the kernel's copy goes (one never fetched was never cached).
+                self._on_invalidate(InodeChanged(item.inode, data=False))
         if relayout:
             self.relayout(folder)
 
