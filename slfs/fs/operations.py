@@ -446,7 +446,11 @@ class Operations(pyfuse3.Operations):
             return os.pread(h.fd, size, off)
         if isinstance(node, Item) and node.local is not None:
             return bytes(node.local[off : off + size])
-        if isinstance(node, Item) and h.writable:
+        if isinstance(node, Item) and (h.writable or (node.content_valid and node.content is not None)):
+            # The kernel keeps one page cache per inode: a handle opened before the content changed
+            # must not serve its old copy after the change's invalidation, or the stale pages it
+            # brings back outlive every later open (keep_cache). Like a local file, it reads what
+            # the file holds now; its own copy only while the new content is still on its way.
             return (node.content or b"")[off : off + size]
         if isinstance(node, Scratch):
             return bytes(node.data[off : off + size])

@@ -246,3 +246,20 @@ async def test_a_read_cut_by_a_drop_is_asked_again(tmp_path: Path, monkeypatch: 
         assert got == [NOTE_TEXT.encode()]
         # Asked again after the reconnect (older viewers' object.list may then cause a refetch).
         assert calls(fs, "object.content.get") >= 2
+
+
+async def test_a_handle_opened_before_a_change_reads_the_new_content(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                      version: int) -> None:
+    """One page cache per inode: a reader that opened before the viewer's change and reads after
+    its invalidation must not bring the old pages back (every later keep_cache open would see them)."""
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+        fh = await fs.open("Box/Note")
+        assert await fs.ops.read(fh, 0, 4096) == NOTE_TEXT.encode()
+        node = fs.ws.tree.by_uuid[NOTE]
+        assert isinstance(node, Item)
+        seen = node.generation
+        await fs.sim.set_content(NOTE, "changed in-world\n")
+        assert await fs.ws.wait_for_world(lambda: node.generation != seen, 5)
+        assert await fs.read_file("Box/Note") == b"changed in-world\n"  # a new open has the new content
+        assert await fs.ops.read(fh, 0, 4096) == b"changed in-world\n"
+        await fs.close(fh)
