@@ -64,6 +64,11 @@ def add_verb_parsers(sub: Any) -> None:
     _common(p)
     p.add_argument("path", nargs="?", metavar="PATH")
 
+    p = sub.add_parser("build", help="expand and save again the preprocessed scripts under PATH (after an "
+                       "include changed); exit 1 when any failed or has compile errors")
+    _common(p)
+    p.add_argument("paths", nargs="+", metavar="PATH")
+
     for verb, what in (("run", "start scripts and wait for the viewer to confirm"),
                        ("stop", "stop scripts and wait for the viewer to confirm"),
                        ("reset", "reset scripts")):
@@ -109,7 +114,7 @@ def add_verb_parsers(sub: Any) -> None:
     p.add_argument("uri", metavar="URI")
 
 
-VERBS = ("status", "stats", "diag", "run", "stop", "reset", "events", "open", "close", *VIEWER_VERBS,
+VERBS = ("status", "stats", "diag", "build", "run", "stop", "reset", "events", "open", "close", *VIEWER_VERBS,
          "recompile", "exec", "commands", "open-uri")
 
 
@@ -198,6 +203,41 @@ def cmd_diag(args: argparse.Namespace) -> int:
             print(f"slfs: {note}", file=sys.stderr)
     # A failed compile fails the build even when the viewer sent no error-level line.
     return 1 if errors or failed else 0
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    results: list[dict[str, Any]] = []
+    entry = find_mount(args.mount, args.paths[0])
+    with connect(entry) as c:
+        for path in args.paths:
+            try:
+                # No deadline: each save waits for the viewer's compile, and a folder may hold many.
+                results += c.request("build", _timeout=None, path=mount_path(entry, path))["results"]
+            except ControlError as exc:
+                if exc.code in ("ECONNRESET", "ESHUTDOWN"):
+                    raise
+                results.append({"path": path, "status": "failed", "error": exc.message, "code": exc.code})
+    bad = [r for r in results if r["status"] == "failed" or r.get("compiled") is False]
+    if args.json:
+        _emit_json({"results": results, "failed": len(bad)})
+        return 1 if bad else 0
+    for r in results:
+        print(_build_line(r))
+        for d in r.get("diagnostics", []):
+            print(f"{d['path']}:{d['row']}:{d['column']}: {d['level']}: {d['message']}")
+    sys.stdout.flush()
+    return 1 if bad else 0
+
+
+def _build_line(r: dict[str, Any]) -> str:
+    status = r["status"]
+    if status == "failed":
+        return f"{r['path']}: failed: {r.get('error', '')}"
+    if status == "plain":
+        return f"{r['path']}: not a preprocessed source; nothing to build"
+    if status == "saved":
+        return f"{r['path']}: saved, {'compiled' if r.get('compiled', True) else 'compile failed'}"
+    return f"{r['path']}: unchanged"
 
 
 def _per_file(args: argparse.Namespace, kind: str, show: Callable[[dict[str, Any]], str]) -> int:
@@ -483,6 +523,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "status": cmd_status,
     "stats": cmd_stats,
     "diag": cmd_diag,
+    "build": cmd_build,
     "run": cmd_run_stop,
     "stop": cmd_run_stop,
     "reset": cmd_reset,

@@ -27,6 +27,7 @@ from .model.options import Options
 from .model.overlay import Overlay
 from .model.scripts import Scripts
 from .model.services import Service
+from .model.sources import Sources
 from .model.syntax import SyntaxFiles
 from .model.workspace import Workspace
 from .model.writes import Writer
@@ -123,7 +124,7 @@ def build_services(mountpoint: str, host: str, port: int, options: Options, *, e
     events = EventLog(paths.state_dir() / f"events-{paths.mount_key(mountpoint)}.jsonl" if event_log else None)
     syntax = SyntaxFiles(ws)
     overlay = Overlay(ws.tree)
-    writer = Writer(ws, overlay, Keeper())
+    writer = Writer(ws, overlay, Keeper(), Sources(ws, overlay))
     scripts = Scripts(ws)
     control = Control(ws, events, syntax, scripts)
     ops = Operations(ws, writer, overlay, control)
@@ -142,7 +143,7 @@ class Daemon:
         svc = build_services(self.mountpoint, host, port, options)
         self.ws, self.events, self.syntax, self.writer, self.ops = svc.ws, svc.events, svc.syntax, svc.writer, svc.ops
         self.socket_path = paths.control_socket_path(mountpoint)
-        self.control_server = ControlServer(self.ws, svc.scripts, self.events, self.socket_path)
+        self.control_server = ControlServer(self.ws, svc.scripts, svc.writer, self.events, self.socket_path)
         self.extensions: list[Callable[[trio.Nursery], Awaitable[None]]] = []
         self._exit_prepared = False
 

@@ -6,7 +6,7 @@ _slfs() {
     COMPREPLY=()
     cur=${COMP_WORDS[COMP_CWORD]}
     prev=${COMP_WORDS[COMP_CWORD-1]}
-    local verbs="mount umount demo sim status stats diag run stop reset events open close teleport focus
+    local verbs="mount umount demo sim status stats diag build run stop reset events open close teleport focus
         save-back reset-all recompile exec commands open-uri"
     local opts="prefetch= attr_timeout= delete_grace= vm= save_retries= shutdown_grace= open_cmd=
         allow_other allow_root default_permissions ro rw noatime auto_unmount"
@@ -59,7 +59,7 @@ _slfs() {
     case $verb in
         mount|umount|demo|status|stats|close|teleport|focus|save-back|reset-all|recompile)
             COMPREPLY=($(compgen -d -- "$cur")) ;;
-        diag|run|stop|reset)
+        diag|build|run|stop|reset)
             COMPREPLY=($(compgen -f -- "$cur")) ;;
         *) ;;
     esac

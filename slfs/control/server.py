@@ -35,6 +35,7 @@ from ..model.events import EventLog
 from ..model.scripts import Scripts
 from ..model.tree import ROOT_INODE, Folder, Item, Node
 from ..model.workspace import Workspace
+from ..model.writes import Writer
 from ..protocol.types import VIEWER_COMMANDS, CommandExecuteParams, ObjectRequestParams, ObjectUnpublishParams
 from ..stats import STATS
 
@@ -48,16 +49,18 @@ Handler = Callable[[dict[str, Any]], Awaitable[Any]]
 
 
 class ControlServer:
-    def __init__(self, ws: Workspace, scripts: Scripts, events: EventLog, socket_path: str) -> None:
+    def __init__(self, ws: Workspace, scripts: Scripts, writer: Writer, events: EventLog, socket_path: str) -> None:
         self.ws = ws
         self.tree = ws.tree
         self.scripts = scripts  # state changes and diagnostics are the model's
+        self.writer = writer  # and so are builds
         self.events = events
         self.socket_path = socket_path
         self.commands: dict[str, Handler] = {
             "status": self._status,
             "stats": self._stats,
             "diag": self._diag,
+            "build": self._build,
             "run": lambda p: self._set_state(p, "run"),
             "stop": lambda p: self._set_state(p, "stop"),
             "reset": lambda p: self._set_state(p, "reset"),
@@ -269,13 +272,7 @@ class ControlServer:
 
     async def _diag(self, p: dict[str, Any]) -> Any:
         node = self.resolve(p.get("path") or self.ws.mountpoint)
-        items: list[Item] = []
-        if isinstance(node, Item):
-            items = [node]
-        else:
-            prefix = self.tree.path_of(node)
-            items = [i for i in self.tree.iter_items()
-                     if not prefix or self.tree.path_of(i).startswith(prefix + "/")]
+        items = [node] if isinstance(node, Item) else self._items_under(node)
         files = []
         diagnostics: list[dict[str, Any]] = []
         for item in items:
@@ -287,6 +284,35 @@ class ControlServer:
             files.append({"path": self.scripts.abspath(item), "compiled": report.compiled, "at": report.at,
                           "note": report.note, "source": report.source})
         return {"diagnostics": diagnostics, "files": files}
+
+    def _items_under(self, node: Node) -> list[Item]:
+        prefix = self.tree.path_of(node)
+        return [i for i in self.tree.iter_items() if not prefix or self.tree.path_of(i).startswith(prefix + "/")]
+
+    async def _build(self, p: dict[str, Any]) -> Any:
+        """`slfs build`: every script under the path that is a built source, expanded and saved
+        again unless its expansion is what is in-world already."""
+        node = self.resolve(p.get("path") or self.ws.mountpoint)
+        named = isinstance(node, Item)
+        if isinstance(node, Item) and not node.is_script:
+            raise FsError(errno.EINVAL, f"{p.get('path')}: not a script")
+        items = [node] if isinstance(node, Item) else [i for i in self._items_under(node) if i.is_script and i.readable]
+        results: list[dict[str, Any]] = []
+        for item in items:
+            entry: dict[str, Any] = {"path": self.scripts.abspath(item)}
+            try:
+                entry["status"] = await self.writer.rebuild(item)
+            except FsError as exc:
+                entry.update(status="failed", error=exc.message, code=errno.errorcode.get(exc.errno, "EIO"))
+            if entry["status"] == "plain" and not named:
+                continue  # not a built source: nothing to say about it
+            report = self.ws.compiles.get(item.uuid)
+            if entry["status"] in ("saved", "failed") and report is not None:
+                entry["compiled"] = report.compiled
+                entry["diagnostics"] = self.scripts.diagnostics_of(item)
+                entry["includes"] = list(report.includes)
+            results.append(entry)
+        return {"results": results}
 
     async def _set_state(self, p: dict[str, Any], word: str) -> Any:
         item = self._item(p.get("path"))

@@ -108,6 +108,8 @@ class Attributes:
                 out["embedded_items"] = str(node.embedded_items)
             if info.revision is not None:
                 out["revision"] = str(info.revision)
+            if node.inworld is not None:
+                out["preprocessed"] = "1"  # shown through its envelope (.slfs/F.inworld has the text)
             if node.is_script:
                 out["vm"] = info.vm or ""
                 out["running"] = "1" if info.running else "0"

@@ -2,7 +2,7 @@
 
 `.slfs` is never listed (so ls -a, find, grep -r, cp -r and git never see it) but resolves by
 explicit path. At the mount root it holds `status`, `stats`, `by-id/`, `diagnostics`, `events` and
-`syntax/`; in every folder it holds sidecars per item file (`F.diag`; scripts also `F.state` and
+`syntax/`; in every folder it holds sidecars per item file (`F.diag`, `F.inworld`; scripts also `F.state` and
 `F.log`).
 """
 
@@ -41,6 +41,8 @@ class Virtual:
     lookups: int = 0
     # Growing files (events, logs) bypass the page cache so tail -f sees new lines.
     direct_io: bool = False
+    # Awaited by open() before render(): what the file shows may need a fetch first.
+    prepare: Callable[[], Awaitable[None]] | None = None
 
 
 class Control:
@@ -55,6 +57,7 @@ class Control:
             "diag": self._diag_node,
             "state": self._state_node,
             "log": self._log_node,
+            "inworld": self._inworld_node,
         }
         self.root_files: dict[str, Callable[[int], Virtual]] = {
             "status": lambda parent: self._file(parent, "status", self._render_status),
@@ -173,6 +176,19 @@ class Control:
         return self._file(vdir.inode, f"{file_name}.state",
                           lambda: (self.state_word(self._item_named(vdir, file_name)) + "\n").encode(),
                           direct_io=True, writer=write_state)
+
+    def _inworld_node(self, vdir: Virtual, file_name: str, item: Item) -> Virtual:
+        """The text as stored in-world, envelope included (read-only, every item)."""
+        def render() -> bytes:
+            node = self._item_named(vdir, file_name)
+            return node.inworld if node.inworld is not None else node.content or b""
+
+        async def fetch() -> None:
+            await self.ws.read_content(self._item_named(vdir, file_name))
+
+        node = self._file(vdir.inode, f"{file_name}.inworld", render, direct_io=True)
+        node.prepare = fetch
+        return node
 
     def _log_node(self, vdir: Virtual, file_name: str, item: Item) -> Virtual | None:
         if not item.is_script:

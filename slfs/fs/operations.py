@@ -397,6 +397,8 @@ class Operations(pyfuse3.Operations):
                 raise FsError(errno.EINVAL, "")
             if wants_write and node.writer is None:
                 raise FsError(errno.EACCES, f"{node.name} is read-only")
+            if node.prepare is not None and not wants_write:
+                await node.prepare()
             data = node.render() if node.render is not None and not wants_write else b""
             self._handles[fh] = Handle(node.inode, data, writable=wants_write)
             return pyfuse3.FileInfo(fh=fh, direct_io=node.direct_io or wants_write, keep_cache=False)

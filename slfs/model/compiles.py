@@ -14,6 +14,14 @@ from ..protocol.types import Diagnostic
 
 
 @attrs.frozen
+class Place:
+    """A file and row a diagnostic belongs to: a mount path, or a local include's path."""
+
+    path: str
+    row: int
+
+
+@attrs.frozen
 class CompileReport:
     """The answer of the last compile of a script in this session."""
 
@@ -22,6 +30,14 @@ class CompileReport:
     at: float
     note: str = ""  # what a failed compile means in-world
     source: str = "slfs"  # who saved: "slfs" (through the mount) or "viewer" (its own editor)
+    # A built source: where each diagnostic's row came from (same order; None: the script's own
+    # in-world row), and the include files the build used.
+    places: tuple[Place | None, ...] = ()
+    preprocessed: bool = False
+    includes: tuple[str, ...] = ()
+
+    def place_of(self, index: int) -> Place | None:
+        return self.places[index] if index < len(self.places) else None
 
 
 def failure_report(message: str, note: str = "") -> CompileReport:
@@ -38,6 +54,15 @@ def has_nul(diagnostics: Any) -> bool:
 
 
 def event_fields(report: CompileReport) -> dict[str, Any]:
-    return {"compiled": report.compiled, "note": report.note, "source": report.source,
-            "diagnostics": [{"row": d.row, "column": d.column, "level": d.level, "message": d.message}
-                            for d in report.diagnostics]}
+    out: dict[str, Any] = {
+        "compiled": report.compiled, "note": report.note, "source": report.source,
+        "diagnostics": [{"row": d.row, "column": d.column, "level": d.level, "message": d.message}
+                        for d in report.diagnostics],
+        "preprocessed": report.preprocessed,
+    }
+    if report.preprocessed:
+        out["includes"] = list(report.includes)
+        out["diagnostics"] = [{**d, "path": p.path, "row": p.row} if p is not None else d
+                              for d, p in zip(out["diagnostics"], (report.place_of(i) for i in
+                                                                    range(len(report.diagnostics))), strict=True)]
+    return out

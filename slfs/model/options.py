@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import attrs
 
 VM_CHOICES = ("mono", "lsl2", "luau")
@@ -19,6 +21,12 @@ class Options:
     reconnect_wait: float = 5.0  # how long after a drop a call waits for the session to come back
     allow_remote_viewer: bool = False  # --host other than loopback (the viewer is then not vetted)
     fuse: tuple[str, ...] = ()  # options passed through to the kernel (allow_other, ...)
+    # The preprocessor: Firestorm's lazy lists and switch statements (on by default, as there), and
+    # the include directories searched after the including file's folder (None: the default,
+    # $XDG_DATA_HOME/slfs/include when it exists).
+    lazy_lists: bool = True
+    switch: bool = True
+    include: tuple[str, ...] | None = None
 
 
 _FLOAT = {"delete_grace", "attr_timeout", "shutdown_grace", "reconnect_wait"}
@@ -55,6 +63,14 @@ def parse_options(items: list[str]) -> Options:
                 if sep:
                     raise ValueError("-o allow_remote_viewer takes no value")
                 kw["allow_remote_viewer"] = True
+            elif name in ("lazy_lists", "switch"):
+                if value not in ("0", "1"):
+                    raise ValueError(f"-o {name} takes 0 or 1, got {value!r}")
+                kw[name] = value == "1"
+            elif name == "include":
+                # Parsed where `slfs mount` runs, so `~` and relative directories mean what they
+                # mean to the user typing them.
+                kw["include"] = tuple(os.path.abspath(os.path.expanduser(d)) for d in value.split(":") if d)
             elif name in _PASSTHROUGH:
                 fuse.append(opt)
             else:

@@ -48,5 +48,11 @@ class Scripts:
         report = self.ws.compiles.get(item.uuid)
         if report is None:
             return []
-        return [{"path": self.abspath(item), "row": d.row, "column": d.column, "level": d.level.lower(),
-                 "message": " ".join(d.message.split())} for d in report.diagnostics]
+        out: list[dict[str, object]] = []
+        for i, d in enumerate(report.diagnostics):
+            # A built source's diagnostics name the source or include line that produced the row.
+            place = report.place_of(i)
+            path, row = (place.path, place.row) if place is not None else (self.abspath(item), d.row)
+            out.append({"path": path, "row": row, "column": d.column, "level": d.level.lower(),
+                        "message": " ".join(d.message.split())})
+        return out

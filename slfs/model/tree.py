@@ -110,6 +110,9 @@ class Item(Node):
     # Notecards: how many inventory items the viewer says it embeds (None until fetched). Saving its
     # text would lose them, so such a notecard is read-only.
     embedded_items: int | None = None
+    # Scripts kept in an envelope (the preprocessor's): the text as stored in-world, while
+    # `content` holds the source inside it. None when the file shows the in-world text as it is.
+    inworld: bytes | None = None
     # Until this time.monotonic(), the next inventory update is the echo of our own save.
     expect_own_update: float = 0.0
     # Local edits not yet stored in-world (shared by every open handle, as on a local disk) and

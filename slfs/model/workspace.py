@@ -35,6 +35,7 @@ from ..protocol.types import (
     SyntaxChange,
 )
 from ..session import CONNECTED, NotConnected, SessionInfo, ViewerSession
+from ..sources import envelope
 from .compiles import CompileReport, event_fields, has_nul
 from .errors import FsError, from_rpc, region_down, transient_read_error
 from .invalidations import PendingInvalidations
@@ -387,8 +388,12 @@ class Workspace:
         if item.info.type == "notecard":
             self.set_embedded_items(item, res.embedded_items or 0)
         current = generation == item.generation
-        self.set_content(item, res.content.encode("utf-8", "replace"), valid=current,
-                         revision=revision if current else None)
+        # A script kept in an envelope (Firestorm's preprocessor) is shown as the source inside it.
+        unwrapped = envelope.unwrap(res.content) if item.is_script else None
+        shown = unwrapped.source if unwrapped is not None else res.content
+        self.set_content(item, shown.encode("utf-8", "replace"), valid=current,
+                         revision=revision if current else None,
+                         inworld=res.content.encode("utf-8", "replace") if unwrapped is not None else None)
 
     def set_embedded_items(self, item: Item, count: int) -> None:
         """What the viewer says the notecard embeds: more than none makes it read-only (mode 0444)."""
@@ -396,11 +401,14 @@ class Workspace:
             item.embedded_items = count
             self.tree.invalidate_item(item, data=False)
 
-    def set_content(self, item: Item, data: bytes, *, valid: bool, revision: int | None = None) -> None:
-        """Record content (of `revision`, by default the item's current one); mtime moves only when
+    def set_content(self, item: Item, data: bytes, *, valid: bool, revision: int | None = None,
+                    inworld: bytes | None = None) -> None:
+        """Record content (of `revision`, by default the item's current one) as the file shows it,
+        and, for a script kept in an envelope, the text as stored in-world; mtime moves only when
         the bytes differ from what was known before."""
         changed = item.content is not None and item.content != data
         item.content = data
+        item.inworld = inworld
         item.content_valid = valid
         item.content_revision = revision if revision is not None or not valid else item.info.revision
         if changed:

@@ -48,6 +48,7 @@ from .errors import FsError, region_down, transient_save_error
 from .keep import RECOVERY, TRASH, Keeper
 from .naming_rules import RemoteName, is_local_name, parse_remote_name, size_limit
 from .overlay import Overlay
+from .sources import Build, Sources
 from .tree import Folder, Item, Local, Node, Scratch
 from .workspace import Workspace
 
@@ -71,11 +72,12 @@ def _resize(buf: bytearray, size: int) -> None:
 
 
 class Writer:
-    def __init__(self, ws: Workspace, overlay: Overlay, keeper: Keeper) -> None:
+    def __init__(self, ws: Workspace, overlay: Overlay, keeper: Keeper, sources: Sources) -> None:
         self.ws = ws
         self.tree = ws.tree
         self.overlay = overlay
         self.keeper = keeper
+        self.sources = sources
         self.pending_saves = 0
         self._create_locks: defaultdict[str, trio.Lock] = defaultdict(trio.Lock)
         self._save_locks: defaultdict[str, trio.Lock] = defaultdict(trio.Lock)
@@ -146,12 +148,21 @@ class Writer:
             finally:
                 self._end()
 
-    async def _save(self, item: Item, data: bytes, path: str) -> None:
+    async def _save(self, item: Item, data: bytes, path: str, *, build: Build | None = None) -> None:
         self.check_size(item.info.type, len(data), path)
         text = self._decode(data, path)
+        if build is None and item.is_script:
+            if self._shown_unchanged(item, data, text):
+                # An editor's :w without a change, a cp of the same source: no needless
+                # recompile, no new //last_compiled.
+                item.local, item.dirty = None, False
+                log.info("%s: the source is what the file shows; nothing to save", path)
+                return
+            build = await self.sources.build(item, text, path)  # awaits: includes may be fetched
         await self._check_conflict(item, data, path)
         assert item.folder is not None
-        params = ContentSaveParams(prim_id=item.folder.uuid, item_id=item.uuid, content=text)
+        inworld = build.inworld if build is not None else text
+        params = ContentSaveParams(prim_id=item.folder.uuid, item_id=item.uuid, content=inworld)
         # The viewer answers our save with an inventory update that says nothing of whose change
         # it was; the first one after our save is ours, and must not make the file look stale.
         item.expect_own_update = time.monotonic() + OWN_UPDATE_WINDOW
@@ -180,11 +191,42 @@ class Writer:
         if item.local is not None and bytes(item.local) == data:
             item.local = None
             item.dirty = False
-        self.ws.set_content(item, data, valid=True)
+        self.ws.set_content(item, data, valid=True, inworld=inworld.encode("utf-8") if build is not None else None)
         item.take_base(data)
         if item.is_script:
-            self._record_compile(item, res, path)
-        log.info("saved %s (%d bytes)", path, len(data))
+            self._record_compile(item, res, path, build)
+        if build is not None:
+            log.info("saved %s (%d bytes of source, %d in-world)", path, len(data), len(inworld.encode()))
+        else:
+            log.info("saved %s (%d bytes)", path, len(data))
+
+    def _shown_unchanged(self, item: Item, data: bytes, text: str) -> bool:
+        """A source the file shows already, of a script that is built (so saving it again would
+        only recompile the same expansion)."""
+        return (item.content_valid and item.content == data and item.base == data
+                and (item.inworld is not None or self.sources.wants_build(item, text)))
+
+    async def rebuild(self, item: Item) -> str:
+        """`slfs build`: expand the item's source again and save it when the build differs from
+        what is in-world. Returns "saved", "unchanged" or "plain" (not a built source)."""
+        async with self._save_locks[item.uuid]:
+            if item.local is not None and item.dirty:
+                raise FsError(errno.EBUSY, f"{self.tree.path_of(item)}: has unsaved writes; save or close it first")
+            path = self.tree.path_of(item)
+            data = await self.ws.read_content(item)
+            text = self._decode(data, path)
+            build = await self.sources.build(item, text, path)
+            if build is None:
+                return "plain"
+            if self.sources.unchanged(item, build):
+                return "unchanged"
+            item.take_base(data)
+            self._begin()
+            try:
+                await self._save(item, data, path, build=build)
+            finally:
+                self._end()
+            return "saved"
 
     def _garbled_compile(self, item: Item, path: str, message: str) -> None:
         """A save answered without a usable verdict: `F.diag` says what the viewer said, the local
@@ -242,7 +284,7 @@ class Writer:
         return await self.ws.call(what, method, params, result_type, retries=self.ws.options.save_retries,
                                   transient=transient_save_error)
 
-    def _record_compile(self, item: Item, res: ContentSaveResponse, path: str) -> None:
+    def _record_compile(self, item: Item, res: ContentSaveResponse, path: str, build: Build | None) -> None:
         compiled = res.compiled is not False
         if compiled:
             self._never_compiled.discard(item.uuid)
@@ -251,7 +293,13 @@ class Writer:
             note = "the script has never compiled, so nothing of it runs"
         else:
             note = "the previously compiled version keeps running"
-        report = CompileReport(compiled=compiled, diagnostics=tuple(res.diagnostics or ()), at=time.time(), note=note)
+        diagnostics = tuple(res.diagnostics or ())
+        if build is None:
+            report = CompileReport(compiled=compiled, diagnostics=diagnostics, at=time.time(), note=note)
+        else:
+            report = CompileReport(compiled=compiled, diagnostics=diagnostics, at=time.time(), note=note,
+                                   places=tuple(build.place_of(d.row) for d in diagnostics), preprocessed=True,
+                                   includes=build.expansion.includes)
         self.ws.record_compile(item, report, path)
 
     # --- open files of items --------------------------------------------------------------

@@ -1,0 +1,251 @@
+"""Scripts as sources: what the mount shows of a script kept in an envelope, and the build that
+goes in-world when a source uses the preprocessor.
+
+A script whose in-world text is an envelope (Firestorm's, Alchemy's) is shown as the source inside
+it; `Item.inworld` keeps the text as stored. A source is built (expanded, then wrapped in a new
+envelope) when the item was already shown through its envelope or when the source uses the
+preprocessor: an LSL directive line, or a Luau `require` that resolves. `//fspreprocessor off`
+turns that off for a script (Firestorm's switch).
+
+Includes are found through the model, never through the mount (that would deadlock): the including
+file's folder as the mount shows it (the prim's items under their file names, then its local
+overlay files), then the `include` directories. The expansion runs in a worker thread; it asks
+for each include through `trio.from_thread.run`, so an item not fetched yet is fetched as for a read.
+"""
+
+from __future__ import annotations
+
+import datetime
+import errno
+import logging
+import os
+import posixpath
+import time
+from typing import Any
+
+import attrs
+import trio
+
+from .. import __version__, paths
+from ..protocol.types import Diagnostic
+from ..sources import AgentMacros, Expansion, PreprocessError, Source, detect, envelope
+from .compiles import CompileReport, Place
+from .errors import FsError
+from .overlay import Overlay
+from .tree import Folder, Item
+from .workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+SCRIPT_LIMIT = 262_144  # bytes of a script asset, envelope included
+PROGRAM = f"slfs {__version__}"
+
+
+@attrs.frozen
+class Build:
+    """A source made ready for in-world: the text to store, its expansion, and the in-world row
+    where the expansion starts (diagnostics count rows of the in-world text)."""
+
+    inworld: str
+    expansion: Expansion
+    expansion_row: int
+
+    def place_of(self, row: int) -> Place | None:
+        origin = self.expansion.origin_of(row - self.expansion_row + 1)
+        return Place(origin.path, origin.row) if origin is not None else None
+
+
+class Sources:
+    def __init__(self, ws: Workspace, overlay: Overlay) -> None:
+        self.ws = ws
+        self.tree = ws.tree
+        self.overlay = overlay
+        self.options = ws.options
+
+    # --- where includes come from --------------------------------------------------------
+
+    def include_dirs(self) -> list[str]:
+        if self.options.include is not None:
+            return list(self.options.include)
+        default = paths.data_dir() / "include"
+        return [str(default)] if default.is_dir() else []
+
+    def abspath(self, tree_path: str) -> str:
+        return posixpath.join(self.ws.mountpoint or "/", tree_path)
+
+    def _tree_path(self, abspath: str) -> str | None:
+        """The tree path of a mount path, None for a local path."""
+        mnt = (self.ws.mountpoint or "/").rstrip("/") + "/"
+        return abspath[len(mnt):] if abspath.startswith(mnt) else None
+
+    def _folder_of(self, tree_path: str) -> Folder | None:
+        """The folder shown at `tree_path`'s parent directory."""
+        node: Any = self.tree.root
+        for part in filter(None, posixpath.dirname(tree_path).split("/")):
+            node = node.entries.get(part) if isinstance(node, Folder) else None
+            if not isinstance(node, Folder):
+                return None
+        return node if isinstance(node, Folder) else None
+
+    def searched(self, name: str, including: str, angle: bool) -> list[str]:
+        places = [] if angle else [posixpath.dirname(including)]
+        return places + self.include_dirs()
+
+    async def find(self, name: str, including: str, angle: bool) -> Source | None:
+        if not angle:
+            tree_path = self._tree_path(including)
+            if tree_path is not None:
+                folder = self._folder_of(tree_path)
+                found = await self._in_folder(folder, name) if folder is not None else None
+            else:
+                found = await _local(posixpath.join(posixpath.dirname(including), name))
+            if found is not None:
+                return found
+        for directory in self.include_dirs():
+            found = await _local(os.path.join(directory, name))
+            if found is not None:
+                return found
+        return None
+
+    async def _in_folder(self, folder: Folder, name: str) -> Source | None:
+        """`name` (maybe with subdirectories) under a prim's folder: its items and child prims as
+        the mount names them, then its local overlay."""
+        parts = [p for p in name.split("/") if p not in ("", ".")]
+        node: Folder = folder
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            if part == "..":
+                if node.parent is None:
+                    return None
+                node = node.parent
+                continue
+            child = node.entries.get(part)
+            if last and isinstance(child, Item):
+                text = (await self.ws.read_content(child)).decode("utf-8", "replace")
+                return Source(path=self.abspath(self.tree.path_of(child)), text=text, key=child.uuid)
+            if not last and isinstance(child, Folder):
+                node = child
+                continue
+            base = self.overlay.dir_of(node)
+            if base is None:
+                return None
+            rest = "/".join(parts[i:])
+            local = await _local(os.path.join(base, rest))
+            if local is None:
+                return None
+            shown = self.abspath(posixpath.join(self.tree.path_of(node), rest))
+            return Source(path=shown, text=local.text, key=local.path)
+        return None
+
+    # --- building ------------------------------------------------------------------------
+
+    def wants_build(self, item: Item, source: str) -> bool:
+        """Whether a source written to `item` goes in-world as envelope + expansion (Luau: when
+        its requires resolve, decided while expanding)."""
+        if not item.is_script or detect.preprocessor_off(source):
+            return False
+        return item.inworld is not None or item.info.is_luau or detect.has_directive(source)
+
+    async def build(self, item: Item, source: str, tree_path: str) -> Build | None:
+        """The in-world text for `source`, or None when it is saved verbatim. A source that cannot
+        be expanded records its diagnostic (F.diag) and raises FsError(EIO)."""
+        if not self.wants_build(item, source):
+            return None
+        main = self.abspath(tree_path)
+        token = trio.lowlevel.current_trio_token()
+        resolver = _ThreadResolver(self, token)
+        luau = item.info.is_luau
+        enveloped = item.inworld is not None
+        info = self.ws.info
+        macros = AgentMacros(agent_id=info.agent_id, agent_name=info.agent_name) if info else AgentMacros()
+        now = datetime.datetime.now(datetime.UTC)
+
+        def expand() -> Expansion | None:
+            if luau:
+                from ..sources import luau as luau_sources
+                if not enveloped and not luau_sources.resolvable_requires(source, main, resolver):
+                    return None
+                return luau_sources.expand_luau(source, main, resolver)
+            from ..sources.lsl import expand_lsl
+            return expand_lsl(source, main, resolver, macros=macros, lazy_lists=self.options.lazy_lists,
+                              switch=self.options.switch, now=now)
+
+        try:
+            expansion = await trio.to_thread.run_sync(expand)
+        except PreprocessError as exc:
+            self._fail(item, tree_path, Place(exc.path, exc.row), exc.col, exc.message)
+            raise FsError(errno.EIO, f"{tree_path}: {exc}") from None
+        except _ResolveFailed as exc:
+            raise exc.error from None
+        if expansion is None:
+            return None
+        if luau:
+            text = envelope.wrap_luau(source, expansion.text, program=PROGRAM, when=now)
+        else:
+            target = item.info.vm or self.options.vm
+            text = envelope.wrap_lsl(source, expansion.text, program=PROGRAM, when=now, target=target)
+        unwrapped = envelope.unwrap(text)
+        assert unwrapped is not None and unwrapped.source == source  # the round trip holds
+        size = len(text.encode("utf-8"))
+        if size > SCRIPT_LIMIT:
+            self._fail(item, tree_path, Place(main, 1), 1,
+                       f"the in-world text is {size} bytes (envelope and expansion); scripts hold at most "
+                       f"{SCRIPT_LIMIT} bytes")
+            raise FsError(errno.EFBIG, f"{tree_path}: in-world text of {size} bytes exceeds {SCRIPT_LIMIT}")
+        return Build(inworld=text, expansion=expansion, expansion_row=unwrapped.expansion_row)
+
+    def unchanged(self, item: Item, build: Build) -> bool:
+        """Whether `build` would store what is in-world already (source and expansion alike)."""
+        inworld = item.inworld.decode("utf-8", "replace") if item.inworld is not None else None
+        now = envelope.unwrap(inworld) if inworld is not None else None
+        new = envelope.unwrap(build.inworld)
+        return now is not None and new is not None and (now.source, now.expansion) == (new.source, new.expansion)
+
+    def _fail(self, item: Item, tree_path: str, place: Place, col: int, message: str) -> None:
+        report = CompileReport(compiled=False, diagnostics=(Diagnostic(row=place.row, column=col, level="ERROR",
+                                                                       message=message),),
+                               at=time.time(), note="not saved: the source could not be built",
+                               places=(place,), preprocessed=True)
+        self.ws.record_compile(item, report, tree_path)
+
+
+class _ResolveFailed(Exception):
+    """An include's content could not be read (the viewer is gone, a permission): the save fails
+    with that error, not with a misleading "not found"."""
+
+    def __init__(self, error: FsError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+@attrs.define
+class _ThreadResolver:
+    """The expansion's resolver, called from its worker thread: each call runs in trio."""
+
+    sources: Sources
+    token: trio.lowlevel.TrioToken
+
+    def find(self, name: str, including: str, angle: bool) -> Source | None:
+        async def find() -> Source | None:
+            try:
+                return await self.sources.find(name, including, angle)
+            except FsError as exc:
+                raise _ResolveFailed(exc) from None
+        return trio.from_thread.run(find, trio_token=self.token)
+
+    def searched(self, name: str, including: str, angle: bool) -> list[str]:
+        return self.sources.searched(name, including, angle)
+
+
+async def _local(path: str) -> Source | None:
+    """A regular file of the local file system (an include directory, an overlay file)."""
+    def read() -> str | None:
+        try:
+            with open(path, "rb") as f:
+                return f.read().decode("utf-8", "replace")
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError):
+            return None
+    if not os.path.isfile(path):
+        return None
+    text = await trio.to_thread.run_sync(read)
+    return Source(path=os.path.abspath(path), text=text) if text is not None else None
