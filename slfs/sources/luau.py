@@ -30,8 +30,6 @@ import attrs
 from slfs.sources import Expansion, Origin, PreprocessError, Resolver, Source
 
 TABLE = "__require_table"
-MAIN = "__require_main"
-_OPEN = f"local {TABLE}: {{ [number]: () -> any }} = {{}} local function {MAIN}(...) "
 _CLEAR = f"{TABLE} = nil :: any"
 # Extensions tried, in order, for a name written without one (the extension asks its host for
 # `luau` then `lua`).
@@ -277,39 +275,40 @@ class _Inliner:
 
 
 def expand_luau(source: str, path: str, resolver: Resolver) -> Expansion:
-    """`source` (the main file at `path`) with every module it requires inlined.
+    """`source` (the main file at `path`) with every module it requires inlined, laid out as the
+    VS Code extension lays it out: the module table and its numbered slots first, then the main
+    chunk (its requires now calls of their slots), then the table cleared. Hot comments (`--!`)
+    that open the main file stay first, where Luau reads them. Rows move; the origins say where
+    each line came from.
 
     Raises PreprocessError for a require that does not resolve and for a cycle. A source without
     requires comes back unchanged."""
     inliner = _Inliner(resolver)
     text, scan = inliner.rewrite(source, path, [(path, path)])
     lines = text.split("\n")
-    origins = [Origin(path, row) for row in range(1, len(lines) + 1)]
     if not inliner.modules:
-        return Expansion(text, tuple(origins))
-    # The main chunk's opener goes in front of its first token; the edits above kept offsets
-    # before the first require, and the first token is at or before it.
-    text = _edit(text, [(scan.first_code, scan.first_code, _OPEN)])
-    lines = text.split("\n")
+        return Expansion(text, tuple(Origin(path, row) for row in range(1, len(lines) + 1)))
     eol = "\r" if lines[0].endswith("\r") else ""
-    final_newline = lines[-1] == ""
-    if final_newline:
-        lines.pop()
-        origins.pop()
+    main = [(line, Origin(path, row)) for row, line in enumerate(lines, start=1)]
+    hot = 0
+    while hot < len(main) and main[hot][0].startswith("--!"):
+        hot += 1
     cause = Origin(path, scan.calls[0].row)
-    # (text, origin, generated); generated lines end as the main file's first line does, so that a
+    # (text, origin, generated): generated lines end as the main file's first line does, so a
     # "\r\n" file stays one.
-    tail: list[tuple[str, Origin, bool]] = [("end", cause, True)]
+    head: list[tuple[str, Origin, bool]] = [(f"local {TABLE}: {{ [number]: () -> any }} = {{}}", cause, True)]
     for slot, module in enumerate(inliner.modules, start=1):
-        tail.append((f"{TABLE}[{slot}] = (function()", module.cause, True))
-        tail.append((f'-- @line 1 "{module.source.path}"', module.cause, True))
-        tail.extend((line, Origin(module.source.path, row), False) for row, line in enumerate(module.lines, start=1))
-        tail.append(("end)", module.cause, True))
-    tail.append((f"{MAIN}(...)", cause, True))
-    tail.append((_CLEAR, cause, True))
+        head.append((f"{TABLE}[{slot}] = (function()", module.cause, True))
+        head.append((f'-- @line 1 "{module.source.path}"', module.cause, True))
+        head.extend((line, Origin(module.source.path, row), False) for row, line in enumerate(module.lines, start=1))
+        head.append(("end)", module.cause, True))
+    head.append((f'-- @line {hot + 1} "{path}"', cause, True))
+    final_newline = len(main) > hot and main[-1][0] == ""
+    body = main[hot:-1] if final_newline else main[hot:]
+    out = [(line, origin, False) for line, origin in main[:hot]] + head
+    out += [(line, origin, False) for line, origin in body]
+    out.append((_CLEAR, cause, True))
     if final_newline:
-        tail.append(("", cause, False))
-    for line, origin, generated in tail:
-        lines.append(line + eol if generated else line)
-        origins.append(origin)
-    return Expansion("\n".join(lines), tuple(origins), tuple(m.source.path for m in inliner.modules))
+        out.append(("", cause, False))
+    return Expansion("\n".join(line + eol if generated else line for line, _o, generated in out),
+                     tuple(origin for _l, origin, _g in out), tuple(m.source.path for m in inliner.modules))

@@ -78,51 +78,47 @@ def test_single_module_exact_text_and_origins() -> None:
     main = '-- main\nlocal v = require("m")\nprint(v)\n'
     e = expand_luau(main, "main.luau", resolver)
     assert e.text == (
-        "-- main\n"
-        "local __require_table: { [number]: () -> any } = {} local function __require_main(...) "
-        "local v = __require_table[1]()\n"
-        "print(v)\n"
-        "end\n"
+        "local __require_table: { [number]: () -> any } = {}\n"
         "__require_table[1] = (function()\n"
         '-- @line 1 "m.luau"\n'
         "local x = 42\n"
         "return x\n"
         "end)\n"
-        "__require_main(...)\n"
+        '-- @line 1 "main.luau"\n'
+        "-- main\n"
+        "local v = __require_table[1]()\n"
+        "print(v)\n"
         "__require_table = nil :: any\n"
     )
-    assert rows(e)[:3] == [
-        ("-- main", "main.luau", 1),
-        (e.text.split("\n")[1], "main.luau", 2),
-        ("print(v)", "main.luau", 3),
-    ]
-    assert e.origins[3:] == (
-        Origin("main.luau", 2),  # end
+    assert e.origins == (
+        Origin("main.luau", 2),  # the table
         Origin("main.luau", 2),  # slot
         Origin("main.luau", 2),  # @line
         Origin("m.luau", 1),
         Origin("m.luau", 2),
         Origin("main.luau", 2),  # end)
-        Origin("main.luau", 2),  # call of the main chunk
+        Origin("main.luau", 2),  # @line of the main chunk
+        Origin("main.luau", 1),
+        Origin("main.luau", 2),
+        Origin("main.luau", 3),
         Origin("main.luau", 2),  # clearing
         Origin("main.luau", 2),  # after the final newline
     )
     assert e.includes == ("m.luau",)
     assert resolver.asked == [("m.luau", "main.luau", False)]
 
-
-def test_main_lines_keep_their_rows() -> None:
+def test_every_main_line_maps_to_its_row() -> None:
     resolver = FakeResolver({"a.luau": "return 1\n" * 5, "b.luau": "return 2\n"})
     main = "\n".join(["--!strict", 'local a = require("a")', "", 'local b = require("b")', "print(a, b)"])
     e = expand_luau(main, "main.luau", resolver)
     out = e.text.split("\n")
-    for row, line in enumerate(main.split("\n"), start=1):
-        assert e.origin_of(row) == Origin("main.luau", row)
-        if "require" not in line:
-            assert out[row - 1] == line
+    shown = [(line, o.row) for line, o in zip(out, e.origins, strict=True) if o.path == "main.luau"
+             and not line.startswith(("local __require_table", "__require_table", "-- @line", "end)"))]
+    assert [row for _line, row in shown] == [1, 2, 3, 4, 5]
+    assert [line for line, _row in shown if "require" not in line] == ["--!strict", "", "print(a, b)"]
     assert out[0] == "--!strict"  # hot comments stay first
     assert out[1].startswith("local __require_table")
-
+    assert '-- @line 2 "main.luau"' in out
 
 def test_two_modules_get_numbered_slots_in_first_use_order() -> None:
     resolver = FakeResolver({"b.luau": "return 'b'", "a.luau": "return 'a'"})
@@ -238,30 +234,26 @@ def test_strings_and_comments_in_modules_are_untouched() -> None:
     assert module in e.text
 
 
-def test_the_opener_goes_after_leading_comments() -> None:
-    main = '--!strict\n--[[ a\nlong comment ]] local m = require("m")\n'
+def test_the_table_comes_after_hot_comments_only() -> None:
+    main = '--!strict\n--!nolint\n--[[ a\nlong comment ]] local m = require("m")\n'
     e = expand_luau(main, "main.luau", FakeResolver({"m.luau": "return 1"}))
-    assert e.text.split("\n")[:3] == [
-        "--!strict",
-        "--[[ a",
-        "long comment ]] local __require_table: { [number]: () -> any } = {} local function __require_main(...) "
-        "local m = __require_table[1]()",
-    ]
+    assert e.text.split("\n")[:3] == ["--!strict", "--!nolint", "local __require_table: { [number]: () -> any } = {}"]
+    assert "--[[ a\nlong comment ]] local m = __require_table[1]()\n" in e.text
 
-
-def test_a_require_over_several_lines_keeps_the_rows() -> None:
+def test_a_require_over_several_lines_keeps_its_line_breaks() -> None:
     main = 'local m = require(\n  "m"\n)\nprint(m)'
     e = expand_luau(main, "main.luau", FakeResolver({"m.luau": "return 1"}))
-    assert e.text.split("\n")[1:4] == ["", ")", "print(m)"]
-    assert e.origin_of(4) == Origin("main.luau", 4)
-
+    out = e.text.split("\n")
+    i = out.index("print(m)")
+    assert out[i - 2:i] == ["", ")"]
+    assert e.origins[i] == Origin("main.luau", 4)
 
 def test_crlf_sources_stay_crlf() -> None:
     main = 'local m = require("m")\r\nprint(m)\r\n'
     e = expand_luau(main, "main.luau", FakeResolver({"m.luau": "return 1\r\n"}))
-    assert e.text.endswith("end)\r\n__require_main(...)\r\n__require_table = nil :: any\r\n")
+    assert e.text.endswith('end)\r\n-- @line 1 "main.luau"\r\nlocal m = __require_table[1]()\r\nprint(m)\r\n'
+                           "__require_table = nil :: any\r\n")
     assert "\nreturn 1\r\nend)\r\n" in e.text
-
 
 def test_the_expansion_compiles() -> None:
     resolver = FakeResolver(
