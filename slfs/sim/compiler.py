@@ -29,6 +29,8 @@ from typing import Any
 import attrs
 
 _BAD_LSL_CHARS = set("@$`\\#?")
+# `@name;` declares a jump label (LSL's `jump name;` goes there); any other `@` is an error.
+_LABEL = re.compile(r"[A-Za-z_]\w*\s*;")
 _PAIRS = {")": "(", "]": "[", "}": "{"}
 
 
@@ -104,7 +106,7 @@ def _compile_lsl(text: str) -> list[dict[str, Any]]:
         if m:
             return _lsl_diag(r, m.start() + 1, "Syntax error")
         for c, ch in enumerate(line, start=1):
-            if ch in _BAD_LSL_CHARS:
+            if ch in _BAD_LSL_CHARS and not (ch == "@" and _LABEL.match(line, c)):
                 return _lsl_diag(r, c, "Syntax error")
             if ch == ";" and stack and stack[-1][0] in "([" and not _in_for_header(lines, stack[-1]):
                 return _lsl_diag(r, c, "Syntax error")
