@@ -1,0 +1,250 @@
+"""Scripts as sources through the fs operations object (no mount): envelopes shown as sources,
+builds through includes found in the model, diagnostics mapped back, `slfs build`."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+import pytest
+from e2e.worlds import FULL, item, u
+
+from slfs.model.options import Options
+from slfs.model.tree import Item
+from slfs.sim import World
+from slfs.sim.world import world_from_json
+from slfs.sources import envelope
+
+from .harness import CTX, Driver, fails, fs_against_sim
+
+VERSIONS = [pytest.param(1, id="v1"), pytest.param(2, id="v2")]
+
+OBJ = u(1, "b")
+ARM = u(2, "c")
+FS_SCRIPT = u(1)
+PLAIN = u(2)
+LIB = u(3)
+TOOL = u(4)
+HELPER = u(5)
+ARM_NOTE = u(6)
+
+SOURCE = '#define GREETING "hello"\ndefault\n{\n    state_entry()\n    {\n        llOwnerSay(GREETING);\n    }\n}\n'
+EXPANSION = 'default\n{\n    state_entry()\n    {\n        llOwnerSay("hello");\n    }\n}\n'
+# What Firestorm stored, typed out byte for byte (not made by slfs's encoder): the source escaped
+# inside /* */, the trailer, two empty lines, the expansion.
+FIRESTORM_TEXT = (
+    "//start_unprocessed_text\n/*" + SOURCE + "*/\n//end_unprocessed_text\n//nfo_preprocessor_version 0\n"
+    "//program_version Firestorm-Releasex64 6.6.17.70368 - Tester\n//last_compiled 06/04/2024 04:51:39\n"
+    "//mono\n\n\n" + EXPANSION
+)
+LIB_TEXT = "say(string s)\n{\n    llOwnerSay(s);\n}\n"
+PLAIN_TEXT = 'default\n{\n    state_entry()\n    {\n        llOwnerSay("plain");\n    }\n}\n'
+
+
+def sources_world() -> World:
+    objects = [{
+        "object_id": OBJ,
+        "object_name": "Box",
+        "inventory": [
+            item(FS_SCRIPT, "Greeter", "script", FIRESTORM_TEXT, subtype=0, vm="mono", running=True),
+            item(PLAIN, "Plain", "script", PLAIN_TEXT, subtype=0, vm="lsl2", running=True),
+            item(LIB, "lib.lsl", content=LIB_TEXT),  # a notecard: a fine library, it never compiles
+            item(TOOL, "Tool", "script", "print(1)\n", subtype=1, vm="luau", running=False),
+            item(HELPER, "helper", "script", "return { n = 42 }\n", subtype=1, vm="luau", running=False),
+        ],
+        "linked_objects": [
+            {"link_id": ARM, "link_name": "Arm", "permissions": FULL,
+             "inventory": [item(ARM_NOTE, "arm.lsl", content="integer ARM = 2;\n")]},
+        ],
+    }]
+    return world_from_json({"agent_id": u(99, "e"), "agent_name": "Tester Resident", "objects": objects})
+
+
+def saves(fs: Driver, item_id: str) -> list[str]:
+    return [p["content"] for m, p in fs.sim.calls if m == "object.content.save" and p.get("item_id") == item_id]
+
+
+def recovery(tmp_path: Path) -> list[bytes]:
+    d = tmp_path / "xdg_state_home" / "slfs" / "recovery"
+    return [p.read_bytes() for p in sorted(d.iterdir())] if d.is_dir() else []
+
+
+async def xattr(fs: Driver, path: str, name: str) -> str | None:
+    try:
+        return (await fs.ops.getxattr(await fs.lookup(path), f"user.sl.{name}".encode(), CTX)).decode()
+    except Exception as exc:  # FUSEError(ENODATA)
+        assert getattr(exc, "errno", None) == errno.ENODATA
+        return None
+
+
+def item_of(fs: Driver, item_id: str) -> Item:
+    node = fs.ws.tree.by_uuid[item_id]
+    assert isinstance(node, Item)
+    return node
+
+
+@pytest.fixture(params=VERSIONS)
+def version(request: pytest.FixtureRequest) -> int:
+    return int(request.param)
+
+
+async def test_a_firestorm_script_shows_its_source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=version) as fs:
+        assert await fs.read_file("Box/Greeter.lsl") == SOURCE.encode()
+        assert (await fs.stat("Box/Greeter.lsl")).st_size == len(SOURCE.encode())
+        assert await fs.read_file("Box/.slfs/Greeter.lsl.inworld") == FIRESTORM_TEXT.encode()
+        assert await xattr(fs, "Box/Greeter.lsl", "preprocessed") == "1"
+        # Everything else is shown as it is.
+        assert await fs.read_file("Box/Plain.lsl") == PLAIN_TEXT.encode()
+        assert await xattr(fs, "Box/Plain.lsl", "preprocessed") is None
+        assert await fs.read_file("Box/.slfs/Plain.lsl.inworld") == PLAIN_TEXT.encode()
+        assert await fs.read_file("Box/.slfs/lib.lsl.inworld") == LIB_TEXT.encode()
+
+
+async def test_writing_the_shown_source_back_sends_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=version) as fs:
+        await fs.write_file("Box/Greeter.lsl", SOURCE.encode())
+        assert saves(fs, FS_SCRIPT) == []
+        assert fs.sim.item(FS_SCRIPT).content == FIRESTORM_TEXT
+
+
+async def test_an_edit_is_saved_as_a_new_envelope(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=version) as fs:
+        edited = SOURCE.replace('"hello"', '"hello again"')
+        await fs.write_file("Box/Greeter.lsl", edited.encode())
+        [stored] = saves(fs, FS_SCRIPT)
+        got = envelope.unwrap(stored)
+        assert got is not None and got.source == edited and got.target == "mono"
+        assert 'llOwnerSay("hello again");' in got.expansion and "GREETING" not in got.expansion
+        assert "\n//program_version slfs 1.0\n//last_compiled " in stored
+        assert await fs.read_file("Box/Greeter.lsl") == edited.encode()
+        assert await fs.read_file("Box/.slfs/Greeter.lsl.inworld") == stored.encode()
+        assert fs.ws.compiles[FS_SCRIPT].compiled
+
+
+async def test_a_plain_script_that_includes_a_notecard_is_built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=version) as fs:
+        arm = next(n for n in await fs.entries("Box") if n.startswith("Arm"))
+        body = PLAIN_TEXT.replace('llOwnerSay("plain")', 'say("x")')
+        source = f'#include "lib.lsl"\n#include "{arm}/arm.lsl"\n' + body
+        await fs.write_file("Box/Plain.lsl", source.encode())
+        [stored] = saves(fs, PLAIN)
+        got = envelope.unwrap(stored)
+        assert got is not None and got.source == source and got.target == "lsl2"  # the item's VM
+        assert "llOwnerSay(s);" in got.expansion and "integer ARM = 2;" in got.expansion
+        assert await fs.read_file("Box/Plain.lsl") == source.encode()
+        assert await xattr(fs, "Box/Plain.lsl", "preprocessed") == "1"
+        report = fs.ws.compiles[PLAIN]
+        assert report.compiled and report.preprocessed
+        assert report.includes == (f"{fs.ws.mountpoint}/Box/lib.lsl", f"{fs.ws.mountpoint}/Box/{arm}/arm.lsl")
+
+
+async def test_plain_text_and_preprocessor_off_are_saved_verbatim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=version) as fs:
+        text = PLAIN_TEXT.replace("plain", "still plain")
+        await fs.write_file("Box/Plain.lsl", text.encode())
+        off = "//fspreprocessor off\n" + PLAIN_TEXT
+        await fs.write_file("Box/Plain.lsl", off.encode())
+        assert saves(fs, PLAIN) == [text, off]
+
+
+async def test_a_missing_include_fails_with_its_place_and_search_path(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch,
+                                                                      version: int) -> None:
+    include_dir = tmp_path / "include"
+    include_dir.mkdir()
+    opts = Options(delete_grace=0.2, include=(str(include_dir),))
+    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=version, options=opts) as fs:
+        source = 'default\n{\n#include "nowhere.lsl"\n}\n'
+        fh = await fs.open("Box/Plain.lsl", os.O_WRONLY | os.O_TRUNC)
+        await fs.ops.write(fh, 0, source.encode())
+        assert await fails(fs.ops.flush(fh)) == errno.EIO
+        await fs.ops.release(fh)
+        assert saves(fs, PLAIN) == []
+        assert recovery(tmp_path) == [source.encode()]
+        diag = (await fs.read_file("Box/.slfs/Plain.lsl.diag")).decode()
+        mnt = fs.ws.mountpoint
+        assert diag.startswith(f"{mnt}/Box/Plain.lsl:3:")
+        assert 'include not found: "nowhere.lsl"' in diag and f"{mnt}/Box" in diag and str(include_dir) in diag
+        assert fs.sim.item(PLAIN).content == PLAIN_TEXT
+
+
+async def test_a_compile_error_maps_to_the_include_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        version: int) -> None:
+    include_dir = tmp_path / "include"
+    include_dir.mkdir()
+    (include_dir / "broken.lsl").write_text("ok()\n{\n}\nbad() { llOwnerSay(\"x\" @); }\n")
+    opts = Options(delete_grace=0.2, include=(str(include_dir),))
+    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=version, options=opts) as fs:
+        source = "// top\n#include <broken.lsl>\n" + PLAIN_TEXT
+        await fs.write_file("Box/Plain.lsl", source.encode())  # stored; the compile fails
+        diag = (await fs.read_file("Box/.slfs/Plain.lsl.diag")).decode()
+        assert diag.startswith(f"{include_dir / 'broken.lsl'}:4:"), diag
+        root = (await fs.read_file(".slfs/diagnostics")).decode()
+        assert root == diag
+
+
+async def test_angle_includes_search_only_the_include_directories(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=version) as fs:
+        fh = await fs.open("Box/Plain.lsl", os.O_WRONLY | os.O_TRUNC)
+        await fs.ops.write(fh, 0, b"#include <lib.lsl>\n" + PLAIN_TEXT.encode())
+        assert await fails(fs.ops.flush(fh)) == errno.EIO  # lib.lsl is in the prim, not an include dir
+        await fs.ops.release(fh)
+
+
+async def test_an_in_world_text_over_the_limit_is_efbig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=version) as fs:
+        # A source under the limit whose envelope + expansion is over it.
+        source = "#define X " + "x" * 10 + "\n" + ("X\n" * 40_000) + PLAIN_TEXT
+        assert len(source) < 262_144
+        fh = await fs.open("Box/Plain.lsl", os.O_WRONLY | os.O_TRUNC)
+        await fs.ops.write(fh, 0, source.encode())
+        assert await fails(fs.ops.flush(fh)) == errno.EFBIG
+        await fs.ops.release(fh)
+        assert saves(fs, PLAIN) == []
+        diag = (await fs.read_file("Box/.slfs/Plain.lsl.diag")).decode()
+        assert "bytes" in diag and "262144" in diag
+
+
+async def test_build_saves_only_what_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=version) as fs:
+        writer = fs.svc.writer
+        source = '#include "lib.lsl"\n' + PLAIN_TEXT
+        await fs.write_file("Box/Plain.lsl", source.encode())
+        assert len(saves(fs, PLAIN)) == 1
+        assert await writer.rebuild(item_of(fs, PLAIN)) == "unchanged"
+        # Firestorm's own build may lay the expansion out differently: rebuilt once, then settled.
+        assert await writer.rebuild(item_of(fs, FS_SCRIPT)) in ("saved", "unchanged")
+        assert await writer.rebuild(item_of(fs, FS_SCRIPT)) == "unchanged"
+        assert await writer.rebuild(item_of(fs, TOOL)) == "plain"
+        assert len(saves(fs, PLAIN)) == 1
+        await fs.write_file("Box/lib.lsl", LIB_TEXT.replace("s)", "s + \"!\")").encode())
+        assert await writer.rebuild(item_of(fs, PLAIN)) == "saved"
+        [_, stored] = saves(fs, PLAIN)
+        got = envelope.unwrap(stored)
+        assert got is not None and got.source == source and 'llOwnerSay(s + "!");' in got.expansion
+
+
+async def test_luau_require_is_inlined_in_alchemys_envelope(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=version) as fs:
+        source = 'local h = require("helper")\nprint(h.n)\n'
+        await fs.write_file("Box/Tool.luau", source.encode())
+        [stored] = saves(fs, TOOL)
+        assert stored.startswith("--start_unprocessed_text\n--[")
+        got = envelope.unwrap(stored)
+        assert got is not None and got.source == source and got.target == "luau"
+        assert "return { n = 42 }" in got.expansion and 'require("helper")' not in got.expansion
+        assert await fs.read_file("Box/Tool.luau") == source.encode()
+        # A require of nothing the mount has, in a script not kept in an envelope: saved verbatim.
+        plain = 'local x = require("nothing")\nreturn x\n'
+        await fs.write_file("Box/helper.luau", plain.encode())
+        assert saves(fs, HELPER) == [plain]
