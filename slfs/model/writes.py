@@ -539,12 +539,12 @@ class Writer:
         if isinstance(src, Item) and dst is None:
             await self.rename_item(src, new)
             return
-        want = parse_remote_name(new)
         target = dst if isinstance(dst, Item) else dst_parent.tombstones.get(new)
         if isinstance(target, Item):
-            # An item moved over another keeps its kind (temp and new files take the target's).
-            kind = (src.info.type, src.info.subtype or 0) if isinstance(src, Item) else (want.type, want.subtype or 0)
-            if kind != (target.info.type, target.info.subtype or 0):
+            # An item moved over another keeps its kind; temp and new files take the target's (a
+            # notecard named `lib.lsl`, a library, is saved by `sed -i` as any notecard is).
+            if isinstance(src, Item) and (src.info.type, src.info.subtype or 0) != (target.info.type,
+                                                                                   target.info.subtype or 0):
                 raise FsError(errno.EXDEV, f"{new}: would change the kind of item")
             data = await self.data_of(src)
             if target.folder is dst_parent and dst_parent.tombstones.get(new) is target:
