@@ -54,6 +54,10 @@ class Build:
         origin = self.expansion.origin_of(row - self.expansion_row + 1)
         return Place(origin.path, origin.row) if origin is not None else None
 
+    def places(self) -> tuple[Place | None, ...]:
+        """The place of every in-world row."""
+        return tuple(self.place_of(row) for row in range(1, self.inworld.count("\n") + 2))
+
 
 class Sources:
     def __init__(self, ws: Workspace, overlay: Overlay) -> None:

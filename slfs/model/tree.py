@@ -25,6 +25,7 @@ from ..protocol.types import (
     PublishedObject,
 )
 from . import names
+from .compiles import Place
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +114,9 @@ class Item(Node):
     # Scripts kept in an envelope (the preprocessor's): the text as stored in-world, while
     # `content` holds the source inside it. None when the file shows the in-world text as it is.
     inworld: bytes | None = None
+    # A build of ours: where each in-world row came from (source file and row; None for the
+    # envelope's rows), while `inworld` is that build. Maps the viewer's own compiles of it too.
+    inworld_places: tuple[Place | None, ...] | None = None
     # Until this time.monotonic(), the next inventory update is the echo of our own save.
     expect_own_update: float = 0.0
     # Local edits not yet stored in-world (shared by every open handle, as on a local disk) and

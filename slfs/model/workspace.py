@@ -218,8 +218,15 @@ class Workspace:
                                              "unreadable diagnostic (NUL bytes)") for d in diagnostics)
         note = "" if msg.success else ("the previously compiled version keeps running" if msg.running
                                        else "the script is not running")
-        report = CompileReport(compiled=msg.success, diagnostics=diagnostics, at=time.time(), note=note,
-                               source="viewer")
+        places = node.inworld_places
+        if places is None:
+            report = CompileReport(compiled=msg.success, diagnostics=diagnostics, at=time.time(), note=note,
+                                   source="viewer")
+        else:  # our build, compiled in the viewer: its rows map to the sources as ours do
+            report = CompileReport(compiled=msg.success, diagnostics=diagnostics, at=time.time(), note=note,
+                                   source="viewer", preprocessed=True,
+                                   places=tuple(places[d.row - 1] if 0 < d.row <= len(places) else None
+                                                for d in diagnostics))
         self.record_compile(node, report, self.tree.path_of(node))
 
     def record_compile(self, item: Item, report: CompileReport, path: str) -> None:
@@ -408,6 +415,8 @@ class Workspace:
         the bytes differ from what was known before."""
         changed = item.content is not None and item.content != data
         item.content = data
+        if inworld != item.inworld:
+            item.inworld_places = None  # no longer the text our build's places describe
         item.inworld = inworld
         item.content_valid = valid
         item.content_revision = revision if revision is not None or not valid else item.info.revision

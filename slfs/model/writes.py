@@ -192,6 +192,8 @@ class Writer:
             item.local = None
             item.dirty = False
         self.ws.set_content(item, data, valid=True, inworld=inworld.encode("utf-8") if build is not None else None)
+        if build is not None:
+            item.inworld_places = build.places()
         item.take_base(data)
         if item.is_script:
             self._record_compile(item, res, path, build)

@@ -248,3 +248,29 @@ async def test_luau_require_is_inlined_in_alchemys_envelope(tmp_path: Path, monk
         plain = 'local x = require("nothing")\nreturn x\n'
         await fs.write_file("Box/helper.luau", plain.encode())
         assert saves(fs, HELPER) == [plain]
+
+
+async def test_the_viewers_own_compile_of_our_build_maps_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Newer viewers broadcast script.compiled for a save made in the viewer: when what it
+    compiled is our build, its rows map to the sources as our own save's do."""
+    include_dir = tmp_path / "include"
+    include_dir.mkdir()
+    (include_dir / "broken.lsl").write_text("ok()\n{\n}\nbad() { llOwnerSay(\"x\" @); }\n")
+    opts = Options(delete_grace=0.2, include=(str(include_dir),))
+    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=2, options=opts) as fs:
+        await fs.write_file("Box/Plain.lsl", ("#include <broken.lsl>\n" + PLAIN_TEXT).encode())
+        ours = (await fs.read_file("Box/.slfs/Plain.lsl.diag")).decode()
+        assert ours.startswith(f"{include_dir / 'broken.lsl'}:4:")
+        node = item_of(fs, PLAIN)
+        await fs.sim.viewer_save(PLAIN, fs.sim.item(PLAIN).content)  # the viewer's Save, no change
+        assert await fs.ws.wait_for_world(lambda: fs.ws.compiles[PLAIN].source == "viewer", 5)
+        assert (await fs.read_file("Box/.slfs/Plain.lsl.diag")).decode() == ours
+        assert node.inworld_places is not None
+        # A text the viewer changed is no longer our build: its rows are its own.
+        seen = node.generation
+        await fs.sim.viewer_save(PLAIN, "default { bad @ }\n")
+        assert await fs.ws.wait_for_world(lambda: node.generation != seen, 5)
+        assert await fs.read_file("Box/Plain.lsl") == b"default { bad @ }\n"
+        assert node.inworld_places is None and node.inworld is None
+        diag = (await fs.read_file("Box/.slfs/Plain.lsl.diag")).decode()
+        assert diag.startswith(f"{fs.ws.mountpoint}/Box/Plain.lsl:1:")
