@@ -274,3 +274,36 @@ async def test_the_viewers_own_compile_of_our_build_maps_too(tmp_path: Path, mon
         assert node.inworld_places is None and node.inworld is None
         diag = (await fs.read_file("Box/.slfs/Plain.lsl.diag")).decode()
         assert diag.startswith(f"{fs.ws.mountpoint}/Box/Plain.lsl:1:")
+
+
+TRICKY_SOURCES = [
+    '#define A 1\r\ndefault\r\n{\r\n    state_entry() { llOwnerSay("crlf"); }\r\n}\r\n',
+    '#define A 1\ndefault { state_entry() { llOwnerSay("*/ /* // | /|/ *|/ ]==]"); } }  // */ /* |\n',
+    "/* a comment */ #define A 1\n#define B /* */ 2\ndefault { state_entry() { } }",  # no final newline
+    '#define NAME "h\u00e9llo \u2603"\ndefault { state_entry() { llOwnerSay(NAME); } } // \ud83d\ude00 ends with *',
+    "#define A 1\ndefault { state_entry() { } }\n/",
+]
+
+
+@pytest.mark.parametrize("source", TRICKY_SOURCES)
+async def test_what_the_mount_shows_after_a_save_is_the_source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               source: str) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=2) as fs:
+        data = source.encode("utf-8", "surrogatepass").decode("utf-8", "replace").encode()
+        await fs.write_file("Box/Plain.lsl", data)
+        assert await fs.read_file("Box/Plain.lsl") == data
+        got = envelope.unwrap(fs.sim.item(PLAIN).content)
+        assert got is not None and got.source.encode() == data
+        node = item_of(fs, PLAIN)
+        node.content_valid = False  # as after a reconnect: what the viewer holds is read again
+        assert await fs.read_file("Box/Plain.lsl") == data
+
+
+async def test_luau_sources_round_trip_through_the_long_bracket(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=1) as fs:
+        source = 'local h = require("helper")\r\nlocal s = [==[ ]] ]=] ]==] ]===]\r\nprint(h.n, s)\r\n'
+        await fs.write_file("Box/Tool.luau", source.encode())
+        assert envelope.unwrap(fs.sim.item(TOOL).content) is not None
+        item_of(fs, TOOL).content_valid = False
+        assert await fs.read_file("Box/Tool.luau") == source.encode()
