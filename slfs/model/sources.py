@@ -146,20 +146,29 @@ class Sources:
     def wants_build(self, item: Item, source: str) -> bool:
         """Whether a source written to `item` goes in-world as envelope + expansion (Luau: when
         its requires resolve, decided while expanding)."""
-        if not item.is_script or detect.preprocessor_off(source):
+        if not item.is_script:
             return False
-        return item.inworld is not None or item.info.is_luau or detect.has_directive(source)
+        return wants_build(source, luau=item.info.is_luau, enveloped=item.inworld is not None)
 
     async def build(self, item: Item, source: str, tree_path: str) -> Build | None:
         """The in-world text for `source`, or None when it is saved verbatim. A source that cannot
-        be expanded records its diagnostic (F.diag) and raises FsError(EIO)."""
+        be built records its diagnostic (F.diag) and raises FsError (EIO, or EFBIG when too big)."""
         if not self.wants_build(item, source):
             return None
-        main = self.abspath(tree_path)
+        try:
+            return await self.build_text(source, self.abspath(tree_path), luau=item.info.is_luau,
+                                         enveloped=item.inworld is not None, vm=item.info.vm or self.options.vm)
+        except BuildFailed as exc:
+            self.ws.record_compile(item, exc.report, tree_path)
+            raise exc.error from None
+
+    async def build_text(self, source: str, main: str, *, luau: bool, enveloped: bool, vm: str,
+                         search_dir: str | None = None) -> Build | None:
+        """Expand `source` (the file at the absolute path `main`; its quoted includes are searched
+        from `search_dir`, by default main's folder) and wrap it. None when a Luau source has no
+        require that resolves and no envelope yet. Raises BuildFailed."""
         token = trio.lowlevel.current_trio_token()
-        resolver = _ThreadResolver(self, token)
-        luau = item.info.is_luau
-        enveloped = item.inworld is not None
+        resolver = _ThreadResolver(self, token, main, search_dir)
         info = self.ws.info
         macros = AgentMacros(agent_id=info.agent_id, agent_name=info.agent_name) if info else AgentMacros()
         now = datetime.datetime.now(datetime.UTC)
@@ -177,8 +186,8 @@ class Sources:
         try:
             expansion = await trio.to_thread.run_sync(expand)
         except PreprocessError as exc:
-            self._fail(item, tree_path, Place(exc.path, exc.row), exc.col, exc.message)
-            raise FsError(errno.EIO, f"{tree_path}: {exc}") from None
+            raise BuildFailed(_failure(Place(exc.path, exc.row), exc.col, exc.message),
+                              FsError(errno.EIO, f"{main}: {exc}")) from None
         except _ResolveFailed as exc:
             raise exc.error from None
         if expansion is None:
@@ -186,16 +195,15 @@ class Sources:
         if luau:
             text = envelope.wrap_luau(source, expansion.text, program=PROGRAM, when=now)
         else:
-            target = item.info.vm or self.options.vm
-            text = envelope.wrap_lsl(source, expansion.text, program=PROGRAM, when=now, target=target)
+            text = envelope.wrap_lsl(source, expansion.text, program=PROGRAM, when=now, target=vm)
         unwrapped = envelope.unwrap(text)
         assert unwrapped is not None and unwrapped.source == source  # the round trip holds
         size = len(text.encode("utf-8"))
         if size > SCRIPT_LIMIT:
-            self._fail(item, tree_path, Place(main, 1), 1,
-                       f"the in-world text is {size} bytes (envelope and expansion); scripts hold at most "
+            message = (f"the in-world text is {size} bytes (envelope and expansion); scripts hold at most "
                        f"{SCRIPT_LIMIT} bytes")
-            raise FsError(errno.EFBIG, f"{tree_path}: in-world text of {size} bytes exceeds {SCRIPT_LIMIT}")
+            raise BuildFailed(_failure(Place(main, 1), 1, message),
+                              FsError(errno.EFBIG, f"{main}: in-world text of {size} bytes exceeds {SCRIPT_LIMIT}"))
         return Build(inworld=text, expansion=expansion, expansion_row=unwrapped.expansion_row)
 
     def unchanged(self, item: Item, build: Build) -> bool:
@@ -205,12 +213,29 @@ class Sources:
         new = envelope.unwrap(build.inworld)
         return now is not None and new is not None and (now.source, now.expansion) == (new.source, new.expansion)
 
-    def _fail(self, item: Item, tree_path: str, place: Place, col: int, message: str) -> None:
-        report = CompileReport(compiled=False, diagnostics=(Diagnostic(row=place.row, column=col, level="ERROR",
-                                                                       message=message),),
-                               at=time.time(), note="not saved: the source could not be built",
-                               places=(place,), preprocessed=True)
-        self.ws.record_compile(item, report, tree_path)
+
+def wants_build(source: str, *, luau: bool, enveloped: bool) -> bool:
+    """The detection rule: an envelope already, or an LSL directive line, or (Luau) maybe a
+    require; `//fspreprocessor off` saves verbatim whatever the text holds."""
+    if detect.preprocessor_off(source):
+        return False
+    return enveloped or luau or detect.has_directive(source)
+
+
+def _failure(place: Place, col: int, message: str) -> CompileReport:
+    return CompileReport(compiled=False, diagnostics=(Diagnostic(row=place.row, column=col, level="ERROR",
+                                                                 message=message),),
+                         at=time.time(), note="not saved: the source could not be built", places=(place,),
+                         preprocessed=True)
+
+
+class BuildFailed(Exception):
+    """A source that cannot be built: the report F.diag shows, and the error close() answers."""
+
+    def __init__(self, report: CompileReport, error: FsError) -> None:
+        super().__init__(error.message)
+        self.report = report
+        self.error = error
 
 
 class _ResolveFailed(Exception):
@@ -224,21 +249,29 @@ class _ResolveFailed(Exception):
 
 @attrs.define
 class _ThreadResolver:
-    """The expansion's resolver, called from its worker thread: each call runs in trio."""
+    """The expansion's resolver, called from its worker thread: each call runs in trio. Quoted
+    includes of the main file are searched from `search_dir` when given (a live file's item)."""
 
     sources: Sources
     token: trio.lowlevel.TrioToken
+    main: str
+    search_dir: str | None = None
+
+    def _from(self, including: str) -> str:
+        if including == self.main and self.search_dir is not None:
+            return posixpath.join(self.search_dir, posixpath.basename(including))
+        return including
 
     def find(self, name: str, including: str, angle: bool) -> Source | None:
         async def find() -> Source | None:
             try:
-                return await self.sources.find(name, including, angle)
+                return await self.sources.find(name, self._from(including), angle)
             except FsError as exc:
                 raise _ResolveFailed(exc) from None
         return trio.from_thread.run(find, trio_token=self.token)
 
     def searched(self, name: str, including: str, angle: bool) -> list[str]:
-        return self.sources.searched(name, including, angle)
+        return self.sources.searched(name, self._from(including), angle)
 
 
 async def _local(path: str) -> Source | None:
