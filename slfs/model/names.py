@@ -37,12 +37,19 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def encodable(name: str) -> str:
     """`name` with every code point UTF-8 cannot encode (lone surrogates) replaced by U+FFFD."""
+    if name.isascii():  # O(1) in CPython; almost every name
+        return name
     return _SURROGATE.sub("\ufffd", name)
 
 
 def to_fs(name: str) -> str:
     """An in-world name as it appears on disk (without extension or tag)."""
-    return encodable(name).replace("/", SLASH_STANDIN).replace("\0", " ")
+    name = encodable(name)
+    if "/" in name:
+        name = name.replace("/", SLASH_STANDIN)
+    if "\0" in name:
+        name = name.replace("\0", " ")
+    return name
 
 
 def to_sl(name: str) -> str:
@@ -92,7 +99,10 @@ def strip_tag(stem: str) -> tuple[str, str | None]:
 
 
 def fits_fs(name: str) -> bool:
-    return name not in _RESERVED and len(name.encode("utf-8", "surrogateescape")) <= MAX_NAME_BYTES
+    if name in _RESERVED:
+        return False
+    # A code point is at most 4 bytes in UTF-8 (surrogateescape: 1): short names need no encoding.
+    return len(name) * 4 <= MAX_NAME_BYTES or len(name.encode("utf-8", "surrogateescape")) <= MAX_NAME_BYTES
 
 
 class Named(Protocol):
@@ -116,30 +126,41 @@ def resolve(entries: Iterable[Named], reserved: Iterable[str] = ()) -> dict[str,
     """
     out: dict[str, Named] = {}
     taken = set(reserved)
-    ordered = sorted(entries, key=lambda e: (not e.always_tagged, e.uuid))
-    wanted: dict[str, list[Named]] = {}
+    ordered = sorted(entries, key=_by_uuid)
+    wanted: dict[str, list[tuple[Named, str, str]]] = {}
     for e in ordered:
+        base, ext = e.wanted_base, e.wanted_ext
         if e.always_tagged:
-            _place(out, taken, e, e.wanted_base, e.wanted_ext, tag_first=True)
+            _place(out, taken, e, base, ext, tag_first=True)
         else:
-            wanted.setdefault(e.wanted_base + e.wanted_ext, []).append(e)
+            wanted.setdefault(base + ext, []).append((e, base, ext))
     for plain, group in sorted(wanted.items()):
-        for i, e in enumerate(group):
-            _place(out, taken, e, e.wanted_base, e.wanted_ext, tag_first=i > 0 or not fits_fs(plain))
+        forced = not fits_fs(plain)
+        for i, (e, base, ext) in enumerate(group):
+            _place(out, taken, e, base, ext, tag_first=forced or i > 0)
     return out
 
 
+def _by_uuid(e: Named) -> str:
+    return e.uuid
+
+
 def _place(out: dict[str, Named], taken: set[str], e: Named, base: str, ext: str, *, tag_first: bool) -> None:
-    candidates: list[str] = [] if tag_first else [base + ext]
-    length = _TAG_LEN
-    while length <= 32:
-        candidates.append(tagged(_shorten(base, ext), ext, e.uuid, length))
-        length += 8
-    for name in candidates:
+    if not tag_first:  # the plain name, when free: most entries (no tagged variant is computed)
+        name = base + ext
         if name not in taken and fits_fs(name):
             taken.add(name)
             out[name] = e
             return
+    short = _shorten(base, ext)
+    length = _TAG_LEN
+    while length <= 32:
+        name = tagged(short, ext, e.uuid, length)
+        if name not in taken and fits_fs(name):
+            taken.add(name)
+            out[name] = e
+            return
+        length += 8
     raise ValueError(f"cannot name entry {e.uuid}")  # two entries with one UUID: a viewer bug
 
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 import itertools
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Union
 
 import attrs
 import trio
 
+from ..protocol.gcpause import paused_gc
 from ..protocol.types import (
     InventoryItem,
     LinkedObject,
@@ -56,6 +57,20 @@ NULL_UUID = "00000000-0000-0000-0000-000000000000"
 
 def _now_ns() -> int:
     return time.time_ns()
+
+
+# A new node's mtime is its ctime: one clock read per node (100,000 items come in one object.list).
+_AS_CTIME = attrs.Factory(lambda self: self.ctime_ns, takes_self=True)
+
+
+def _groups_apart(plain: str) -> bool:
+    """Whether a wanted name keeps its collision group apart from every other (see Tree._index_root):
+    no "@", and short enough that a tag never shortens it."""
+    return "@" not in plain and (len(plain) * 4 <= _UNSHORTENED
+                                 or len(plain.encode("utf-8", "surrogateescape")) <= _UNSHORTENED)
+
+
+_UNSHORTENED = names.MAX_NAME_BYTES - 34  # names._shorten keeps a base of this many bytes whole
 
 
 def describe_perms(p: Permissions | None) -> str:
@@ -102,7 +117,7 @@ class Item(Node):
     # since (an inventory replacement): the old bytes stay for comparison and offline reads.
     content: bytes | None = None
     content_valid: bool = False
-    mtime_ns: int = attrs.field(factory=_now_ns)
+    mtime_ns: int = attrs.field(default=_AS_CTIME)
     # Bumped each time an inventory replacement may have changed this item's content: a fetch that
     # started before it is not current.
     generation: int = 0
@@ -126,6 +141,8 @@ class Item(Node):
     base: bytes | None = None
     base_revision: int | None = None
     dirty: bool = False
+    # (data, wanted_base, wanted_ext) for the `data` they were worked out from.
+    _wanted_names: tuple[InventoryItem | None, str, str] | None = attrs.field(default=None, init=False, repr=False)
 
     @property
     def info(self) -> InventoryItem:
@@ -184,14 +201,22 @@ class Item(Node):
             return 0
         return None
 
-    # names.Named
+    # names.Named: worked out once per inventory record (a relayout asks every member again)
     @property
     def wanted_base(self) -> str:
-        return names.to_fs(self.info.name)
+        return self._wanted()[1]
 
     @property
     def wanted_ext(self) -> str:
-        return names.extension_for(self.info.type, self.info.subtype)
+        return self._wanted()[2]
+
+    def _wanted(self) -> tuple[InventoryItem | None, str, str]:
+        cached = self._wanted_names
+        if cached is None or cached[0] is not self.data:
+            info = self.info
+            cached = self._wanted_names = (self.data, names.to_fs(info.name),
+                                           names.extension_for(info.type, info.subtype))
+        return cached
 
     @property
     def always_tagged(self) -> bool:
@@ -205,7 +230,7 @@ class Scratch(Node):
 
     data: bytearray = attrs.field(factory=bytearray)
     mode: int = 0o644
-    mtime_ns: int = attrs.field(factory=_now_ns)
+    mtime_ns: int = attrs.field(default=_AS_CTIME)
     dirty: bool = False
     # The folder it was created in (pending only); None for orphans.
     folder: Folder | None = None
@@ -240,11 +265,13 @@ class Folder(Node):
     prims: dict[str, Folder] = attrs.field(factory=dict)  # child prims of an object folder
     entries: dict[str, Node] = attrs.field(factory=dict)  # file name -> node, as listed
     listed: bool = False
-    mtime_ns: int = attrs.field(factory=_now_ns)
+    mtime_ns: int = attrs.field(default=_AS_CTIME)
     # Write path: new files not yet in-world, and item names hidden locally.
     scratch: dict[str, Scratch] = attrs.field(factory=dict)
     # name -> item: unlinked (the delete waits for the grace period) or renamed to a backup name.
     tombstones: dict[str, Item] = attrs.field(factory=dict)
+    # (link_name, is_child, wanted_base) for the link name it was worked out from.
+    _wanted_name: tuple[str, bool, str] | None = attrs.field(default=None, init=False, repr=False)
 
     @property
     def writable(self) -> bool:
@@ -257,7 +284,11 @@ class Folder(Node):
     # names.Named
     @property
     def wanted_base(self) -> str:
-        return names.to_fs(self.link_name) or ("prim" if self.is_child else "object")
+        cached = self._wanted_name
+        if cached is None or cached[0] != self.link_name or cached[1] != self.is_child:
+            base = names.to_fs(self.link_name) or ("prim" if self.is_child else "object")
+            cached = self._wanted_name = (self.link_name, self.is_child, base)
+        return cached[2]
 
     @property
     def wanted_ext(self) -> str:
@@ -281,6 +312,11 @@ class Tree:
         self.nodes[ROOT_INODE] = self.root
         self.objects: dict[str, Folder] = {}
         self.by_uuid: dict[str, Node] = {}
+        # The root's collision groups (see _index_root): wanted name -> UUID -> object folder, the
+        # names each group was given, and each object's wanted name as last laid out.
+        self._root_groups: dict[str, dict[str, Folder]] | None = {}
+        self._root_subs: dict[str, dict[str, Folder]] = {}
+        self._root_plain: dict[str, str] = {}
 
     # --- inode numbers --------------------------------------------------------------------
 
@@ -382,16 +418,49 @@ class Tree:
 
     def replace_all(self, objects: list[PublishedObject]) -> None:
         """object.list after (re)connecting: the complete published state."""
-        seen = {o.object_id for o in objects}
-        for oid in list(self.objects):
-            if oid not in seen:
-                self._remove_object(oid, relayout=False)
-        for obj in objects:
-            self._put_object(obj, relayout=False)
-        self.relayout(self.root)
+        for _ in self.replace_all_steps(objects, step_items=None):
+            pass
+
+    def replace_all_steps(self, objects: list[PublishedObject], step_items: int | None = 5000) -> Iterator[None]:
+        """replace_all in steps of about `step_items` inventory items (None: one step), yielding
+        between them (the caller lets the file system run there).
+
+        Between two steps the tree is consistent: each object is wholly as before or wholly as the
+        list says, the root lists exactly the objects attached (objects gone from the list go in
+        the first step), and every attached node's name is its name in its folder's listing."""
+        named: list[str] = []  # objects removed, added or renamed since the root's last relayout
+        with paused_gc():
+            seen = {o.object_id for o in objects}
+            for oid in list(self.objects):
+                if oid not in seen:
+                    self._remove_object(oid, relayout=False)
+                    named.append(oid)
+            if named and step_items is not None:
+                self.relayout(self.root, changed=named)
+                named = []
+        i = 0
+        while i < len(objects):
+            with paused_gc():
+                items = 0
+                while i < len(objects) and (step_items is None or items < step_items):
+                    obj = objects[i]
+                    folder = self.objects.get(obj.object_id)
+                    if folder is None or folder.link_name != obj.object_name:
+                        named.append(obj.object_id)
+                    self._put_object(obj, relayout=False)
+                    items += len(obj.inventory) + sum(len(link.inventory) for link in obj.linked_objects or ())
+                    i += 1
+                if i < len(objects):
+                    if named:
+                        self.relayout(self.root, changed=named)
+                        named = []
+                    yield None
+        with paused_gc():
+            self.relayout(self.root)
 
     def publish(self, obj: PublishedObject) -> None:
-        self._put_object(obj, relayout=True)
+        with paused_gc():
+            self._put_object(obj, relayout=True)
 
     def unpublish(self, object_id: str) -> bool:
         if object_id not in self.objects:
@@ -450,7 +519,7 @@ class Tree:
             if changes.added or changes.removed:
                 self.relayout(folder)
         if root_renamed:
-            self.relayout(self.root)
+            self.relayout(self.root, changed=(folder.uuid,))
         return True
 
     def _set_permissions(self, folder: Folder, later: Permissions) -> None:
@@ -495,13 +564,13 @@ class Tree:
         self._set_children(folder, obj.linked_objects or [], relayout=False)
         self.relayout(folder)
         if renamed and relayout:
-            self.relayout(self.root)
+            self.relayout(self.root, changed=(folder.uuid,))
 
     def _remove_object(self, object_id: str, *, relayout: bool) -> None:
         folder = self.objects.pop(object_id)
         self._detach(folder)
         if relayout:
-            self.relayout(self.root)
+            self.relayout(self.root, changed=(object_id,))
 
     def _put_child(self, obj_folder: Folder, link: LinkedObject) -> Folder:
         child = obj_folder.prims.get(link.link_id)
@@ -584,16 +653,30 @@ class Tree:
             return False
         return True
 
-    def relayout(self, folder: Folder) -> None:
-        """Recompute the folder's file names and report every name whose meaning changed."""
+    def relayout(self, folder: Folder, changed: Iterable[str] | None = None) -> None:
+        """Recompute the folder's file names and report every name whose meaning changed.
+
+        `changed` (the root only): the UUIDs of the only objects added, removed or renamed since
+        the last relayout; the others keep their names, and only the collision groups of the names
+        those objects had and have are resolved again (see _root_groups)."""
         if folder is self.root:
+            if changed is not None and self._root_groups is not None:
+                self._relayout_root(changed)
+                return
             members: list[Node] = list(self.objects.values())
         else:
             hidden = {id(i) for i in folder.tombstones.values()}
             members = [*(i for i in folder.items.values() if id(i) not in hidden), *folder.prims.values()]
         layout: dict[str, Node] = names.resolve(members)  # type: ignore[arg-type, assignment]
-        old = folder.entries
-        for name in set(old) | set(layout):
+        if folder is self.root:
+            self._index_root(layout)
+        self._apply_layout(folder, folder.entries, layout, layout.keys() | folder.entries.keys())
+
+    def _apply_layout(self, folder: Folder, old: dict[str, Node], layout: dict[str, Node],
+                      touched: Iterable[str], grown: bool | None = None) -> None:
+        """`layout` becomes the folder's listing; `touched`: every name that may mean something else
+        now (the names of old and layout that differ are among them)."""
+        for name in touched:
             before = old.get(name)
             if before is layout.get(name):
                 continue
@@ -605,10 +688,70 @@ class Tree:
             self._on_invalidate(EntryChanged(folder.inode, name))
         for name, node in layout.items():
             node.name = name
-        if set(old) != set(layout):
+        if old.keys() != layout.keys():
             folder.mtime_ns = _now_ns()
             self._on_invalidate(InodeChanged(folder.inode, data=False))
         folder.entries = layout
+
+    # The root's collision groups, kept so a publish resolves only the names it touches. Valid while
+    # no object's wanted name holds "@" or is long enough to be shortened when tagged: then a tagged
+    # name is `<its group's name>@<hex>`, never another group's name, plain or tagged, and each
+    # group's names depend on its own members alone (what names.resolve gives the whole root).
+    # None: not kept (a full resolve each time).
+
+    def _index_root(self, layout: dict[str, Node]) -> None:
+        groups: dict[str, dict[str, Folder]] = {}
+        subs: dict[str, dict[str, Folder]] = {}
+        plain_of: dict[str, str] = {}
+        for name, node in layout.items():
+            assert isinstance(node, Folder)
+            plain = node.wanted_base
+            if not _groups_apart(plain):
+                self._root_groups = None
+                return
+            groups.setdefault(plain, {})[node.uuid] = node
+            subs.setdefault(plain, {})[name] = node
+            plain_of[node.uuid] = plain
+        self._root_groups, self._root_subs, self._root_plain = groups, subs, plain_of
+
+    def _relayout_root(self, changed: Iterable[str]) -> None:
+        groups, subs, plain_of = self._root_groups, self._root_subs, self._root_plain
+        assert groups is not None
+        affected: set[str] = set()
+        for uuid in changed:
+            before = plain_of.pop(uuid, None)
+            if before is not None:
+                affected.add(before)
+                members = groups[before]
+                del members[uuid]
+                if not members:
+                    del groups[before]
+            folder = self.objects.get(uuid)
+            if folder is None:
+                continue
+            plain = folder.wanted_base
+            if not _groups_apart(plain):
+                self.relayout(self.root)  # a full resolve (which stops keeping the groups)
+                return
+            affected.add(plain)
+            groups.setdefault(plain, {})[uuid] = folder
+            plain_of[uuid] = plain
+        old = self.root.entries
+        layout = dict(old)
+        touched: list[str] = []
+        for plain in affected:
+            before_sub = subs.pop(plain, None)
+            if before_sub is not None:
+                touched += before_sub
+                for name in before_sub:
+                    del layout[name]
+            group = groups.get(plain)
+            if group:
+                sub: dict[str, Folder] = names.resolve(group.values())  # type: ignore[assignment]
+                subs[plain] = sub
+                touched += sub
+                layout.update(sub)
+        self._apply_layout(self.root, old, layout, set(touched))
 
     # --- paths ------------------------------------------------------------------------------
 

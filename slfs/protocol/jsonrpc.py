@@ -13,6 +13,7 @@ from typing import Any, Union
 import attrs
 
 from .errors import ProtocolError, RpcError
+from .gcpause import paused_gc
 
 RequestId = Union[int, str, None]
 
@@ -66,10 +67,18 @@ def _check_id(value: Any) -> RequestId:
     raise ProtocolError("must be an integer, a string or null", "id")
 
 
+# Frames from this size on are parsed with the cycle collector paused (see gcpause).
+_BIG_FRAME = 1 << 16
+
+
 def parse_message(text: str | bytes) -> Message:
     """Parse one frame. Raises ProtocolError for anything that is not a single JSON-RPC message."""
     try:
-        obj = json.loads(text)
+        if len(text) >= _BIG_FRAME:
+            with paused_gc():
+                obj = json.loads(text)
+        else:
+            obj = json.loads(text)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise ProtocolError(f"invalid JSON ({exc})") from None
     return parse_object(obj)
