@@ -82,6 +82,7 @@ class Workspace:
         # Set (and replaced) whenever the viewer's state is applied: confirmations wait on it.
         self._world_changed = trio.Event()
         self._dropped_at: float | None = None  # trio clock of the last drop of a ready session
+        self._loaded: list[PublishedObject] | None = None  # the object.list load_objects applied
         self.background_errors = 0
         self.mountpoint = mountpoint
 
@@ -153,10 +154,19 @@ class Workspace:
 
     # --- SessionListener --------------------------------------------------------------------
 
+    async def load_objects(self, objects: list[PublishedObject]) -> None:
+        """A large object.list, applied before on_connected in steps with checkpoints between them:
+        the mount goes on answering (each object is seen wholly old or wholly new meanwhile)."""
+        for _ in self.tree.replace_all_steps(objects):
+            await trio.sleep(0)
+        self._loaded = objects
+
     def on_connected(self, info: SessionInfo, objects: list[PublishedObject]) -> None:
         self.info = info
         self._dropped_at = None
-        self.tree.replace_all(objects)
+        if objects is not self._loaded:  # not applied by load_objects already
+            self.tree.replace_all(objects)
+        self._loaded = None
         self._changed()
         log.info("connected to %s %s as %s: %d objects", info.viewer_name, info.viewer_version,
                  info.agent_name, len(objects))

@@ -30,7 +30,11 @@ class SessionInfo:
 
 class SessionListener(Protocol):
     """Implemented by the model layer. Every method is synchronous, quick, and must not block;
-    they are called from the session's reader task in the order the viewer's frames arrived."""
+    they are called from the session's reader task in the order the viewer's frames arrived.
+
+    Optional: `async def load_objects(objects)`, awaited (shielded from cancellation) with a large
+    object.list before on_connected gets the same list; it may apply it in steps with checkpoints
+    between them. No later frame is handled until it returns."""
 
     def on_connected(self, info: SessionInfo, objects: list[PublishedObject]) -> None: ...
     def on_disconnected(self, reason: str) -> None: ...

@@ -2,7 +2,9 @@
 
 One connection at a time. Per connection there is one reader task that never awaits a handler:
 responses wake their callers, notifications go to the (synchronous) listener in arrival order, and
-requests from the viewer are answered by tasks spawned in the connection's nursery. Frames are sent
+requests from the viewer are answered by tasks spawned in the connection's nursery. The one
+exception is a large object.list answer: it is decoded off the trio thread and applied through the
+listener's optional `load_objects` in steps, and the reader reads the next frame after that. Frames are sent
 under one lock so they never interleave. When the link drops every pending call fails with
 NotConnected, the listener hears about it, and run() reconnects with capped, jittered backoff.
 """
@@ -34,6 +36,7 @@ from slfs.protocol.errors import (
     RpcError,
 )
 from slfs.protocol.jsonrpc import (
+    Message,
     Notification,
     Request,
     Response,
@@ -89,6 +92,11 @@ MAX_MESSAGE_SIZE = 64 * 1024 * 1024  # the viewer sends at most 16 MiB
 PREAUTH_SEND_LIMIT = 64 * 1024
 SEND_LIMIT = 16 * 1024 * 1024
 CLOSE_TOO_BIG = 1009
+# An object.list answer from this many objects on is decoded off the trio thread and applied in steps.
+BIG_LIST = 50
+# Bytes read from the socket at a time (trio_websocket's default is 4 KiB: a 20 MB object.list
+# answer took 5,000 reads through wsproto).
+RECEIVE_BUFFER = 256 * 1024
 CLOSE_TRY_AGAIN = 1013
 
 CONNECTING = "connecting"
@@ -112,14 +120,22 @@ def timeout_for(method: str) -> float:
     return METHOD_TIMEOUTS.get(method, DEFAULT_TIMEOUT)
 
 
+def _object_count(result: Any) -> int:
+    """How many objects an object.list result holds, before decoding (0 when it is not the shape)."""
+    objects = result.get("objects") if isinstance(result, dict) else None
+    return len(objects) if isinstance(objects, list) else 0
+
+
 @attrs.define
 class _Pending:
     method: str
     event: trio.Event = attrs.field(factory=trio.Event)
     result: Any = None
     error: RpcError | None = None
-    # Run synchronously by the reader when the response arrives, before any later frame is handled.
-    on_response: Callable[[Response], None] | None = None
+    # Run by the reader when the response arrives, before any later frame is handled; when it
+    # returns an awaitable, the reader awaits it first (the call's timeout no longer runs).
+    on_response: Callable[[Response], Awaitable[None] | None] | None = None
+    arrived: bool = False  # the answer came; on_response may still be running
 
 
 class _Connection:
@@ -175,7 +191,7 @@ class _Connection:
         method: str,
         params: codec.RequestParams = None,
         timeout: float | None = None,
-        on_response: Callable[[Response], None] | None = None,
+        on_response: Callable[[Response], Awaitable[None] | None] | None = None,
     ) -> Any:
         if self.closed:
             raise NotConnected(f"Connection closed: {self.close_reason or 'closed'}")
@@ -193,6 +209,8 @@ class _Connection:
                     raise NotConnected(f"Connection closed while sending {method}") from None
                 log.debug("call %s id=%s sent", method, rid)
                 await waiter.event.wait()
+            if scope.cancelled_caught and waiter.arrived and not waiter.event.is_set():
+                await waiter.event.wait()  # answered in time, still being handled (a large object.list)
             if scope.cancelled_caught and not waiter.event.is_set():
                 log.warning("call %s id=%s timed out after %g s", method, rid, timeout)
                 raise CallTimeout(method, timeout)
@@ -228,37 +246,50 @@ class _Connection:
                     self.close_reason = reason
                 return
             try:
-                self.handle_frame(frame)
+                handling = self.handle_frame(frame)
+                if handling is not None:  # the next frame waits: arrival order is kept
+                    await handling
             except Exception:  # a bug below us must not kill the reader
                 log.exception("failed to handle a frame from the viewer: %.200r", frame)
 
-    def handle_frame(self, frame: str | bytes) -> None:
+    @staticmethod
+    def parse_frame(frame: str | bytes) -> Message | None:
+        """The frame's message; None (logged) for a frame that is not one."""
         if isinstance(frame, bytes):
             try:
                 frame = frame.decode("utf-8")
             except UnicodeDecodeError:
                 log.warning("ignoring a binary frame that is not UTF-8 (%d bytes)", len(frame))
-                return
+                return None
         try:
-            msg = parse_message(frame)
+            return parse_message(frame)
         except ProtocolError as exc:
             log.warning("ignoring an invalid frame from the viewer: %s: %.200r", exc, frame)
-            return
+            return None
+
+    def handle_frame(self, frame: str | bytes) -> Awaitable[None] | None:
+        """Handle one frame; an awaitable when its handling goes on (the reader awaits it)."""
+        msg = self.parse_frame(frame)
+        return self.handle_message(msg) if msg is not None else None
+
+    def handle_message(self, msg: Message) -> Awaitable[None] | None:
         if isinstance(msg, Response):
-            self.handle_response(msg)
+            return self.handle_response(msg)
         elif isinstance(msg, Request):
             self.nursery.start_soon(self.serve_request, msg)
         else:
             self.session._handle_notification(self, msg)
+        return None
 
-    def handle_response(self, msg: Response) -> None:
+    def handle_response(self, msg: Response) -> Awaitable[None] | None:
         waiter = self.pending.pop(msg.id, None) if isinstance(msg.id, int) else None
         if waiter is None:
             if msg.error is not None:
                 log.warning("viewer sent an error for unknown id %r: %s", msg.id, msg.error)
             else:
                 log.warning("ignoring a response with unknown id %r", msg.id)
-            return
+            return None
+        waiter.arrived = True
         if msg.error is not None:
             log.debug("call %s id=%r failed: %s", waiter.method, msg.id, msg.error)
             waiter.error = msg.error
@@ -266,10 +297,22 @@ class _Connection:
             waiter.result = msg.result
         if waiter.on_response is not None:
             try:
-                waiter.on_response(msg)
+                handling = waiter.on_response(msg)
             except Exception:
                 log.exception("handling the response to %s failed", waiter.method)
+            else:
+                if handling is not None:
+                    return self._finish_response(waiter, handling)
         waiter.event.set()
+        return None
+
+    async def _finish_response(self, waiter: _Pending, handling: Awaitable[None]) -> None:
+        try:
+            await handling
+        except Exception:
+            log.exception("handling the response to %s failed", waiter.method)
+        finally:
+            waiter.event.set()
 
     # --- serving the viewer's calls -----------------------------------------------------------------
 
@@ -488,6 +531,7 @@ class ViewerSession:
                 "/",
                 use_ssl=False,
                 max_message_size=MAX_MESSAGE_SIZE,
+                receive_buffer_size=RECEIVE_BUFFER,
                 connect_timeout=self.connect_timeout,
                 disconnect_timeout=2.0,
             ) as ws:
@@ -566,23 +610,48 @@ class ViewerSession:
             endpoint=self.endpoint,
         )
 
-        def on_list(resp: Response) -> None:
+        def on_list(resp: Response) -> Awaitable[None] | None:
             # Runs in the reader, so on_connected comes before any frame that followed the answer.
             if conn.closed:
-                return
+                return None
             if resp.error is not None:
                 if resp.error.code == METHOD_NOT_FOUND:
                     log.warning("viewer has no object.list; starting with no published objects")
                     objects = []
                 else:
                     conn.abort(f"object.list failed: {resp.error}")
-                    return
+                    return None
             else:
+                if _object_count(resp.result) >= BIG_LIST:
+                    return load_list(resp)
                 try:
                     objects = self.decode(ObjectListResponse, resp.result, "object.list result").objects
                 except ProtocolError as exc:
                     conn.abort(f"malformed object.list result: {exc}")
-                    return
+                    return None
+            ready(objects)
+            return None
+
+        async def load_list(resp: Response) -> None:
+            # A large answer: decoded off the trio thread and handed to the listener's load_objects
+            # in steps, so the mount goes on answering. The reader waits for it (arrival order);
+            # the state says connected only once the whole list is applied.
+            try:
+                objects = (await trio.to_thread.run_sync(
+                    self.decode, ObjectListResponse, resp.result, "object.list result")).objects
+            except ProtocolError as exc:
+                conn.abort(f"malformed object.list result: {exc}")
+                return
+            load = getattr(self.listener, "load_objects", None)
+            if load is not None:
+                with trio.CancelScope(shield=True):  # once begun, the apply completes
+                    try:
+                        await load(objects)
+                    except Exception:
+                        log.exception("listener load_objects raised")
+            ready(objects)
+
+        def ready(objects: list[Any]) -> None:
             conn.ready = True
             self.info = info
             who = f"{info.viewer_name} {info.viewer_version}".strip() or "the viewer"
