@@ -8,12 +8,6 @@ import os
 from pathlib import Path
 
 import pytest
-
-from e2e.harness import Mount, MountFactory
-from e2e.test_control_cli import slfs
-from e2e.test_write_support import mark, need, settle, sh
-from slfs.sources import envelope
-
 from inproc.test_sources import (  # the same world and texts as the in-process tests
     FIRESTORM_TEXT,
     FS_SCRIPT,
@@ -24,6 +18,11 @@ from inproc.test_sources import (  # the same world and texts as the in-process 
     SOURCE,
     sources_world,
 )
+
+from e2e.harness import Mount, MountFactory
+from e2e.test_control_cli import slfs
+from e2e.test_write_support import mark, need, settle, sh
+from slfs.sources import envelope
 
 pytestmark = pytest.mark.fuse
 
@@ -91,7 +90,7 @@ async def test_sed_adds_an_include_then_build_follows_the_library(mount_factory:
     await settle(m)
     assert stored(m, LIB) == LIB_TEXT.replace("llOwnerSay(s)", 'llOwnerSay("lib: " + s)')
     t = mark(m)
-    rc, out, err = await slfs(m, "build", m.path("Box"))
+    _rc, out, _err = await slfs(m, "build", m.path("Box"))
     lines = out.splitlines()
     assert f"{m.path('Box', 'Plain.lsl')}: saved, compiled" in lines
     assert f"{m.path('Box', 'Greeter.lsl')}: saved, compiled" in lines or \
@@ -99,7 +98,7 @@ async def test_sed_adds_an_include_then_build_follows_the_library(mount_factory:
     assert len(saves_of(m, PLAIN, t)) == 1
     assert 'llOwnerSay("lib: " + s);' in stored(m, PLAIN)
     t = mark(m)
-    rc, out, err = await slfs(m, "build", "--json", m.path("Box"))
+    _rc, out, _err = await slfs(m, "build", "--json", m.path("Box"))
     data = json.loads(out)
     assert {r["status"] for r in data["results"]} == {"unchanged"} and data["failed"] == 0
     assert saves_of(m, PLAIN, t) == [] and saves_of(m, FS_SCRIPT, t) == []
