@@ -8,9 +8,11 @@ and `--mount MOUNT`. `slfs events` prints one JSON object per line in both modes
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -19,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from . import paths
 from .control.client import ControlClient, ControlError, NoMount, connect, find_mount, mount_path, read_registry
 from .stats import render as render_stats
 
@@ -33,6 +36,13 @@ VIEWER_VERBS = {
 URI_PREFIX = "vscode://lindenlab.sl-vscode-plugin/connect"
 OPEN_URI_MOUNT_TIMEOUT = 30.0
 FIND_TIMEOUT = 10.0
+DEFAULT_PORT = 9020  # as slfs.cli.DEFAULT_PORT (SLFS_PORT overrides it there too)
+DIAG_WAIT = 70.0  # `slfs diag --wait`: how long the daemon waits for the compile of the last save
+EDITOR_GRACE = 0.5  # an editor that exits non-zero this soon failed to start
+# The viewer's temp file of a live-synced script (live-sync.md): sl_script_<name>_<md5>.<ext>, or
+# sl_script_<md5>.<ext> when the named file could not be written.
+TEMP_NAME = re.compile(r"^sl_script_(.+)_([a-fA-F0-9]{32}|[a-fA-F0-9-]{36})\.(luau|lsl)$")
+TEMP_NAME_FALLBACK = re.compile(r"^sl_script_([a-fA-F0-9]{32})\.(luau|lsl)$")
 
 
 class VerbError(Exception):
@@ -62,7 +72,18 @@ def add_verb_parsers(sub: Any) -> None:
 
     p = sub.add_parser("diag", help="print diagnostics of the last compiles; exit 1 on errors")
     _common(p)
+    p.add_argument("--wait", action="store_true",
+                   help=f"first wait (up to {DIAG_WAIT:g} s) for the compile of the last save of FILE")
     p.add_argument("path", nargs="?", metavar="PATH")
+
+    p = sub.add_parser("edit", help="live-sync a script open in the viewer's editor (its external editor "
+                       "command: slfs edit \"%%s\") and start your editor on the live file")
+    _common(p)
+    p.add_argument("--wait", action="store_true", help="return when the editor exits, with its exit status")
+    p.add_argument("tempfile", metavar="TEMPFILE")
+
+    p = sub.add_parser("live", help="list the live-synced scripts (slfs edit) and their last compile")
+    _common(p)
 
     p = sub.add_parser("build", help="expand and save again the preprocessed scripts under PATH (after an "
                        "include changed); exit 1 when any failed or has compile errors")
@@ -114,8 +135,8 @@ def add_verb_parsers(sub: Any) -> None:
     p.add_argument("uri", metavar="URI")
 
 
-VERBS = ("status", "stats", "diag", "build", "run", "stop", "reset", "events", "open", "close", *VIEWER_VERBS,
-         "recompile", "exec", "commands", "open-uri")
+VERBS = ("status", "stats", "diag", "edit", "live", "build", "run", "stop", "reset", "events", "open", "close",
+         *VIEWER_VERBS, "recompile", "exec", "commands", "open-uri")
 
 
 # --- output --------------------------------------------------------------------------------------
@@ -184,10 +205,18 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_diag(args: argparse.Namespace) -> int:
+    wait = getattr(args, "wait", False)
+    if wait and not args.path:
+        raise VerbError("diag --wait: name the FILE whose compile to wait for", 2)
     entry, c = _client_for(args, args.path)
     with c:
         params: dict[str, Any] = {"path": mount_path(entry, args.path)} if args.path else {}
-        data = c.request("diag", **params)
+        if wait:
+            # The daemon bounds the wait; the request's own deadline only guards against a silent daemon.
+            data = c.request("diag", _timeout=DIAG_WAIT + 30, wait=DIAG_WAIT, **params)
+        else:
+            data = c.request("diag", **params)
+    timed_out = bool(wait) and data.get("waited") is False
     diagnostics = data.get("diagnostics", [])
     errors = sum(1 for d in diagnostics if str(d.get("level", "")).lower() == "error")
     failed = [f for f in data.get("files", []) if not f.get("compiled", True)]
@@ -201,8 +230,11 @@ def cmd_diag(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         for note in notes:
             print(f"slfs: {note}", file=sys.stderr)
+    if timed_out:
+        _err(f"{args.path}: no compile result for its last save within {DIAG_WAIT:g} s; "
+             "the diagnostics above may be older")
     # A failed compile fails the build even when the viewer sent no error-level line.
-    return 1 if errors or failed else 0
+    return 1 if errors or failed or timed_out else 0
 
 
 def cmd_build(args: argparse.Namespace) -> int:
@@ -420,11 +452,12 @@ def parse_uri(uri: str) -> dict[str, Any]:
     if not port_text.isdigit() or not 1024 <= int(port_text) <= 65535:
         raise VerbError(f"{uri}: the port must be a number from 1024 to 65535 (got {port_text or 'none'!r})", 2)
     uuid_re = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+    md5_re = re.compile(r"^[0-9a-fA-F]{32}$")  # a live-synced script's script_id
     out: dict[str, Any] = {"port": int(port_text), "object": None, "script": None}
     for key in ("object", "script"):
         value = fields.get(key) or ""
         if value:
-            if not uuid_re.match(value):
+            if not uuid_re.match(value) and not (key == "script" and md5_re.match(value)):
                 raise VerbError(f"{uri}: {key} {value!r} is not a UUID", 2)
             out[key] = value.lower()
     if out["object"] is None and out["script"] is None:
@@ -483,6 +516,297 @@ def _wait_connected(entry: dict[str, Any], timeout: float) -> None:
                     f"within {timeout:g} s (state: {state})")
 
 
+# --- live sync: slfs edit, slfs live ---------------------------------------------------------------
+
+
+def _default_port() -> int:
+    """The port `slfs mount` uses without --port (slfs.cli._default_port)."""
+    try:
+        return int(os.environ.get("SLFS_PORT", DEFAULT_PORT))
+    except ValueError:
+        return DEFAULT_PORT
+
+
+def parse_temp_name(path: str) -> tuple[str | None, str, str]:
+    """The viewer's temp file name -> (script name, or None for the fallback name; script_id in lower
+    case; extension). VerbError (exit status 2) when the name is not one of the viewer's."""
+    base = os.path.basename(path)
+    m = TEMP_NAME.match(base)
+    if m:
+        return m.group(1), m.group(2).lower(), m.group(3)
+    m = TEMP_NAME_FALLBACK.match(base)
+    if m:
+        return None, m.group(1).lower(), m.group(2)
+    raise VerbError(f"{path}: not a temp file of the viewer's script editor (sl_script_NAME_ID.lsl or .luau, "
+                    "ID being 32 hex digits); set the viewer's external editor to: slfs edit \"%s\"", 2)
+
+
+def edit_log_path() -> Path:
+    return paths.state_dir() / "edit.log"
+
+
+EDIT_LOG_MAX = 1 << 20  # edit.log is moved to edit.log.1 beyond this size
+
+
+def _edit_log(message: str) -> None:
+    """A line in edit.log: the viewer starts `slfs edit` without a terminal, so this is where a user
+    sees what was started and why no editor window appeared. Never fails."""
+    try:
+        log = edit_log_path()
+        paths.ensure(log.parent)
+        try:
+            if log.stat().st_size > EDIT_LOG_MAX:
+                os.replace(log, log.with_name(log.name + ".1"))
+        except FileNotFoundError:
+            pass
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} slfs[{os.getpid()}]: {message}\n")
+    except OSError:
+        pass
+
+
+def _edit_note(message: str) -> None:
+    """On standard error and in edit.log."""
+    _err(message)
+    _edit_log(message)
+
+
+_TEMPLATE = re.compile(r"\{path\}|\{line\}")
+
+
+def editor_argv(path: str, open_cmd: str | None, env: dict[str, str] | None = None) -> tuple[list[str], str]:
+    """The argument vector of the user's editor on `path`, and where it came from: the mount's
+    `-o open_cmd` (split into words as the daemon does, `{path}` replaced, `{line}` being 1, the path
+    appended when no word has `{path}`), else $VISUAL, else $EDITOR (split into words, the path
+    appended), else xdg-open. Never a shell command line: the path stays one argument."""
+    environ = os.environ if env is None else env
+    if open_cmd and open_cmd.strip():
+        try:
+            words = shlex.split(open_cmd)
+        except ValueError as exc:
+            raise VerbError(f"-o open_cmd={open_cmd!r}: {exc}") from None
+        argv = [_TEMPLATE.sub(lambda m: path if m.group(0) == "{path}" else "1", w) for w in words]
+        if not any("{path}" in w for w in words):
+            argv.append(path)
+        return argv, "open_cmd"
+    for var in ("VISUAL", "EDITOR"):
+        value = environ.get(var, "")
+        try:
+            words = shlex.split(value)
+        except ValueError as exc:
+            raise VerbError(f"${var}={value!r}: {exc}") from None
+        if words:
+            return [*words, path], f"${var}"
+    return ["xdg-open", path], "xdg-open"
+
+
+def _exit_status(returncode: int) -> int:
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def _log_tail(log: Path, offset: int, limit: int = 2000) -> str:
+    """What the editor wrote to edit.log since `offset`, on one line, shortened."""
+    try:
+        with open(log, "rb") as f:
+            f.seek(offset)
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    text = " | ".join(line.strip() for line in text.splitlines() if line.strip())
+    return text if len(text) <= limit else "..." + text[-limit:]
+
+
+def run_editor(live: dict[str, Any], out: dict[str, Any], *, wait: bool, json_out: bool) -> int:
+    """Start the user's editor on the live file `live["path"]`; print `out["path"]` (or `out` as
+    JSON, with "editor" added) once it runs. Without `wait` the editor is detached (its own session,
+    stdin from /dev/null, its output appended to edit.log) and this returns at once, or exits 1
+    when the editor is not found or exits non-zero within EDITOR_GRACE seconds; with `wait` it runs
+    on our terminal and its exit status is returned."""
+    argv, source = editor_argv(str(live["path"]), live.get("open_cmd"))
+    _edit_note(f"starting the editor ({source}): {shlex.join(argv)}")
+    log = edit_log_path()
+    offset: int | None = None  # where the editor's output starts in edit.log
+    sink: Any = subprocess.DEVNULL
+    if not wait:
+        try:
+            paths.ensure(log.parent)
+            sink = open(log, "ab")  # noqa: SIM115 - closed below, the child keeps its copy
+            offset = sink.tell()
+        except OSError:
+            sink = subprocess.DEVNULL
+    try:
+        if wait:
+            # Our stdin and stderr, so a terminal editor works in the terminal slfs edit runs in;
+            # stdout too unless it must hold only JSON.
+            proc = subprocess.Popen(argv, stdout=2 if json_out else None, close_fds=True)
+        else:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=sink, stderr=sink, close_fds=True,
+                                    start_new_session=True)
+    except OSError as exc:
+        raise VerbError(f"the editor ({source}) could not be started: {shlex.join(argv)}: "
+                        f"{exc.strerror or exc}") from None
+    finally:
+        if sink is not subprocess.DEVNULL:
+            sink.close()
+    out["editor"] = {"argv": argv, "source": source, "pid": proc.pid}
+    if wait:
+        if not json_out:
+            print(out["path"], flush=True)
+        status = _exit_status(proc.wait())
+        out["editor"]["status"] = status
+        if status:
+            _edit_note(f"the editor ({source}) exited with status {status}: {shlex.join(argv)}")
+        if json_out:
+            _emit_json(out)
+        return status
+    try:
+        returncode: int | None = proc.wait(EDITOR_GRACE)
+    except subprocess.TimeoutExpired:
+        returncode = None
+    if returncode:
+        tail = _log_tail(log, offset) if offset is not None else ""
+        raise VerbError(f"the editor ({source}) exited with status {_exit_status(returncode)} at once: "
+                        f"{shlex.join(argv)}" + (f": {tail}" if tail else ""))
+    if returncode is None:
+        # It outlives us: no zombie is left to reap, and no warning about a child still running.
+        proc.returncode = 0
+    if json_out:
+        _emit_json(out)
+    else:
+        print(out["path"], flush=True)
+    return 0
+
+
+def live_subscribe(c: ControlClient, temp_path: str) -> dict[str, Any]:
+    """Ask the daemon to subscribe to the viewer's temp file; a refusal is a VerbError (exit 1)."""
+    try:
+        data: dict[str, Any] = c.request("live_subscribe", temp_path=temp_path)
+    except ControlError as exc:
+        if exc.code == "EREFUSED":
+            raise VerbError(f"{temp_path}: {exc.message}") from None
+        raise
+    return data
+
+
+def _edit_mount(mount: str | None) -> dict[str, Any]:
+    """The mount `slfs edit` uses: --mount, else as the other verbs find it, else (several running)
+    the one of the default port, else (none running) a new one of the default port at ~/sl, as
+    `slfs open-uri` does; connected to the viewer."""
+    if mount:
+        entry = find_mount(mount)
+    else:
+        try:
+            entry = find_mount()
+        except NoMount as exc:
+            port = _default_port()
+            found = _mount_for_port(port)
+            if found is not None:
+                entry = found
+            elif exc.code == "ENOENT":
+                _edit_note(f"no slfs mount is running: mounting one for port {port}")
+                entry = _start_mount(port)
+            else:
+                raise
+    _wait_connected(entry, OPEN_URI_MOUNT_TIMEOUT)
+    return entry
+
+
+def cmd_edit(args: argparse.Namespace) -> int:
+    _edit_log("slfs edit " + shlex.join([*(["--mount", args.mount] if args.mount else []),
+                                         *(["--wait"] if args.wait else []), args.tempfile]))
+    try:
+        parse_temp_name(args.tempfile)
+        temp_path = os.path.abspath(args.tempfile)
+        entry = _edit_mount(args.mount)
+        with connect(entry) as c:
+            live = live_subscribe(c, temp_path)
+        return run_editor(live, {**live, "mount": entry["mountpoint"]}, wait=args.wait, json_out=args.json)
+    except (VerbError, ControlError) as exc:
+        _edit_log(f"error: {exc}")  # run_verb prints it on standard error
+        raise
+
+
+def _live_line(s: dict[str, Any]) -> str:
+    compiled = s.get("compiled")
+    if compiled is None:
+        last = "none"
+    elif compiled:
+        last = "ok"
+    else:
+        n = int(s.get("errors") or 0)
+        last = f"failed ({n} error{'' if n == 1 else 's'})"
+    item = f"  item {s['item']}" if s.get("item") else ""
+    return f"{s.get('path')}  {s.get('script_id')}{item}  last compile: {last}"
+
+
+def cmd_live(args: argparse.Namespace) -> int:
+    _entry, c = _client_for(args)
+    with c:
+        data = c.request("live_list")
+    if args.json:
+        _emit_json(data)
+    else:
+        for s in data.get("scripts", []):
+            print(_live_line(s))
+    return 0
+
+
+def find_temp_file(temp_dir: str, script_id: str) -> str | None:
+    """The viewer's temp file of `script_id` in `temp_dir` (sl_script_*_ID.lsl|.luau or
+    sl_script_ID.lsl|.luau, the ID compared in any case), the newest when several; else None."""
+    want = script_id.lower()
+    hits: list[tuple[float, str]] = []
+    try:
+        names = os.listdir(temp_dir)
+    except OSError:
+        return None
+    for name in names:
+        m = TEMP_NAME.match(name)
+        found = m.group(2) if m else (m2.group(1) if (m2 := TEMP_NAME_FALLBACK.match(name)) else None)
+        if found is None or found.lower() != want:
+            continue
+        path = os.path.join(temp_dir, name)
+        try:
+            hits.append((os.stat(path).st_mtime, path))
+        except OSError:
+            continue
+    return max(hits)[1] if hits else None
+
+
+NULL_UUID = "00000000-0000-0000-0000-000000000000"
+
+
+def live_ids(script: str, object_id: str | None) -> list[str]:
+    """The script_ids a launch URI's `script=` may mean: the value itself, and, for an item UUID,
+    the MD5 of `<prim uuid>_<item uuid>` the viewer names its temp file by (the null prim for an
+    inventory script)."""
+    script = script.lower()
+    if len(script) != 36:
+        return [script]
+    prims = [object_id.lower()] if object_id else []
+    return [script, *(hashlib.md5(f"{prim}_{script}".encode()).hexdigest() for prim in [*prims, NULL_UUID])]
+
+
+def _live_temp_for(entry: dict[str, Any], candidates: list[str]) -> str | None:
+    """The temp file of the first of `candidates` the viewer live-syncs (`script_list`), else None."""
+    with connect(entry) as c:
+        try:
+            data = c.request("script_list")
+        except ControlError as exc:
+            if exc.code in ("ECONNRESET", "ESHUTDOWN"):
+                raise
+            return None  # a viewer or daemon without live sync: the published objects only
+    ids = {str(i).lower() for i in (data or {}).get("script_ids") or []}
+    script_id = next((i for i in candidates if i in ids), None)
+    if script_id is None or not data.get("temp_dir"):
+        return None
+    temp = find_temp_file(str(data["temp_dir"]), script_id)
+    if temp is None:
+        _err(f"script {script_id} is live-synced, but no temp file of it is in {data['temp_dir']}; "
+             "looking for it in the published objects")
+    return temp
+
+
 def cmd_open_uri(args: argparse.Namespace) -> int:
     target = parse_uri(args.uri)
     port = target["port"]
@@ -493,6 +817,17 @@ def cmd_open_uri(args: argparse.Namespace) -> int:
         entry = found if found is not None else _start_mount(port)
     _wait_connected(entry, OPEN_URI_MOUNT_TIMEOUT)
     out: dict[str, Any] = {"mount": entry["mountpoint"], "port": port, "object": None, "script": None}
+    temp = _live_temp_for(entry, live_ids(target["script"], target["object"])) if target["script"] else None
+    if temp is not None:
+        # A script open in the viewer's own editor: live-sync it as `slfs edit TEMPFILE` would.
+        try:
+            with connect(entry) as c:
+                live = live_subscribe(c, temp)
+            out.update(live=live, path=live["path"])
+            return run_editor(live, out, wait=False, json_out=args.json)
+        except (VerbError, ControlError) as exc:
+            _edit_log(f"open-uri {args.uri}: error: {exc}")
+            raise
     with connect(entry) as c:
         if target["object"]:
             try:
@@ -523,6 +858,8 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "status": cmd_status,
     "stats": cmd_stats,
     "diag": cmd_diag,
+    "edit": cmd_edit,
+    "live": cmd_live,
     "build": cmd_build,
     "run": cmd_run_stop,
     "stop": cmd_run_stop,
@@ -537,5 +874,5 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "open-uri": cmd_open_uri,
 }
 
-__all__ = ["HANDLERS", "VERBS", "NoMount", "add_verb_parsers", "parse_params", "parse_since", "parse_uri",
-           "run_verb"]
+__all__ = ["HANDLERS", "VERBS", "NoMount", "add_verb_parsers", "editor_argv", "find_temp_file", "parse_params",
+           "parse_since", "parse_temp_name", "parse_uri", "run_editor", "run_verb"]

@@ -6,8 +6,8 @@ _slfs() {
     COMPREPLY=()
     cur=${COMP_WORDS[COMP_CWORD]}
     prev=${COMP_WORDS[COMP_CWORD-1]}
-    local verbs="mount umount demo sim status stats diag build run stop reset events open close teleport focus
-        save-back reset-all recompile exec commands open-uri"
+    local verbs="mount umount demo sim status stats diag edit live build run stop reset events open close teleport
+        focus save-back reset-all recompile exec commands open-uri"
     local opts="prefetch= attr_timeout= delete_grace= vm= save_retries= shutdown_grace= open_cmd=
         allow_other allow_root default_permissions ro rw noatime auto_unmount"
 
@@ -49,6 +49,7 @@ _slfs() {
         sim) flags="--port --world --latency-ms --viewer-version --handshake-timeout -v" ;;
         events) flags="-f --follow --since --json --mount" ;;
         recompile) flags="--target --json --mount" ;;
+        diag|edit) flags="--wait --json --mount" ;;
         umount) flags= ;;
         *) flags="--json --mount" ;;
     esac
@@ -59,7 +60,7 @@ _slfs() {
     case $verb in
         mount|umount|demo|status|stats|close|teleport|focus|save-back|reset-all|recompile)
             COMPREPLY=($(compgen -d -- "$cur")) ;;
-        diag|build|run|stop|reset)
+        diag|edit|build|run|stop|reset)
             COMPREPLY=($(compgen -f -- "$cur")) ;;
         *) ;;
     esac

@@ -83,7 +83,8 @@ def test_parse_uri_partial_and_bad() -> None:
 def test_every_verb_parses_with_json_and_mount() -> None:
     parser = cli.build_parser()
     samples = {
-        "status": [], "stats": [], "diag": [], "build": ["f", "d"], "run": ["f"], "stop": ["f"], "reset": ["f"],
+        "status": [], "stats": [], "diag": ["--wait", "f"], "edit": ["--wait", "t"], "live": [],
+        "build": ["f", "d"], "run": ["f"], "stop": ["f"], "reset": ["f"],
         "events": ["-f", "--since", "1h"],
         "open": [OBJ], "close": ["d"], "teleport": ["d"], "focus": ["d"], "save-back": ["d"], "reset-all": ["d"],
         "recompile": ["--target", "luau", "d"], "exec": ["viewer.teleport", "object_id=x"], "commands": [],
