@@ -32,11 +32,18 @@ import trio
 
 from ..model.errors import FsError
 from ..model.events import EventLog
+from ..model.live import LiveScript
 from ..model.scripts import Scripts
 from ..model.tree import ROOT_INODE, Folder, Item, Node
 from ..model.workspace import Workspace
 from ..model.writes import Writer
-from ..protocol.types import VIEWER_COMMANDS, CommandExecuteParams, ObjectRequestParams, ObjectUnpublishParams
+from ..protocol.types import (
+    VIEWER_COMMANDS,
+    CommandExecuteParams,
+    ObjectRequestParams,
+    ObjectUnpublishParams,
+    ScriptList,
+)
 from ..stats import STATS
 
 log = logging.getLogger(__name__)
@@ -61,6 +68,9 @@ class ControlServer:
             "stats": self._stats,
             "diag": self._diag,
             "build": self._build,
+            "live_subscribe": self._live_subscribe,
+            "live_list": self._live_list,
+            "script_list": self._script_list,
             "run": lambda p: self._set_state(p, "run"),
             "stop": lambda p: self._set_state(p, "stop"),
             "reset": lambda p: self._set_state(p, "reset"),
@@ -192,7 +202,7 @@ class ControlServer:
             reply.update(success=True, data=await self.commands[kind](frame))
         except FsError as exc:
             reply.update(success=False, error=exc.message or os.strerror(exc.errno),
-                         code=errno.errorcode.get(exc.errno, str(exc.errno)))
+                         code=getattr(exc, "control_code", None) or errno.errorcode.get(exc.errno, str(exc.errno)))
         except Exception as exc:
             log.exception("control command %s failed", kind)
             reply.update(success=False, error=f"internal error: {exc}", code="EIO")
@@ -271,10 +281,18 @@ class ControlServer:
         return {"mount": self.ws.mountpoint, **STATS.snapshot()}
 
     async def _diag(self, p: dict[str, Any]) -> Any:
+        live = self._live_named(p.get("path"))
+        if live is not None:
+            return await self._live_diag(live, p.get("wait"))
         node = self.resolve(p.get("path") or self.ws.mountpoint)
         items = [node] if isinstance(node, Item) else self._items_under(node)
         files = []
         diagnostics: list[dict[str, Any]] = []
+        if node.inode == ROOT_INODE:
+            for ls in list(self.ws.live.by_id.values()):
+                part = await self._live_diag(ls, None)
+                diagnostics += part["diagnostics"]
+                files += part["files"]
         for item in items:
             report = self.ws.compiles.get(item.uuid)
             if report is None:
@@ -284,6 +302,52 @@ class ControlServer:
             files.append({"path": self.scripts.abspath(item), "compiled": report.compiled, "at": report.at,
                           "note": report.note, "source": report.source})
         return {"diagnostics": diagnostics, "files": files}
+
+    def _live_named(self, path: Any) -> LiveScript | None:
+        """The live script of `MOUNT/.slfs/live/NAME` (or `.slfs/live/NAME`), None for other paths."""
+        if not isinstance(path, str):
+            return None
+        mount = self.ws.mountpoint.rstrip("/")
+        norm = os.path.normpath(path)
+        rel = norm[len(mount):].lstrip("/") if norm.startswith(mount + "/") else norm
+        folder, _, name = rel.rpartition("/")
+        if folder != ".slfs/live":
+            return None
+        ls = self.ws.live.entries.get(name)
+        if ls is None:
+            raise FsError(errno.ENOENT, f"{path}: no such live file")
+        return ls
+
+    async def _live_diag(self, ls: LiveScript, wait: Any) -> dict[str, Any]:
+        """A live file's diagnostics; with `wait` (seconds, at most 70), once the viewer answered
+        its last save (a live save is compiled by the viewer after close() returned)."""
+        waited = True
+        if isinstance(wait, (int, float)) and wait > 0 and not ls.compiled_since_write:
+            waited = False
+            with trio.move_on_after(min(float(wait), 70.0)):
+                while not ls.compiled_since_write and ls.gone is None:
+                    await ls.compiled.wait()
+                waited = True
+        report = self.ws.live.report(ls)
+        files = [] if report is None else [{"path": self.ws.live.abspath(ls), "compiled": report.compiled,
+                                            "at": report.at, "note": report.note, "source": report.source}]
+        return {"diagnostics": self.ws.live.diagnostics_of(ls), "files": files, "waited": waited}
+
+    async def _live_subscribe(self, p: dict[str, Any]) -> Any:
+        temp_path = p.get("temp_path")
+        if not isinstance(temp_path, str) or not temp_path:
+            raise FsError(errno.EINVAL, "temp_path is required")
+        ls = await self.ws.live.subscribe(temp_path)
+        return {"path": self.ws.live.abspath(ls), "script_id": ls.script_id, "name": ls.name,
+                "temp_path": ls.temp_path, "open_cmd": self.ws.options.open_cmd}
+
+    async def _live_list(self, p: dict[str, Any]) -> Any:
+        live = self.ws.live
+        return {"scripts": [live.describe(ls) for ls in list(live.by_id.values()) if live.exists(ls)]}
+
+    async def _script_list(self, p: dict[str, Any]) -> Any:
+        res: ScriptList = await self.ws.call("script.list", "script.list", None, ScriptList)
+        return {"temp_dir": res.temp_dir, "script_ids": list(res.script_ids)}
 
     def _items_under(self, node: Node) -> list[Item]:
         prefix = self.tree.path_of(node)

@@ -75,7 +75,13 @@ class Attributes:
         elif isinstance(node, Virtual):
             a.attr_timeout = 0
             a.entry_timeout = 1
-            if node.kind == FILE:
+            if node.kind == FILE and node.live is not None:
+                ls = node.live  # a live file: the temp file's text as its script shows it
+                a.st_mode = stat.S_IFREG | 0o644
+                a.st_size = len(ls.local) if ls.local is not None else len(ls.shown)
+                a.st_nlink = 1
+                mtime = ls.seen_stamp[0] if ls.seen_stamp else self.mounted_at_ns
+            elif node.kind == FILE:
                 a.st_mode = stat.S_IFREG | (0o644 if node.writer is not None else 0o444)
                 a.st_size = len(node.render()) if node.render is not None else 0
                 a.st_nlink = 1

@@ -2,13 +2,14 @@
 
 `.slfs` is never listed (so ls -a, find, grep -r, cp -r and git never see it) but resolves by
 explicit path. At the mount root it holds `status`, `stats`, `by-id/`, `diagnostics`, `events` and
-`syntax/`; in every folder it holds sidecars per item file (`F.diag`, `F.inworld`; scripts also `F.state` and
-`F.log`).
+`syntax/` and `live/` (scripts open in the viewer's editor, model/live.py); in every folder it
+holds sidecars per item file (`F.diag`, `F.inworld`; scripts also `F.state` and `F.log`).
 """
 
 from __future__ import annotations
 
 import errno
+import functools
 import os
 from collections.abc import Awaitable, Callable, Iterator
 
@@ -17,6 +18,7 @@ import attrs
 from ..model import names
 from ..model.errors import FsError
 from ..model.events import EventLog
+from ..model.live import LIVE_DIR_KEY, LiveScript
 from ..model.scripts import Scripts
 from ..model.syntax import SyntaxFiles
 from ..model.tree import ROOT_INODE, Folder, Item, Node, Tree
@@ -43,6 +45,8 @@ class Virtual:
     direct_io: bool = False
     # Awaited by open() before render(): what the file shows may need a fetch first.
     prepare: Callable[[], Awaitable[None]] | None = None
+    # A live file (MOUNT/.slfs/live/NAME): reads, writes and saves go to the model's live script.
+    live: LiveScript | None = None
 
 
 class Control:
@@ -67,6 +71,7 @@ class Control:
                                                      direct_io=True),
             "events": lambda parent: self._file(parent, "events", self.events.render, direct_io=True),
             "syntax": lambda parent: self._dir(parent, "syntax", "syntax"),
+            "live": lambda parent: self._get(LIVE_DIR_KEY, lambda ino: Virtual(ino, "live", "live", parent)),
         }
 
     # --- node construction ---------------------------------------------------------------
@@ -131,6 +136,52 @@ class Control:
         for name in list(self.syntax.files):
             if only is None or only == name:
                 yield self._file(vdir.inode, name, self._syntax_render(name))
+
+    def _children_live(self, vdir: Virtual, only: str | None) -> Iterator[Virtual]:
+        """Each live script's file, and its .diag, .state (once the viewer said) and .log."""
+        live = self.ws.live
+        for name, ls in list(live.entries.items()):
+            if only is not None and not only.startswith(name):
+                continue
+            if not live.exists(ls):
+                continue
+            if only is None or only == name:
+                node = self.nodes.get(ls.inode)
+                if node is None or node.live is not ls:
+                    node = self.nodes[ls.inode] = Virtual(ls.inode, FILE, name, vdir.inode, live=ls)
+                node.name = name
+                yield node
+            sidecars: dict[str, Callable[[], bytes]] = {
+                "diag": functools.partial(self.render_live_diagnostics, ls),
+                "log": functools.partial(self._live_log, ls),
+            }
+            if ls.running is not None:
+                sidecars["state"] = functools.partial(_live_state, ls)
+            for suffix, shows in sidecars.items():
+                full = f"{name}.{suffix}"
+                if only is None or only == full:
+                    side = self._get(f"ctl:live:{ls.script_id}:{suffix}",
+                                     functools.partial(_live_sidecar, full, vdir.inode, shows))
+                    side.name, side.render = full, shows  # follows a rename, or a new subscription
+                    yield side
+
+    def _live_log(self, ls: LiveScript) -> bytes:
+        """Runtime output of its item when the viewer says which (newer viewers), else the log the
+        viewer writes beside its temp file (the compile result)."""
+        if ls.item_id:
+            out = self.events.script_log(ls.item_id)
+            if out:
+                return out
+        try:
+            with open(ls.temp_path + ".log", "rb") as f:
+                return f.read(1 << 20)
+        except OSError:
+            return b""
+
+    def render_live_diagnostics(self, ls: LiveScript) -> bytes:
+        lines = [f"{d['path']}:{d['row']}:{d['column']}: {d['level']}: {d['message']}"
+                 for d in self.ws.live.diagnostics_of(ls)]
+        return ("\n".join(lines) + "\n").encode("utf-8", "replace") if lines else b""
 
     def _syntax_render(self, name: str) -> Callable[[], bytes]:
         return lambda: self.syntax.files.get(name, b"")
@@ -219,7 +270,8 @@ class Control:
         # Only items compiled this session can have lines: no walk over every item of the mount.
         compiled = list(self.ws.compiles)
         items = [self.tree.by_uuid.get(uuid) for uuid in compiled]
-        return b"".join(self.render_diagnostics(i) for i in items if isinstance(i, Item) and i.attached)
+        live = b"".join(self.render_live_diagnostics(ls) for ls in list(self.ws.live.by_id.values()))
+        return b"".join(self.render_diagnostics(i) for i in items if isinstance(i, Item) and i.attached) + live
 
     # --- content ----------------------------------------------------------------------------
 
@@ -233,3 +285,11 @@ class Control:
     @staticmethod
     def _render_stats() -> bytes:
         return render(STATS.snapshot()).encode()
+
+
+def _live_state(ls: LiveScript) -> bytes:
+    return b"running\n" if ls.running else b"stopped\n"
+
+
+def _live_sidecar(name: str, parent: int, render: Callable[[], bytes], ino: int) -> Virtual:
+    return Virtual(ino, FILE, name, parent, render=render, direct_io=True)

@@ -244,6 +244,8 @@ class Operations(pyfuse3.Operations):
                 await self.writer.resize_item(node, attr.st_size, by_path=h is None)
             elif isinstance(node, Scratch):
                 self.writer.resize_scratch(node, attr.st_size)
+            elif isinstance(node, Virtual) and node.live is not None:
+                self.writer.live.resize(node.live, attr.st_size)
             else:
                 raise FsError(errno.EACCES if isinstance(node, Virtual) else errno.EISDIR, "")
         if fields.update_mode and isinstance(node, Scratch):
@@ -392,6 +394,11 @@ class Operations(pyfuse3.Operations):
         fh = next(self._fh)
         if isinstance(node, Folder):
             raise FsError(errno.EISDIR, "")
+        if isinstance(node, Virtual) and node.live is not None:
+            await self.writer.live.open(node.live, truncate=bool(flags & os.O_TRUNC))
+            self._handles[fh] = Handle(node.inode, writable=wants_write)
+            # The viewer rewrites its temp file on its own saves: never a stale page.
+            return pyfuse3.FileInfo(fh=fh, direct_io=True, keep_cache=False)
         if isinstance(node, Virtual):
             if node.kind != FILE:
                 raise FsError(errno.EINVAL, "")
@@ -456,6 +463,9 @@ class Operations(pyfuse3.Operations):
             return (node.content or b"")[off : off + size]
         if isinstance(node, Scratch):
             return bytes(node.data[off : off + size])
+        if isinstance(node, Virtual) and node.live is not None:
+            ls = node.live
+            return bytes((ls.local if ls.local is not None else ls.shown)[off : off + size])
         if isinstance(node, Virtual) and node.direct_io and node.render is not None and off + size > len(h.data):
             # Growing files (events, logs): a read past the snapshot sees what was added since,
             # so `tail -f` follows them.
@@ -467,6 +477,11 @@ class Operations(pyfuse3.Operations):
         h, node = self._handle(fh)
         if h.fd >= 0:
             return os.pwrite(h.fd, buf, off)
+        if isinstance(node, Virtual) and node.live is not None:
+            if not h.writable:
+                raise FsError(errno.EBADF, "")
+            self.writer.live.write(node.live, off, buf)
+            return len(buf)
         if isinstance(node, Virtual):
             # Control files act at write(), so `echo bogus > F.state` fails where the shell sees it
             # (bash ignores errors from close).
@@ -489,6 +504,8 @@ class Operations(pyfuse3.Operations):
             await self.writer.commit_item(node)
         elif isinstance(node, Scratch):
             await self.writer.commit_scratch(node)
+        elif isinstance(node, Virtual) and node.live is not None:
+            await self.writer.live.commit(node.live)
 
     @_guarded
     async def flush(self, fh: int) -> None:

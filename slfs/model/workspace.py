@@ -32,6 +32,7 @@ from ..protocol.types import (
     PublishedObject,
     RuntimeDebug,
     RuntimeError_,
+    ScriptUnsubscribe,
     SyntaxChange,
 )
 from ..session import CONNECTED, NotConnected, SessionInfo, ViewerSession
@@ -39,9 +40,10 @@ from ..sources import envelope
 from .compiles import CompileReport, event_fields, has_nul
 from .errors import FsError, from_rpc, region_down, transient_read_error
 from .invalidations import PendingInvalidations
+from .live import LIVE_DIR_KEY, LiveScripts
 from .options import Options
 from .services import Service
-from .tree import Folder, Invalidation, Item, Tree
+from .tree import EntryChanged, Folder, Invalidation, Item, Tree
 
 log = logging.getLogger(__name__)
 
@@ -63,8 +65,10 @@ class Workspace:
         self.options = options or Options()
         self.invalidations = PendingInvalidations()
         self.tree = Tree(on_invalidate=self._invalidate, on_stale=self._on_stale)
+        session_kw.setdefault("live_sync", True)  # scripts open in the viewer's editor (model/live.py)
         self.session = ViewerSession(self, host, port, **session_kw)
         self.info: SessionInfo | None = None
+        self.live = LiveScripts(self)
         self.state = "connecting"
         self.state_detail = "starting"
         self.last_error = ""
@@ -172,6 +176,8 @@ class Workspace:
                  info.agent_name, len(objects))
         self.emit("connected", viewer=info.viewer_name, version=info.viewer_version,
                   agent=info.agent_name, objects=len(objects))
+        if self.live.by_id:
+            self.spawn(self.live.resubscribe_all)  # subscriptions end with the connection
 
     def on_disconnected(self, reason: str) -> None:
         self._dropped_at = trio.current_time()
@@ -213,6 +219,8 @@ class Workspace:
 
     def on_compiled(self, msg: CompilationResult) -> None:
         self.emit("script.compiled", script_id=msg.script_id, success=msg.success)
+        if self.live.on_compiled(msg):
+            return  # a live-synced save's answer
         # Newer viewers broadcast the result of a save made in the viewer itself (its editor, Script
         # Studio, the compile queue) with the script's place: show it as for a save through slfs.
         # The object.update with the item's higher revision that goes with it refreshes the content.
@@ -250,6 +258,13 @@ class Workspace:
         item.generation += 1
         self.tree.invalidate_item(item, data=True)
         self._fetch_send.send_nowait(item)
+
+    def on_unsubscribe(self, msg: ScriptUnsubscribe) -> None:
+        self.live.on_unsubscribe(msg)
+
+    def invalidate_live_name(self, name: str) -> None:
+        """A name in `.slfs/live/` that the kernel may have cached means nothing now."""
+        self.invalidations.add(EntryChanged(self.tree.inode_for(LIVE_DIR_KEY), name))
 
     def on_editor_command(self, command: str, params: dict[str, Any]) -> None:
         if command == "editor.show_message":

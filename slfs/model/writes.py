@@ -46,6 +46,7 @@ from . import names
 from .compiles import CompileReport, failure_report, has_nul
 from .errors import FsError, region_down, transient_save_error
 from .keep import RECOVERY, TRASH, Keeper
+from .live_writes import LiveWriter
 from .naming_rules import RemoteName, is_local_name, parse_remote_name, size_limit
 from .overlay import Overlay
 from .sources import Build, Sources
@@ -78,6 +79,7 @@ class Writer:
         self.overlay = overlay
         self.keeper = keeper
         self.sources = sources
+        self.live = LiveWriter(ws, sources, self.recover)  # the live files' saves (live_writes.py)
         self.pending_saves = 0
         self._create_locks: defaultdict[str, trio.Lock] = defaultdict(trio.Lock)
         self._save_locks: defaultdict[str, trio.Lock] = defaultdict(trio.Lock)
@@ -601,6 +603,12 @@ class Writer:
             if item.dirty and item.local is not None and item.uuid not in kept:
                 await self.recover(self.tree.path_of(item) or item.name, bytes(item.local),
                                    "daemon stopped before it was saved")
+        for ls in list(self.ws.live.by_id.values()):
+            if ls.dirty and ls.local is not None:
+                try:
+                    await self.live.commit(ls)  # the temp file is local: no viewer needed
+                except FsError as exc:  # a failed save leaves a recovery copy itself
+                    log.error("unsaved live file %s at shutdown: %s", ls.name, exc.message)
         for node in list(self.tree.nodes.values()):
             if isinstance(node, Scratch) and node.folder is not None and node.data:
                 path = f"{self.tree.path_of(node.folder)}/{node.name}".lstrip("/")

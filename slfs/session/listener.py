@@ -13,6 +13,7 @@ from slfs.protocol.types import (
     PublishedObject,
     RuntimeDebug,
     RuntimeError_,
+    ScriptUnsubscribe,
     SyntaxChange,
 )
 
@@ -45,6 +46,7 @@ class SessionListener(Protocol):
     def on_runtime_error(self, msg: RuntimeError_) -> None: ...
     def on_syntax_change(self, msg: SyntaxChange) -> None: ...
     def on_compiled(self, msg: CompilationResult) -> None: ...
+    def on_unsubscribe(self, msg: ScriptUnsubscribe) -> None: ...
     def on_editor_command(self, command: str, params: dict[str, Any]) -> None: ...
     def on_state(self, state: str, detail: str) -> None: ...
 
@@ -77,6 +79,9 @@ class NullListener:
         pass
 
     def on_compiled(self, msg: CompilationResult) -> None:
+        pass
+
+    def on_unsubscribe(self, msg: ScriptUnsubscribe) -> None:
         pass
 
     def on_editor_command(self, command: str, params: dict[str, Any]) -> None:

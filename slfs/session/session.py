@@ -55,6 +55,7 @@ from slfs.protocol.types import (
     ObjectUpdate,
     RuntimeDebug,
     RuntimeError_,
+    ScriptUnsubscribe,
     SessionDisconnect,
     SessionHandshake,
     SessionOk,
@@ -723,7 +724,7 @@ class ViewerSession:
             elif method == "script.compiled":
                 self._listen("on_compiled", self.decode(CompilationResult, msg.params, method))
             elif method == "script.unsubscribe":
-                log.info("ignoring script.unsubscribe (no live sync)")
+                self._listen("on_unsubscribe", self.decode(ScriptUnsubscribe, msg.params, method))
             else:
                 log.info("ignoring unknown notification %s", method)
         except ProtocolError as exc:

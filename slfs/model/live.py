@@ -1,0 +1,306 @@
+"""Live sync: scripts open in the viewer's own script editor, seen through their temp files.
+
+The viewer writes a script being edited to `<tmpdir>/sl_script_<name>_<md5>.lsl|.luau` (the md5,
+of `<prim uuid>_<item uuid>`, is the `script_id`), polls it once a second by whole-second mtime,
+and compiles and stores whatever it finds there (../shared/research/live-sync.md). `slfs edit`
+subscribes the daemon to such a script (`script.subscribe`); the script then appears as
+`MOUNT/.slfs/live/<name>` with `.diag`, `.log` and `.state` beside it. Compile results come as
+`script.compiled` to the subscribed connection only.
+
+The registry here is owned by the workspace (it is session state: subscriptions end with the
+connection and are made again after a reconnect); the writer saves live files into their temp files.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import re
+import time
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import trio
+
+from ..protocol.types import CompilationResult, ScriptSubscribe, ScriptSubscribeResponse, ScriptUnsubscribe
+from ..sources import envelope
+from . import names
+from .compiles import CompileReport, Place, has_nul
+from .errors import FsError
+
+if TYPE_CHECKING:
+    from .workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+# How the viewer names its temp files (llpreviewscript.cpp; the research page gives the pattern),
+# and the fallback it uses when the name cannot be written.
+TEMP_NAME = re.compile(r"^sl_script_(.+)_([a-fA-F0-9]{32}|[a-fA-F0-9-]{36})\.(luau|lsl)$")
+TEMP_NAME_BARE = re.compile(r"^sl_script_([a-fA-F0-9]{32}|[a-fA-F0-9-]{36})\.(luau|lsl)$")
+NULL_UUID = "00000000-0000-0000-0000-000000000000"
+# The inode key of MOUNT/.slfs/live (the fs layer's control directory uses the same one).
+LIVE_DIR_KEY = "ctl:live"
+# The viewer polls its temp file once a second; a state held longer is seen by at least one poll.
+VIEWER_POLL = 1.0
+POLL_MARGIN = 0.25
+
+
+def parse_temp_name(path: str) -> tuple[str, str, str] | None:
+    """(script name, script_id, language) of a viewer temp file's path, None when not one."""
+    base = os.path.basename(path)
+    m = TEMP_NAME.match(base)
+    if m is not None:
+        return m.group(1), m.group(2).lower(), m.group(3)
+    m = TEMP_NAME_BARE.match(base)
+    if m is not None:
+        return "script", m.group(1).lower(), m.group(2)
+    return None
+
+
+class ViewerRefused(FsError):
+    """script.subscribe answered with a status other than 0 (the control socket's EREFUSED)."""
+
+    control_code = "EREFUSED"
+
+
+@attrs.define(eq=False)
+class LiveScript:
+    """One subscribed script. `shown` is what its live file shows (the temp file's text, decoded
+    from an envelope), `inworld` the temp file's text when it is an envelope."""
+
+    script_id: str
+    script_name: str
+    language: str
+    temp_path: str
+    inode: int
+    object_id: str | None = None  # the prim holding it (None: the agent's inventory)
+    root_id: str | None = None
+    item_id: str | None = None
+    name: str = ""  # its file name in .slfs/live
+    shown: bytes = b""
+    inworld: bytes | None = None
+    inworld_places: tuple[Place | None, ...] | None = None
+    seen_stamp: tuple[int, int] | None = None  # (st_mtime_ns, st_size) of the temp file last read
+    mtime_s: int = 0  # the whole-second mtime the viewer last saw (ours or its own)
+    written_at: float = 0.0  # trio clock of our last write of the temp file
+    compiled_since_write: bool = True
+    running: bool | None = None
+    # Local edits (shared by every handle, as for items) and whether they are unsaved.
+    local: bytearray | None = None
+    dirty: bool = False
+    gone: str | None = None  # why the subscription ended (the live file is gone then)
+    lookups: int = 0
+    compiled: trio.Event = attrs.field(factory=trio.Event)
+
+    # names.Named
+    @property
+    def uuid(self) -> str:
+        return self.script_id
+
+    @property
+    def wanted_base(self) -> str:
+        return names.to_fs(self.script_name)
+
+    @property
+    def wanted_ext(self) -> str:
+        return "." + self.language
+
+    @property
+    def always_tagged(self) -> bool:
+        return False
+
+    @property
+    def key(self) -> str:
+        return f"live:{self.script_id}"
+
+
+class LiveScripts:
+    def __init__(self, ws: Workspace) -> None:
+        self.ws = ws
+        self.by_id: dict[str, LiveScript] = {}
+        self.entries: dict[str, LiveScript] = {}  # file name -> script, as listed
+
+    # --- subscriptions ----------------------------------------------------------------------
+
+    async def subscribe(self, temp_path: str) -> LiveScript:
+        """Subscribe to the script of a viewer temp file; ViewerRefused with the viewer's message
+        when it refuses."""
+        parsed = parse_temp_name(temp_path)
+        if parsed is None:
+            raise FsError(errno.EINVAL, f"{temp_path}: not a viewer script temp file "
+                          "(sl_script_<name>_<md5>.lsl|.luau)")
+        script_name, script_id, language = parsed
+        temp_path = os.path.abspath(temp_path)
+        known = self.by_id.get(script_id)
+        if known is not None and known.gone is None:
+            if known.temp_path != temp_path:
+                known.temp_path = temp_path
+            await self.refresh(known)
+            return known
+        res = await self._subscribe_call(script_id, script_name, language)
+        ls = LiveScript(script_id=script_id, script_name=script_name, language=language, temp_path=temp_path,
+                        inode=self.ws.tree.inode_for(f"live:{script_id}"), object_id=res.object_id,
+                        root_id=res.root_id, item_id=res.item_id)
+        self.by_id[script_id] = ls
+        self._relayout()
+        await self.refresh(ls)
+        ls.mtime_s = int(ls.seen_stamp[0] // 1_000_000_000) if ls.seen_stamp else 0
+        log.info("live: subscribed to %s (%s) at %s", ls.name, script_id, temp_path)
+        self.ws.emit("live.subscribe", name=ls.name, script_id=script_id, temp_path=temp_path,
+                     item_id=res.item_id)
+        return ls
+
+    async def _subscribe_call(self, script_id: str, script_name: str, language: str) -> ScriptSubscribeResponse:
+        res: ScriptSubscribeResponse = await self.ws.call(
+            f"subscribe {script_name}", "script.subscribe",
+            ScriptSubscribe(script_id=script_id, script_name=script_name, script_language=language),
+            ScriptSubscribeResponse)
+        if not res.success or res.status != 0:
+            raise ViewerRefused(errno.EPERM, f"the viewer refused: {res.message} (status {res.status})")
+        return res
+
+    def on_unsubscribe(self, msg: ScriptUnsubscribe) -> None:
+        ls = self.by_id.get(msg.script_id.lower())
+        if ls is not None:
+            self.end(ls, "the viewer ended the subscription (its script editor was closed)")
+
+    def end(self, ls: LiveScript, why: str) -> None:
+        """The live file goes; a handle with unsaved writes fails its close() with ENOENT."""
+        if ls.gone is not None:
+            return
+        ls.gone = why
+        self.by_id.pop(ls.script_id, None)
+        self._relayout()
+        ls.compiled.set()
+        log.info("live: %s: %s", ls.name, why)
+        self.ws.emit("live.unsubscribe", name=ls.name, script_id=ls.script_id, why=why)
+
+    async def resubscribe_all(self) -> None:
+        """After a reconnect: subscribe again; a script the viewer no longer knows goes."""
+        for ls in list(self.by_id.values()):
+            try:
+                await self._subscribe_call(ls.script_id, ls.script_name, ls.language)
+            except FsError as exc:
+                self.end(ls, f"not subscribed again after the reconnect: {exc.message}")
+
+    def _relayout(self) -> None:
+        layout = names.resolve(self.by_id.values())
+        old = self.entries
+        self.entries = {name: ls for name, ls in layout.items() if isinstance(ls, LiveScript)}
+        for name, ls in self.entries.items():
+            ls.name = name
+        for name in old:
+            if self.entries.get(name) is not old[name]:  # gone, or another script's name now
+                self.ws.invalidate_live_name(name)
+
+    # --- content ----------------------------------------------------------------------------
+
+    def exists(self, ls: LiveScript) -> bool:
+        """The temp file is still there; when the viewer removed it, the subscription is over."""
+        if ls.gone is not None:
+            return False
+        if not os.path.exists(ls.temp_path):
+            self.end(ls, "the viewer removed its temp file")
+            return False
+        return True
+
+    async def refresh(self, ls: LiveScript) -> None:
+        """Read the temp file again when it changed (the viewer rewrites it on its own saves)."""
+        def read() -> tuple[tuple[int, int], bytes] | None:
+            try:
+                with open(ls.temp_path, "rb") as f:
+                    st = os.fstat(f.fileno())
+                    return (st.st_mtime_ns, st.st_size), f.read()
+            except FileNotFoundError:
+                return None
+        got = await trio.to_thread.run_sync(read)
+        if got is None:
+            self.end(ls, "the viewer removed its temp file")
+            raise FsError(errno.ENOENT, f"{ls.name}: the viewer's temp file is gone ({ls.temp_path})")
+        stamp, data = got
+        if stamp == ls.seen_stamp:
+            return
+        self.set_text(ls, data.decode("utf-8", "replace"), stamp=stamp)
+
+    def set_text(self, ls: LiveScript, text: str, *, stamp: tuple[int, int] | None,
+                 places: tuple[Place | None, ...] | None = None) -> None:
+        unwrapped = envelope.unwrap(text)
+        inworld = text.encode("utf-8") if unwrapped is not None else None
+        if inworld != ls.inworld:
+            ls.inworld_places = None
+        ls.inworld = inworld
+        if places is not None:
+            ls.inworld_places = places
+        ls.shown = (unwrapped.source if unwrapped is not None else text).encode("utf-8")
+        ls.seen_stamp = stamp
+        if stamp is not None:
+            ls.mtime_s = max(ls.mtime_s, stamp[0] // 1_000_000_000)
+
+    def abspath(self, ls: LiveScript) -> str:
+        return os.path.join(self.ws.mountpoint or "/", names.CONTROL_DIR, "live", ls.name)
+
+    def item_folder_path(self, ls: LiveScript) -> str | None:
+        """The mount path of the folder holding the script's item, when it is in a published object."""
+        node = self.ws.tree.by_uuid.get(ls.item_id or "")
+        if node is None or not node.attached or node.parent is None:
+            return None
+        return os.path.join(self.ws.mountpoint or "/", self.ws.tree.path_of(node.parent))
+
+    def item_path(self, ls: LiveScript) -> str | None:
+        node = self.ws.tree.by_uuid.get(ls.item_id or "")
+        if node is None or not node.attached:
+            return None
+        return os.path.join(self.ws.mountpoint or "/", self.ws.tree.path_of(node))
+
+    # --- compiles ---------------------------------------------------------------------------
+
+    def on_compiled(self, msg: CompilationResult) -> bool:
+        """A `script.compiled` for a subscribed script: its `.diag`, `.state`, the root
+        diagnostics and a `compile` event with "source": "live". False when not ours."""
+        ls = self.by_id.get(msg.script_id.lower())
+        if ls is None:
+            return False
+        diagnostics = tuple(msg.diagnostics or ())
+        if has_nul(diagnostics):
+            diagnostics = tuple(attrs.evolve(d, message=" ".join(d.message.replace("\0", " ").split())
+                                             or "unreadable diagnostic (NUL bytes)") for d in diagnostics)
+        places = ls.inworld_places
+        note = "" if msg.success else ("the previously compiled version keeps running" if msg.running
+                                       else "the script is not running")
+        report = CompileReport(
+            compiled=msg.success, diagnostics=diagnostics, at=time.time(), note=note, source="live",
+            preprocessed=places is not None,
+            places=tuple(places[d.row - 1] if places is not None and 0 < d.row <= len(places) else None
+                         for d in diagnostics))
+        ls.running = msg.running
+        ls.compiled_since_write = True
+        ls.compiled.set()
+        ls.compiled = trio.Event()
+        self.ws.compiles[ls.key] = report
+        from .compiles import event_fields
+        self.ws.emit("compile", path=f"{names.CONTROL_DIR}/live/{ls.name}", script_id=ls.script_id,
+                     item_id=ls.item_id, **event_fields(report))
+        return True
+
+    def report(self, ls: LiveScript) -> CompileReport | None:
+        return self.ws.compiles.get(ls.key)
+
+    def diagnostics_of(self, ls: LiveScript) -> list[dict[str, object]]:
+        report = self.report(ls)
+        if report is None:
+            return []
+        out: list[dict[str, object]] = []
+        for i, d in enumerate(report.diagnostics):
+            place = report.place_of(i)
+            path, row = (place.path, place.row) if place is not None else (self.abspath(ls), d.row)
+            out.append({"path": path, "row": row, "column": d.column, "level": d.level.lower(),
+                        "message": " ".join(d.message.split())})
+        return out
+
+    def describe(self, ls: LiveScript) -> dict[str, Any]:
+        report = self.report(ls)
+        return {"name": ls.name, "path": self.abspath(ls), "script_id": ls.script_id, "temp_path": ls.temp_path,
+                "item": self.item_path(ls), "compiled": report.compiled if report else None,
+                "at": report.at if report else None,
+                "errors": sum(1 for d in (report.diagnostics if report else ()) if d.level.upper() == "ERROR")}

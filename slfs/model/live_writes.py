@@ -1,0 +1,184 @@
+"""Saving live files into the viewer's temp files (model/live.py says what live files are).
+
+A save writes the temp file whole and atomically (a new file renamed over it) and moves its mtime
+to a later whole second than the viewer last saw: the viewer polls once a second and compares whole
+seconds, so two writes in one second would otherwise look like one. A save waits, when needed,
+until the viewer had time to see the previous one (its compile answer, or one poll period), so no
+write is missed or merged with the next. Text that uses the preprocessor is built exactly as an
+object-explorer save is; the temp file then holds what in-world will hold. close() returns once
+the file is written: the compile is the viewer's, and its answer comes as `script.compiled`.
+
+Concurrency (trio): like the Writer, every await is followed by a re-check of what it acts on;
+saves of one live file are serialised by a per-script lock.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Awaitable, Callable
+
+import trio
+
+from .errors import FsError
+from .live import POLL_MARGIN, VIEWER_POLL, LiveScript, LiveScripts
+from .naming_rules import size_limit
+from .sources import BuildFailed, Sources, wants_build
+from .tree import Item
+from .workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+Recover = Callable[[str, bytes, str], Awaitable[str]]
+
+
+class LiveWriter:
+    def __init__(self, ws: Workspace, sources: Sources, recover: Recover) -> None:
+        self.ws = ws
+        self.live: LiveScripts = ws.live
+        self.sources = sources
+        self.recover = recover
+        self._locks: defaultdict[str, trio.Lock] = defaultdict(trio.Lock)
+
+    def _shown_name(self, ls: LiveScript) -> str:
+        return f".slfs/live/{ls.name}"
+
+    async def open(self, ls: LiveScript, *, truncate: bool) -> None:
+        if not self.live.exists(ls):
+            raise FsError(errno.ENOENT, f"{ls.name}: {ls.gone}")
+        if ls.local is None:
+            await self.live.refresh(ls)
+            if ls.local is None:  # re-checked after the read
+                ls.local = bytearray(ls.shown)
+        if truncate:
+            ls.local = bytearray()
+            ls.dirty = True
+
+    def write(self, ls: LiveScript, off: int, data: bytes) -> None:
+        buf = self._buffer(ls)
+        if off > len(buf):
+            buf.extend(b"\0" * (off - len(buf)))
+        buf[off:off + len(data)] = data
+        ls.dirty = True
+
+    def resize(self, ls: LiveScript, size: int) -> None:
+        buf = self._buffer(ls)
+        if size < len(buf):
+            del buf[size:]
+        else:
+            buf.extend(b"\0" * (size - len(buf)))
+        ls.dirty = True
+
+    def _buffer(self, ls: LiveScript) -> bytearray:
+        if ls.local is None:
+            ls.local = bytearray(ls.shown)
+        return ls.local
+
+    async def commit(self, ls: LiveScript) -> None:
+        """flush/fsync: write the temp file (nothing when nothing changed)."""
+        async with self._locks[ls.script_id]:
+            if not ls.dirty or ls.local is None:
+                return
+            data = bytes(ls.local)
+            shown = self._shown_name(ls)
+            if ls.gone is not None:
+                ls.local, ls.dirty = None, False
+                where = await self.recover(shown, data, f"{shown}: {ls.gone}; not saved")
+                raise FsError(errno.ENOENT, f"{shown}: {ls.gone}; your content is in {where}")
+            try:
+                await self._save(ls, data, shown)
+            except FsError as exc:
+                await self.recover(shown, data, f"saving {shown} failed: {exc.message}")
+                raise
+
+    async def _save(self, ls: LiveScript, data: bytes, shown: str) -> None:
+        limit = size_limit("script")
+        if len(data) > limit:
+            raise FsError(errno.EFBIG, f"{shown}: scripts hold at most {limit} bytes")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise FsError(errno.EILSEQ, f"{shown}: not valid UTF-8 text (byte {exc.start})") from None
+        luau = ls.language == "luau"
+        build = None
+        if wants_build(text, luau=luau, enveloped=ls.inworld is not None):
+            try:
+                build = await self.sources.build_text(text, self.live.abspath(ls), luau=luau,
+                                                      enveloped=ls.inworld is not None, vm=self._vm(ls),
+                                                      search_dir=self.live.item_folder_path(ls))
+            except BuildFailed as exc:
+                self.ws.compiles[ls.key] = exc.report
+                raise exc.error from None
+        out = build.inworld if build is not None else text
+        await self._pace(ls)
+        if ls.gone is not None:  # re-checked after the wait
+            raise FsError(errno.ENOENT, f"{shown}: {ls.gone}")
+        mtime_s = max(int(time.time()), ls.mtime_s + 1)
+        try:
+            stamp = await trio.to_thread.run_sync(_write_atomically, ls.temp_path, out.encode("utf-8"), mtime_s)
+        except FileNotFoundError:
+            self.live.end(ls, "the viewer removed its temp file")
+            raise FsError(errno.ENOENT, f"{shown}: {ls.gone}") from None
+        except OSError as exc:
+            raise FsError(errno.EIO, f"{shown}: writing {ls.temp_path} failed: {exc.strerror}") from None
+        ls.mtime_s = mtime_s
+        ls.written_at = trio.current_time()
+        ls.compiled_since_write = False
+        self.live.set_text(ls, out, stamp=stamp, places=build.places() if build is not None else None)
+        if ls.local is not None and bytes(ls.local) == data:
+            ls.local, ls.dirty = None, False
+        log.info("live: wrote %s to %s (%d bytes)", shown, ls.temp_path, len(out.encode("utf-8")))
+        self.ws.emit("live.save", name=ls.name, script_id=ls.script_id, bytes=len(out.encode("utf-8")),
+                     preprocessed=build is not None)
+
+    def _vm(self, ls: LiveScript) -> str:
+        node = self.ws.tree.by_uuid.get(ls.item_id or "")
+        if isinstance(node, Item) and node.info.vm:
+            return node.info.vm
+        if ls.inworld is not None:
+            from ..sources import envelope
+            unwrapped = envelope.unwrap(ls.inworld.decode("utf-8", "replace"))
+            if unwrapped is not None and unwrapped.target in ("mono", "lsl2", "luau"):
+                return unwrapped.target
+        return self.ws.options.vm
+
+    async def _pace(self, ls: LiveScript) -> None:
+        """Until the viewer has had the previous write for a whole poll (or answered it)."""
+        if ls.compiled_since_write or not ls.written_at:
+            return
+        deadline = ls.written_at + VIEWER_POLL + POLL_MARGIN
+        with trio.move_on_at(deadline):
+            while not ls.compiled_since_write and ls.gone is None:
+                await ls.compiled.wait()
+
+
+def _write_atomically(path: str, data: bytes, mtime_s: int) -> tuple[int, int]:
+    """`data` as the whole of `path` (a new file renamed over it), with the given whole-second
+    mtime; returns the (st_mtime_ns, st_size) it then has."""
+    if not os.path.exists(path):
+        raise FileNotFoundError(errno.ENOENT, "the viewer removed its temp file", path)  # never recreate it
+    directory = os.path.dirname(path) or "."
+    fd, tmp = tempfile.mkstemp(prefix=".slfs-", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.chmod(tmp, os.stat(path).st_mode & 0o7777)
+        except FileNotFoundError:
+            pass
+        os.utime(tmp, ns=(mtime_s * 1_000_000_000, mtime_s * 1_000_000_000))
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    st = os.stat(path)
+    return st.st_mtime_ns, st.st_size
