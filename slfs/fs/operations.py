@@ -395,8 +395,10 @@ class Operations(pyfuse3.Operations):
         if isinstance(node, Folder):
             raise FsError(errno.EISDIR, "")
         if isinstance(node, Virtual) and node.live is not None:
-            await self.writer.live.open(node.live, truncate=bool(flags & os.O_TRUNC))
-            self._handles[fh] = Handle(node.inode, writable=wants_write)
+            truncate = bool(flags & os.O_TRUNC) and wants_write
+            await self.writer.live.open(node.live, truncate=truncate)
+            # As for items: a flush before the first write (bash closes a duplicate) saves nothing.
+            self._handles[fh] = Handle(node.inode, writable=wants_write, trunc_pending=truncate)
             # The viewer rewrites its temp file on its own saves: never a stale page.
             return pyfuse3.FileInfo(fh=fh, direct_io=True, keep_cache=False)
         if isinstance(node, Virtual):
@@ -481,6 +483,7 @@ class Operations(pyfuse3.Operations):
             if not h.writable:
                 raise FsError(errno.EBADF, "")
             self.writer.live.write(node.live, off, buf)
+            h.trunc_pending = False
             return len(buf)
         if isinstance(node, Virtual):
             # Control files act at write(), so `echo bogus > F.state` fails where the shell sees it
@@ -532,7 +535,7 @@ class Operations(pyfuse3.Operations):
                 # `: > F`: truncated, never written. release errors reach nobody: the content
                 # (empty) is in the recovery folder and the status then.
                 h.trunc_pending = False
-                node = self.tree.node(h.inode)
+                node = self.tree.node(h.inode) or self.control.nodes.get(h.inode)
                 if node is not None:
                     await self._commit(node)
         finally:

@@ -132,6 +132,8 @@ class LiveScripts:
                           "(sl_script_<name>_<md5>.lsl|.luau)")
         script_name, script_id, language = parsed
         temp_path = os.path.abspath(temp_path)
+        if not await trio.to_thread.run_sync(os.path.isfile, temp_path):
+            raise FsError(errno.ENOENT, f"{temp_path}: no such file (the viewer writes it when you press Edit)")
         known = self.by_id.get(script_id)
         if known is not None and known.gone is None:
             if known.temp_path != temp_path:
