@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 
@@ -55,19 +56,44 @@ def build_parser() -> argparse.ArgumentParser:
         default="absent",
         help="V2: owner_id while properties are deferred: left out (default) or the null UUID",
     )
+    p.add_argument(
+        "--external-editor",
+        metavar="CMD",
+        default=None,
+        help='live sync: the external editor the viewer starts on a script\'s temp file ("%%s" is '
+        "the path, appended when absent; split like a shell would, never run by one; default: "
+        "$LL_SCRIPT_EDITOR, else none)",
+    )
+    p.add_argument(
+        "--open-editor",
+        metavar="ITEM",
+        action="append",
+        default=[],
+        help="live sync: open the viewer's script editor on this script (item id, or name) once "
+        "listening; prints its script id and temp file (repeatable)",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="log debug output to stderr")
     return p
 
 
-async def _run(sim: SimViewer, port: int) -> None:
+async def _run(sim: SimViewer, port: int, opened: tuple[str, ...] | list[str] = ()) -> None:
     # The signal handlers go in before "listening" is printed: a caller may signal right after it.
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
             bound = await nursery.start(sim.serve, port)
             print(f"slfs-sim listening on 127.0.0.1:{bound}", flush=True)
+            for item_id in opened:
+                script_id, path = await sim.open_script_editor(item_id)
+                print(f"slfs-sim script editor {script_id} {path}", flush=True)
             async for _ in signals:
                 break
             nursery.cancel_scope.cancel()
+    # the viewer closing: its script editors close, and their temp files go
+    for script_id in sim.live_script_ids:
+        try:
+            os.unlink(sim.live_editor(script_id).path)
+        except OSError:
+            pass
 
 
 def build_sim(args: argparse.Namespace) -> SimViewer:
@@ -84,11 +110,28 @@ def build_sim(args: argparse.Namespace) -> SimViewer:
         properties_delay=args.properties_delay if args.properties_delay >= 0 else None,
         deferred_owner_id=args.deferred_owner_id,
         compile_failure=args.compile_failure,
+        external_editor=args.external_editor,
     )
+
+
+def resolve_items(sim: SimViewer, names: list[str]) -> list[str]:
+    """Item ids for --open-editor: an id of any item, or the name of a script (objects first, then
+    the agent's inventory)."""
+    out = []
+    scripts = [i for o in sim.world.objects.values() for p in o.prims() for i in p.inventory]
+    scripts += sim.world.agent_inventory
+    for name in names:
+        match = next((i for i in scripts if i.item_id == name.lower()), None)
+        match = match or next((i for i in scripts if i.is_script and i.name == name), None)
+        if match is None:
+            raise SystemExit(f"slfs sim: --open-editor {name!r}: no such item")
+        out.append(match.item_id)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, stream=sys.stderr)
-    trio.run(_run, build_sim(args), args.port)
+    sim = build_sim(args)
+    trio.run(_run, sim, args.port, resolve_items(sim, args.open_editor))
     return 0

@@ -55,6 +55,8 @@ class WorldControl:
     # Transport's (annotations only, so that no stub shadows them whatever the order of the bases)
     broadcast: Callable[[str, dict[str, Any]], Awaitable[None]]
     _spawn_deferred: Callable[[Callable[[], Awaitable[None]], str], None]
+    # LiveSync's (live.py): where a viewer-side compile's script.compiled goes
+    _send_compiled: Callable[[SimObject | None, Prim | None, Item, list[dict[str, Any]]], Awaitable[None]]
 
     def _on_session_ok(self) -> None:
         """After each session.ok: objects the world file publishes with deferred properties (V2)
@@ -67,10 +69,8 @@ class WorldControl:
                     self._schedule_properties(obj.object_id)
 
     def item(self, item_id: str) -> Item:
-        found = self.world.find_item(item_id)
-        if found is None:
-            raise KeyError(item_id)
-        return found[2]
+        """An item of any object, or of the agent's inventory."""
+        return self._locate(item_id)[2]
 
     def prim_of(self, item_id: str) -> Prim:
         found = self.world.find_item(item_id)
@@ -180,15 +180,22 @@ class WorldControl:
 
         Stores the text with a new revision; a script is compiled (a failed compile keeps the old
         version running; `running` sets the run state after a good compile). Then, for a script,
-        `script.compiled` {script_id, success, running, diagnostics (failed compiles)}: in V2 with
-        object_id (root), prim_id and item_id, broadcast to every connection when the object is
-        published (newer document, CompilationResult "Delivery": to the subscribed connection, and
-        the sim has no subscriptions, so to everyone); in V1 to nobody (older document: "routed
-        only to the connection subscribed to that script"). Then the inventory update (in V2 the
-        item's revision is higher), and a running script's runtime output. Notecards keep their
-        embedded items (the viewer's editor carries them)."""
-        obj, prim, item = self._find(item_id)
+        `script.compiled` as live.py's `_send_compiled` routes it (V2: to the subscribed connection,
+        else broadcast when the object is published; V1: only to the subscribed connection while
+        the script's editor is open). Then the inventory update (in V2 the item's revision is
+        higher), and a running script's runtime output. Notecards keep their embedded items (the
+        viewer's editor carries them). Works for scripts in the agent's inventory too (no update,
+        no runtime output: they are in no object)."""
+        await self._viewer_side_save(item_id, text, running=running)
+
+    async def _viewer_side_save(
+        self, item_id: str, text: str, *, running: bool | None = None
+    ) -> list[dict[str, Any]]:
+        """viewer_save's work; also the save of a live-synced temp file (live.py). The compile's
+        diagnostics (empty: it compiled, or the item is no script)."""
+        obj, prim, item = self._locate(item_id)
         self._store_content(item, text)
+        diagnostics: list[dict[str, Any]] = []
         if item.is_script:
             diagnostics = compile_source(item.content, item.language)
             if not diagnostics:
@@ -196,23 +203,12 @@ class WorldControl:
                 item.faulted = False
                 if running is not None:
                     item.running = running
-            if self.v2 and obj.published:
-                note: dict[str, Any] = {
-                    "script_id": f"{prim.prim_id}_{item.item_id}",  # the format is not documented
-                    "success": not diagnostics,
-                    "running": item.running,
-                    "object_id": obj.object_id,
-                    "prim_id": prim.prim_id,
-                    "item_id": item.item_id,
-                }
-                if diagnostics:
-                    note["diagnostics"] = diagnostics
-                await self.broadcast("script.compiled", note)
+            await self._send_compiled(obj, prim, item, diagnostics)
+        if obj is not None and prim is not None:
             await self.send_inventory_update(obj, prim)
-            if not diagnostics and item.running:
+            if item.is_script and not diagnostics and item.running:
                 await self.run_script(item.item_id)
-            return
-        await self.send_inventory_update(obj, prim)
+        return diagnostics
 
     async def unpublish(self, object_id: str, reason: str = "user") -> None:
         obj = self.world.objects[object_id.lower()]
@@ -443,6 +439,16 @@ class WorldControl:
         self.syntax_id = syntax_id or str(uuid.uuid4())
         await self.broadcast("language.syntax.change", {"id": self.syntax_id})
         return self.syntax_id
+
+    def _locate(self, item_id: str) -> tuple[SimObject | None, Prim | None, Item]:
+        """An item of an object (with its object and prim) or of the agent's inventory (None, None)."""
+        found = self.world.find_item(item_id)
+        if found is not None:
+            return found
+        item = self.world.find_agent_item(item_id)
+        if item is None:
+            raise KeyError(item_id)
+        return None, None, item
 
     def _find(self, item_id: str) -> tuple[SimObject, Prim, Item]:
         found = self.world.find_item(item_id)

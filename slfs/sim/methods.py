@@ -101,6 +101,10 @@ class MethodHandlers(WorldControl):
 
     # Transport's (annotation only, no stub)
     _later: Callable[[CallContext, float, Callable[[], Awaitable[None]]], None]
+    # LiveSync's (live.py): script.subscribe, script.unsubscribe, script.list
+    _m_subscribe: Handler
+    _m_unsubscribe: Handler
+    _m_script_list: Handler
 
     def _method_table(self) -> dict[str, Handler]:
         return {
@@ -243,21 +247,6 @@ class MethodHandlers(WorldControl):
                     INTERNAL_ERROR, "Failed to load and format syntax cache file."
                 ) from None
         return {"content": text, "success": True}
-
-    async def _m_subscribe(self, params: dict[str, Any], ctx: CallContext) -> Any:
-        script_id = params.get("script_id")
-        return {
-            "script_id": script_id if isinstance(script_id, str) else "",
-            "success": False,
-            "status": 2,
-            "message": "No subscription found for script",
-        }
-
-    async def _m_unsubscribe(self, params: dict[str, Any], ctx: CallContext) -> Any:
-        return None
-
-    async def _m_script_list(self, params: dict[str, Any], ctx: CallContext) -> Any:
-        return {"temp_dir": self.tmpdir, "script_ids": [], "success": True}
 
     async def _m_object_list(self, params: dict[str, Any], ctx: CallContext) -> Any:
         return {"objects": [self._wire_object(o) for o in self.world.objects.values() if o.published]}

@@ -3,10 +3,11 @@
 See README.md for what it simulates and how. Version 1 follows the protocol document; version 2
 adds what newer viewers do (see the `v2` checks).
 
-`SimViewer` is the public class and holds the configuration; its behaviour is in three mixins:
+`SimViewer` is the public class and holds the configuration; its behaviour is in four mixins:
 transport.py (`Transport`: connections, framing, limits, the handshake, broadcasts, calls to clients
 and the sync points), methods.py (`MethodHandlers`: the methods a client calls and their validators)
-and control.py (`WorldControl`: the world-editing API and the notifications it sends).
+control.py (`WorldControl`: the world-editing API and the notifications it sends) and live.py
+(`LiveSync`: the viewer's own script editor, its temp file and watcher, script.subscribe/list).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import tempfile
 
 from .control import WorldControl
+from .live import LIVE_POLL_INTERVAL, LiveSync
 from .methods import COMPILE_FAILURES, DEFAULT_LSL, DEFAULT_LUAU, MethodHandlers, correct_name
 from .transport import SyncError, Transport
 from .world import World
@@ -22,7 +24,7 @@ from .world import World
 __all__ = ["DEFAULT_LSL", "DEFAULT_LUAU", "SimViewer", "SyncError", "correct_name"]
 
 
-class SimViewer(Transport, MethodHandlers, WorldControl):
+class SimViewer(Transport, LiveSync, MethodHandlers, WorldControl):
     """A simulated Second Life viewer serving the external-editor protocol on 127.0.0.1."""
 
     def __init__(
@@ -42,6 +44,8 @@ class SimViewer(Transport, MethodHandlers, WorldControl):
         properties_delay: float | None = 0.05,
         deferred_owner_id: str = "absent",
         compile_failure: str | None = None,
+        external_editor: str | None = None,
+        live_poll_interval: float | None = LIVE_POLL_INTERVAL,
     ) -> None:
         if viewer_version not in (1, 2):
             raise ValueError("viewer_version must be 1 or 2")
@@ -67,9 +71,14 @@ class SimViewer(Transport, MethodHandlers, WorldControl):
         self.deferred_owner_id = deferred_owner_id  # placeholder owner_id: "absent" or "null" (UUID)
         self.compile_failure = compile_failure  # None, "stoi" or "nul": how a failed LSL save is answered
         self.syntax_id = "e2a4f6b8-1c3d-4e5f-8a9b-0c1d2e3f4a5b"
+        # live sync (live.py): the external editor command (None: $LL_SCRIPT_EDITOR, else none) and
+        # the seconds between two checks of a temp file (None: only live_poll() checks)
+        self.external_editor = external_editor
+        self.live_poll_interval = live_poll_interval
         # transport state: port, calls, notifications_sent, challenge_files, client_pings,
         # dropped_connections, the connections and the sync-point bookkeeping
         self._init_transport()
+        self._init_live()
         # world state
         self._creating: set[str] = set()
         self._refuse_create: dict[str, list[str]] = {}

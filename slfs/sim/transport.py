@@ -62,7 +62,7 @@ V2_UNSENT_LIMIT = 32 * 1024 * 1024
 CLOSE_TIMEOUT = 5.0
 SEND_WAIT = 0.1  # how long a send waits for its frame to be written (see Connection.send)
 SESSION_FEATURES = {
-    "live_sync": False,
+    "live_sync": True,  # live.py; both documents list the flag, the viewer sets it
     "compilation": True,
     "syntax_cache": True,
     "commands": True,
@@ -198,6 +198,8 @@ class Transport:
 
     # WorldControl's: called after each session.ok has been sent (annotation only, no stub)
     _on_session_ok: Callable[[], None]
+    # LiveSync's: a connection has closed (its subscriptions end)
+    _on_connection_closed: Callable[[Connection], None]
 
     def _init_transport(self) -> None:
         self.port: int | None = None
@@ -315,6 +317,7 @@ class Transport:
                 cn.cancel_scope.cancel()
         finally:
             conn.closed = True
+            self._on_connection_closed(conn)
             if conn.dropped:
                 self.dropped_connections += 1
             if conn in self._conns:

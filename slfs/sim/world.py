@@ -225,6 +225,9 @@ class World:
     agent_name: str = "Simulated Resident"
     objects: dict[str, SimObject] = attrs.Factory(dict)
     revision_counter: int = 0
+    # Scripts (and other items) in the agent's own inventory: not in any object, so the object
+    # explorer never reaches them; only live sync does (live.py).
+    agent_inventory: list[Item] = attrs.Factory(list)
 
     # --- lookups ---------------------------------------------------------------------------------
 
@@ -245,16 +248,26 @@ class World:
                     return obj, prim, item
         return None
 
+    def find_agent_item(self, item_id: str) -> Item | None:
+        item_id = item_id.lower()
+        for item in self.agent_inventory:
+            if item.item_id == item_id:
+                return item
+        return None
+
     def next_revision(self) -> int:
         self.revision_counter += 1
         return self.revision_counter
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "agent_id": self.agent_id,
             "agent_name": self.agent_name,
             "objects": [_object_to_world(o) for o in self.objects.values()],
         }
+        if self.agent_inventory:
+            out["agent_inventory"] = [i.to_world() for i in self.agent_inventory]
+        return out
 
 
 def _object_to_world(o: SimObject) -> dict[str, Any]:
@@ -355,17 +368,17 @@ def world_from_json(data: dict[str, Any]) -> World:
             deferred_properties=odata.get("deferred_properties") is True,
             region_connected=odata.get("region_connected", True) is not False,
         )
-    # Items without a stored revision get one now, in world order; running scripts are assumed to
-    # run the source they hold if it compiles.
+    world.agent_inventory = [item_from_json(i, world) for i in data.get("agent_inventory", [])]
+    # Items without a stored revision get one now, in world order (the agent's inventory last);
+    # running scripts are assumed to run the source they hold if it compiles.
     from .compiler import compile_source
 
-    for obj in world.objects.values():
-        for prim in obj.prims():
-            for item in prim.inventory:
-                if item.revision == 0:
-                    item.revision = world.next_revision()
-                if item.is_script and not compile_source(item.content, item.language):
-                    item.compiled_content = item.content
+    items = [item for obj in world.objects.values() for prim in obj.prims() for item in prim.inventory]
+    for item in [*items, *world.agent_inventory]:
+        if item.revision == 0:
+            item.revision = world.next_revision()
+        if item.is_script and not compile_source(item.content, item.language):
+            item.compiled_content = item.content
     return world
 
 

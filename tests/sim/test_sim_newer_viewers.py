@@ -12,6 +12,7 @@ import pytest
 import trio
 
 from slfs.sim import SimViewer
+from slfs.sim.live import script_id_for
 from slfs.sim.world import AGENT_RIGHTS, NULL_UUID, item_from_json, world_from_json
 
 MISSING = "00000000-0000-4000-8000-000000000000"
@@ -300,7 +301,7 @@ async def test_v2_viewer_save_script_compiled_broadcast(start_sim, connect) -> N
             for c in (a, b):  # no subscription: broadcast to every connection
                 note = await c.notification("script.compiled")
                 assert note == {
-                    "script_id": f"{hello['prim_id']}_{hello['item_id']}",
+                    "script_id": script_id_for(hello["prim_id"], hello["item_id"]),  # md5 of prim_item
                     "success": True,
                     "running": True,
                     "object_id": cube,

@@ -31,7 +31,7 @@ async def test_handshake_ok_v1(start_sim, connect) -> None:
             assert hs["server_version"] == "1.0.0" and hs["protocol_version"] == "1.0"
             assert hs["agent_id"] == sim.world.agent_id and hs["agent_name"] == sim.world.agent_name
             assert hs["languages"] == ["lsl", "luau"]
-            assert hs["features"]["commands"] is True and hs["features"]["live_sync"] is False
+            assert hs["features"]["commands"] is True and hs["features"]["live_sync"] is True
             await c.send(
                 {
                     "jsonrpc": "2.0",
