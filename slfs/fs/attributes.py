@@ -10,10 +10,48 @@ import pyfuse3
 
 from ..model import names
 from ..model.options import Options
-from ..model.tree import ROOT_INODE, Folder, Item, Local, Node, Scratch, Tree, describe_perms
+from ..model.tree import (
+    ROOT_INODE,
+    Folder,
+    InodeChanged,
+    Invalidation,
+    Item,
+    Local,
+    Node,
+    Scratch,
+    Tree,
+    describe_perms,
+)
 from .control import FILE, LINK, Virtual
 
 XATTR_PREFIX = "user.sl."
+
+Guard = tuple[object, ...]
+
+
+def _guard(node: Node) -> Guard | None:
+    """Everything an item's or a prim folder's attributes are computed from, as they are now;
+    None for what is not cached (a local edit's buffer, an unknown size, overlay, scratch and
+    control files, the root).
+
+    A cached entry is good while this compares equal: the model reports most changes
+    (`changed`), but some reach the attributes without a report (a write through the kernel, a
+    first fetch, a detach or rename, an object's republished permissions), so each use compares
+    the inputs themselves, by identity where they are immutable records."""
+    if isinstance(node, Item):
+        if node.local is not None:
+            return None  # a bytearray edited in place: its length is read every time
+        content = node.content
+        known = node.content_valid and content is not None
+        if not known and node.readable:
+            return None  # size unknown: answered with attr_timeout 0 until fetched
+        folder = node.folder
+        return (node.inode, node.parent, node.mtime_ns, node.data, node.embedded_items,
+                len(content) if known and content is not None else -1,
+                folder, folder.permissions if folder is not None else None)
+    if isinstance(node, Folder) and node.inode != ROOT_INODE:
+        return (node.inode, node.parent, node.mtime_ns, node.permissions, len(node.prims))
+    return None
 
 
 class Attributes:
@@ -23,8 +61,40 @@ class Attributes:
         self.uid = os.getuid()
         self.gid = os.getgid()
         self.mounted_at_ns = time.time_ns()
+        # inode -> (node, guard, attributes) of items and prim folders, so a warm listing does not
+        # build 20,000 EntryAttributes anew (`find` over readdirplus). The kernel copies a reply's
+        # attributes, so one object serves every reply until its guard differs.
+        self._cache: dict[int, tuple[Node, Guard, pyfuse3.EntryAttributes]] = {}
+
+    def changed(self, inv: Invalidation) -> None:
+        """The model reported a change (PendingInvalidations listener): drop what it may affect."""
+        if isinstance(inv, InodeChanged):
+            self._cache.pop(inv.inode, None)
 
     def entry(self, node: Node | Virtual) -> pyfuse3.EntryAttributes:
+        if isinstance(node, Virtual):
+            return self._build(node)
+        cached = self._cache.get(node.inode)
+        guard = _guard(node)
+        if cached is not None and cached[0] is node and cached[1] == guard:
+            return cached[2]
+        a = self._build(node)
+        if guard is None:
+            if cached is not None:
+                del self._cache[node.inode]
+            return a
+        cache = self._cache
+        if len(cache) > 2 * len(self.tree.nodes) + 1024:
+            self._prune()
+        cache[node.inode] = (node, guard, a)
+        return a
+
+    def _prune(self) -> None:
+        """Drop the entries of nodes the tree no longer holds (bounded: at most twice the tree)."""
+        nodes = self.tree.nodes
+        self._cache = {ino: c for ino, c in self._cache.items() if nodes.get(ino) is c[0]}
+
+    def _build(self, node: Node | Virtual) -> pyfuse3.EntryAttributes:
         a = pyfuse3.EntryAttributes()
         a.st_ino = node.inode
         a.st_uid = self.uid

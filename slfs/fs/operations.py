@@ -104,9 +104,11 @@ class Operations(pyfuse3.Operations):
         self.control = control
         self._handles: dict[int, Handle] = {}
         self._dir_handles: dict[int, list[tuple[str, int]]] = {}
+        self._overlay_dirs: dict[int, tuple[tuple[str, str, bool], Folder, str | None]] = {}
         self._fh = itertools.count(1)
         self._fault = os.environ.get(FAULT_ENV, "")
         self.attributes = Attributes(ws.tree, ws.options)
+        ws.invalidations.listeners.append(self.attributes.changed)
 
     # --- Service: what `.slfs/status` shows of the kernel side
 
@@ -285,7 +287,7 @@ class Operations(pyfuse3.Operations):
         if isinstance(node, (Folder, Local)):
             if isinstance(node, Local) and not os.path.isdir(node.path):
                 raise FsError(errno.ENOTDIR, "")
-            base = self.overlay.dir_of(node)
+            base = self._overlay_dir(node)
             if base is not None and os.path.isdir(base):
                 for de in os.scandir(base):
                     entries[de.name] = self.overlay.node(node, de.name, de.path).inode
@@ -301,6 +303,17 @@ class Operations(pyfuse3.Operations):
         fh = next(self._fh)
         self._dir_handles[fh] = sorted(entries.items())
         return fh
+
+    def _overlay_dir(self, node: Folder | Local) -> str | None:
+        """overlay.dir_of, remembered per folder while the names it is built from stay (building
+        the path costs more than the rest of an opendir)."""
+        if isinstance(node, Local):
+            return node.path
+        key = (node.object_folder.name, node.name, node.is_child)
+        memo = self._overlay_dirs.get(node.inode)
+        if memo is None or memo[0] != key or memo[1] is not node:
+            memo = self._overlay_dirs[node.inode] = (key, node, self.overlay.dir_of(node))
+        return memo[2]
 
     @_guarded
     async def readdir(self, fh: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
@@ -388,6 +401,13 @@ class Operations(pyfuse3.Operations):
 
     @_guarded
     async def open(self, inode: int, flags: int, ctx: pyfuse3.RequestContext) -> pyfuse3.FileInfo:
+        node = self.tree.nodes.get(inode)
+        if (type(node) is Item and not flags & os.O_ACCMODE and node.local is None and node.content_valid
+                and node.content is not None and node.readable):
+            # The warm read (grep -r): a read-only open of fetched content, no lock, await or log.
+            fh = next(self._fh)
+            self._handles[fh] = Handle(inode, node.content)
+            return pyfuse3.FileInfo(fh=fh, keep_cache=True)
         node = self._node(inode)
         accmode = flags & os.O_ACCMODE
         wants_write = accmode != os.O_RDONLY
@@ -530,6 +550,9 @@ class Operations(pyfuse3.Operations):
     @_guarded
     async def release(self, fh: int) -> None:
         h = self._handles.get(fh)
+        if h is not None and h.fd < 0 and not h.trunc_pending:
+            del self._handles[fh]  # nothing left to store or close (every read-only open)
+            return
         try:
             if h is not None and h.trunc_pending:
                 # `: > F`: truncated, never written. release errors reach nobody: the content

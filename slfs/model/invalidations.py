@@ -8,6 +8,8 @@ file system layer takes them in batches from its background task.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import trio
 
 from .tree import EntryChanged, InodeChanged, Invalidation
@@ -18,11 +20,15 @@ class PendingInvalidations:
         self._entries: dict[tuple[int, str], None] = {}
         self._inodes: dict[int, bool] = {}  # inode -> whether cached pages are stale too
         self._ready = trio.Event()
+        # Told each report as it is made, before it is merged (the fs layer's attribute cache).
+        self.listeners: list[Callable[[Invalidation], None]] = []
 
     def __len__(self) -> int:
         return len(self._entries) + len(self._inodes)
 
     def add(self, inv: Invalidation) -> None:
+        for listener in self.listeners:
+            listener(inv)
         if isinstance(inv, EntryChanged):
             self._entries[(inv.parent, inv.name)] = None
         else:
