@@ -401,12 +401,12 @@ class Operations(pyfuse3.Operations):
 
     @_guarded
     async def open(self, inode: int, flags: int, ctx: pyfuse3.RequestContext) -> pyfuse3.FileInfo:
-        node = self.tree.nodes.get(inode)
-        if (type(node) is Item and not flags & os.O_ACCMODE and node.local is None and node.content_valid
-                and node.content is not None and node.readable):
+        fast = self.tree.nodes.get(inode)
+        if (type(fast) is Item and not flags & os.O_ACCMODE and fast.local is None and fast.content_valid
+                and fast.content is not None and fast.readable):
             # The warm read (grep -r): a read-only open of fetched content, no lock, await or log.
             fh = next(self._fh)
-            self._handles[fh] = Handle(inode, node.content)
+            self._handles[fh] = Handle(inode, fast.content)
             return pyfuse3.FileInfo(fh=fh, keep_cache=True)
         node = self._node(inode)
         accmode = flags & os.O_ACCMODE

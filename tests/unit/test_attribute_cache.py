@@ -84,14 +84,14 @@ def test_size_and_mtime_follow_a_local_edit_and_a_save() -> None:
     item.local.extend(b"more\n")  # edited in place: still not a cached size
     assert attributes.entry(item).st_size == 18
     # The save: content replaced, the buffer gone, the change reported.
-    item.content, item.local = bytes(b"hello, world\nmore\n"), None
+    item.content, item.local = b"hello, world\nmore\n", None
     tree.invalidate_item(item, data=True)
     after = attributes.entry(item)
     assert after.st_size == 18 and after.st_mtime_ns == before.st_mtime_ns + 1
 
 
 def test_a_refetch_with_new_content_changes_the_size() -> None:
-    tree, attributes, item = setup()
+    _tree, attributes, item = setup()
     assert attributes.entry(item).st_size == 6
     item.content_valid = False  # an inventory replacement: size unknown, answered uncached
     unknown = attributes.entry(item)
