@@ -84,6 +84,9 @@ class LiveScript:
     seen_stamp: tuple[int, int] | None = None  # (st_mtime_ns, st_size) of the temp file last read
     mtime_s: int = 0  # the whole-second mtime the viewer last saw (ours or its own)
     written_at: float = 0.0  # trio clock of our last write of the temp file
+    # When the viewer last wrote the temp file itself (its mtime, wall clock): it ignores its own
+    # write at its next poll, so a write of ours before that poll would be ignored with it.
+    viewer_wrote_at: float = 0.0
     compiled_since_write: bool = True
     running: bool | None = None
     # Local edits (shared by every handle, as for items) and whether they are unsaved.
@@ -223,9 +226,9 @@ class LiveScripts:
         stamp, data = got
         if stamp == ls.seen_stamp:
             return
-        self.set_text(ls, data.decode("utf-8", "replace"), stamp=stamp)
+        self.set_text(ls, data.decode("utf-8", "replace"), stamp=stamp, ours=False)
 
-    def set_text(self, ls: LiveScript, text: str, *, stamp: tuple[int, int] | None,
+    def set_text(self, ls: LiveScript, text: str, *, stamp: tuple[int, int] | None, ours: bool,
                  places: tuple[Place | None, ...] | None = None) -> None:
         unwrapped = envelope.unwrap(text)
         inworld = text.encode("utf-8") if unwrapped is not None else None
@@ -238,6 +241,8 @@ class LiveScripts:
         ls.seen_stamp = stamp
         if stamp is not None:
             ls.mtime_s = max(ls.mtime_s, stamp[0] // 1_000_000_000)
+            if not ours:
+                ls.viewer_wrote_at = min(stamp[0] / 1e9, time.time())
 
     def abspath(self, ls: LiveScript) -> str:
         return os.path.join(self.ws.mountpoint or "/", names.CONTROL_DIR, "live", ls.name)

@@ -128,7 +128,7 @@ class LiveWriter:
         ls.mtime_s = mtime_s
         ls.written_at = trio.current_time()
         ls.compiled_since_write = False
-        self.live.set_text(ls, out, stamp=stamp, places=build.places() if build is not None else None)
+        self.live.set_text(ls, out, stamp=stamp, ours=True, places=build.places() if build is not None else None)
         if ls.local is not None and bytes(ls.local) == data:
             ls.local, ls.dirty = None, False
         log.info("live: wrote %s to %s (%d bytes)", shown, ls.temp_path, len(out.encode("utf-8")))
@@ -147,7 +147,13 @@ class LiveWriter:
         return self.ws.options.vm
 
     async def _pace(self, ls: LiveScript) -> None:
-        """Until the viewer has had the previous write for a whole poll (or answered it)."""
+        """Until the viewer has polled past its own last write of the temp file (which it ignores
+        once), and has had our previous write for a whole poll (or answered it). The viewer's poll
+        runs on its own clock: there is nothing to wait on but time."""
+        await self.live.refresh(ls)  # a rewrite by the viewer since we read it counts as its write
+        wait = ls.viewer_wrote_at + VIEWER_POLL + POLL_MARGIN - time.time()
+        if wait > 0:
+            await trio.sleep(min(wait, VIEWER_POLL + POLL_MARGIN))
         if ls.compiled_since_write or not ls.written_at:
             return
         deadline = ls.written_at + VIEWER_POLL + POLL_MARGIN

@@ -1,0 +1,208 @@
+"""Live sync end to end: the simulated viewer opens its script editor and runs its configured
+external editor, `slfs edit "%s"`; the script appears in MOUNT/.slfs/live/, saves there reach the
+viewer through its temp file, and its compiles come back. Both viewer versions."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from e2e.harness import Mount, MountFactory
+from e2e.test_control_cli import slfs
+from e2e.worlds import FULL, item, u
+from slfs.sim.world import world_from_json
+from slfs.sources import envelope
+
+pytestmark = pytest.mark.fuse
+
+OBJ = u(1, "b")
+INV = u(7)  # a script in the agent's inventory
+IN_OBJ = u(2)
+GOOD = 'default\n{\n    state_entry()\n    {\n        llOwnerSay("good");\n    }\n}\n'
+BAD = 'default\n{\n    state_entry()\n    {\n        llOwnerSay("bad" @);\n    }\n}\n'
+
+
+def live_world() -> Any:
+    return world_from_json({
+        "agent_id": u(99, "e"), "agent_name": "Tester Resident",
+        "agent_inventory": [item(INV, "Pocket Script", "script", GOOD, subtype=0, vm="mono", running=True)],
+        "objects": [{"object_id": OBJ, "object_name": "Box", "permissions": FULL,
+                     "inventory": [item(IN_OBJ, "Boxed", "script", GOOD, subtype=0, vm="mono", running=True)]}],
+    })
+
+
+async def live_mount(mount_factory: MountFactory, tmp_path: Path, *options: str) -> tuple[Mount, Path]:
+    """A mount whose simulated viewer runs `slfs edit "%s"` (through a wrapper that gives it the
+    test mount's environment, as the user's session would), and whose editor records its argv."""
+    m = await mount_factory(live_world(), options=list(options))
+    argv_log = tmp_path / "editor-argv"
+    editor = tmp_path / "fake-editor"
+    editor.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$@\" >> {shlex.quote(str(argv_log))}\n")
+    editor.chmod(0o755)
+    wrapper = tmp_path / "viewer-runs-slfs-edit"
+    env = {k: m.env[k] for k in ("XDG_RUNTIME_DIR", "XDG_STATE_HOME", "XDG_DATA_HOME")}
+    exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items())
+    wrapper.write_text(f"#!/bin/sh\n{exports}export VISUAL={shlex.quote(str(editor))}\n"
+                       f"exec {shlex.quote(sys.executable)} -m slfs edit \"$@\" >> "
+                       f"{shlex.quote(str(tmp_path / 'edit.out'))} 2>&1\n")
+    wrapper.chmod(0o755)
+    assert m.sim is not None
+    m.sim.external_editor = f'{wrapper} "%s"'
+    await m.thread(os.listdir, m.mnt)
+    return m, argv_log
+
+
+async def open_in_viewer(m: Mount, item_id: str, argv_log: Path) -> tuple[str, Path]:
+    """The user presses Edit in the viewer; returns (script_id, the live file) once the user's
+    editor was started on it."""
+    assert m.sim is not None
+    sid, _temp = await m.sim.open_script_editor(item_id)
+    await m.wait_for(lambda: _has(argv_log), 20, "slfs edit starting the editor")
+    await m.sim.live_seen(sid, 1)  # its first poll: the file it wrote itself (ignored)
+    live = Path(argv_log.read_text().splitlines()[-1])
+    assert live.parent == m.path(".slfs", "live")
+    return sid, live
+
+
+async def _has(path: Path) -> bool:
+    return path.exists() and bool(path.read_text().strip())
+
+
+async def write(m: Mount, path: Path, text: str) -> None:
+    await m.thread(path.write_text, text)
+
+
+def compiled_notes(m: Mount, sid: str) -> list[dict[str, Any]]:
+    assert m.sim is not None
+    return [p for _c, meth, p in m.sim.directed_notifications if meth == "script.compiled" and p["script_id"] == sid]
+
+
+async def test_an_inventory_script_through_slfs_edit(mount_factory: MountFactory, tmp_path: Path) -> None:
+    m, argv_log = await live_mount(mount_factory, tmp_path)
+    sid, live = await open_in_viewer(m, INV, argv_log)
+    assert live.name == "Pocket Script.lsl"
+    assert await m.thread(live.read_text) == GOOD
+    assert m.sim is not None
+    # A save with an error: the viewer compiles it; slfs diag --wait gives its diagnostics.
+    seen = m.sim.live_changes(sid)
+    await write(m, live, BAD)
+    rc, out, _err = await slfs(m, "diag", "--wait", live, check=False)
+    assert rc == 1 and out.startswith(f"{live}:5:"), out
+    assert m.sim.live_changes(sid) == seen + 1
+    assert m.sim.item(INV).content == BAD or m.sim.item(INV).compiled_content == GOOD
+    assert (await m.thread(live.with_name(live.name + ".diag").read_text)).startswith(f"{live}:5:")
+    assert await m.thread(live.with_name(live.name + ".state").read_text) in ("running\n", "stopped\n")
+    root = await m.thread(m.path(".slfs", "diagnostics").read_text)
+    assert f"{live}:5:" in root
+    rc, out, _err = await slfs(m, "live", "--json")
+    [entry] = json.loads(out)["scripts"]
+    assert entry["script_id"] == sid and entry["path"] == str(live) and entry["compiled"] is False
+    events = [json.loads(line) for line in m.path(".slfs", "events").read_text().splitlines()]
+    assert [e for e in events if e["type"] == "compile"][-1]["source"] == "live"
+    # Fixed: the next compile is clean.
+    await write(m, live, GOOD)
+    rc, out, _err = await slfs(m, "diag", "--wait", live, check=False)
+    assert rc == 0 and out == ""
+
+
+async def test_two_saves_within_one_second_both_reach_the_viewer(mount_factory: MountFactory,
+                                                                 tmp_path: Path) -> None:
+    m, argv_log = await live_mount(mount_factory, tmp_path)
+    sid, live = await open_in_viewer(m, INV, argv_log)
+    assert m.sim is not None
+    seen = m.sim.live_changes(sid)
+    await write(m, live, BAD)
+    await write(m, live, GOOD.replace("good", "second"))
+    await m.sim.live_seen(sid, seen + 2, timeout=15)
+    notes = compiled_notes(m, sid)[-2:]
+    assert [n["success"] for n in notes] == [False, True]
+    assert m.sim.item(INV).content == GOOD.replace("good", "second")
+
+
+async def test_the_viewer_closing_its_editor_keeps_unsaved_writes(mount_factory: MountFactory,
+                                                                  tmp_path: Path) -> None:
+    m, argv_log = await live_mount(mount_factory, tmp_path)
+    sid, live = await open_in_viewer(m, INV, argv_log)
+    assert m.sim is not None
+    fd = await m.thread(os.open, live, os.O_WRONLY | os.O_TRUNC)
+    try:
+        await m.thread(os.write, fd, b"// not saved yet\n")
+        await m.sim.close_script_editor(sid)
+        await m.wait_for(lambda: _gone(m, live), 10, "the live file going")
+    finally:
+        with pytest.raises(OSError) as failed:
+            await m.thread(os.close, fd)
+    assert failed.value.errno == errno.ENOENT
+    recovery = Path(m.env["XDG_STATE_HOME"]) / "slfs" / "recovery"
+    assert [p.read_text() for p in recovery.iterdir()] == ["// not saved yet\n"]
+
+
+async def _gone(m: Mount, live: Path) -> bool:
+    return live.name not in await m.thread(os.listdir, m.path(".slfs", "live"))
+
+
+async def test_a_reconnect_subscribes_again(mount_factory: MountFactory, tmp_path: Path) -> None:
+    m, argv_log = await live_mount(mount_factory, tmp_path)
+    sid, live = await open_in_viewer(m, IN_OBJ, argv_log)
+    assert m.sim is not None
+    await m.sim.disconnect_all()
+    await m.wait_for(lambda: _subscribed(m, sid), 20, "the subscription made again")
+    seen = m.sim.live_changes(sid)
+    await write(m, live, BAD)
+    rc, out, _err = await slfs(m, "diag", "--wait", live, check=False)
+    assert rc == 1 and out.startswith(f"{live}:5:")
+    assert m.sim.live_changes(sid) == seen + 1
+    rc, out, _err = await slfs(m, "live", "--json")
+    [entry] = json.loads(out)["scripts"]
+    assert entry["item"] == str(m.path("Box", "Boxed.lsl"))
+
+
+async def _subscribed(m: Mount, sid: str) -> bool:
+    assert m.sim is not None
+    ed = m.sim.live_editor(sid)
+    return ed.holder is not None and (await m.status()).get("state") == "connected"
+
+
+async def test_open_uri_with_script_subscribes_through_script_list(mount_factory: MountFactory,
+                                                                    tmp_path: Path) -> None:
+    m, argv_log = await live_mount(mount_factory, tmp_path)
+    assert m.sim is not None
+    m.sim.external_editor = None  # the viewer launched the URI, not its external editor
+    sid, _temp = await m.sim.open_script_editor(INV)
+    editor = tmp_path / "fake-editor"
+    uri = f"vscode://lindenlab.sl-vscode-plugin/connect?port={m.port}&script={sid}"
+    _rc, out, _err = await slfs(m, "open-uri", "--mount", m.mnt, uri, env={"VISUAL": str(editor)})
+    live = Path(out.strip())
+    assert live == m.path(".slfs", "live", "Pocket Script.lsl")
+    assert await m.thread(live.read_text) == GOOD
+    await m.wait_for(lambda: _has(argv_log), 10, "the editor started")
+    assert argv_log.read_text().splitlines()[-1] == str(live)
+
+
+async def test_a_preprocessed_source_through_live_sync(mount_factory: MountFactory, tmp_path: Path) -> None:
+    include = tmp_path / "include"
+    include.mkdir()
+    (include / "say.lsl").write_text("say(string s)\n{\n    llOwnerSay(s);\n}\n")
+    m, argv_log = await live_mount(mount_factory, tmp_path, f"include={include}")
+    _sid, live = await open_in_viewer(m, INV, argv_log)
+    assert m.sim is not None
+    source = '#include "say.lsl"\n' + GOOD.replace('llOwnerSay("good")', 'say("built")')
+    await write(m, live, source)
+    rc, out, _err = await slfs(m, "diag", "--wait", live, check=False)
+    assert rc == 0, out
+    stored = m.sim.item(INV).content
+    got = envelope.unwrap(stored)
+    assert got is not None and got.source == source and "llOwnerSay(s);" in got.expansion
+    assert await m.thread(live.read_text) == source
+    # A compile error in the include maps to the include's line.
+    (include / "say.lsl").write_text('say(string s)\n{\n    llOwnerSay(s @);\n}\n')
+    await write(m, live, source + "// again\n")
+    rc, out, _err = await slfs(m, "diag", "--wait", live, check=False)
+    assert rc == 1 and out.startswith(f"{include / 'say.lsl'}:3:"), out
