@@ -14,6 +14,7 @@ connection and are made again after a reconnect); the writer saves live files in
 from __future__ import annotations
 
 import errno
+import hashlib
 import logging
 import os
 import re
@@ -28,6 +29,7 @@ from ..sources import envelope
 from . import names
 from .compiles import CompileReport, Place, has_nul
 from .errors import FsError
+from .tree import Item
 
 if TYPE_CHECKING:
     from .workspace import Workspace
@@ -87,6 +89,7 @@ class LiveScript:
     # When the viewer last wrote the temp file itself (its mtime, wall clock): it ignores its own
     # write at its next poll, so a write of ours before that poll would be ignored with it.
     viewer_wrote_at: float = 0.0
+    unplaced_until: float = 0.0  # item_of found no published item for it until this monotonic time
     compiled_since_write: bool = True
     running: bool | None = None
     # Local edits (shared by every handle, as for items) and whether they are unsaved.
@@ -247,18 +250,32 @@ class LiveScripts:
     def abspath(self, ls: LiveScript) -> str:
         return os.path.join(self.ws.mountpoint or "/", names.CONTROL_DIR, "live", ls.name)
 
+    def item_of(self, ls: LiveScript) -> Item | None:
+        """The script's item when it is in a published object: named by the subscribe answer, or
+        found by its script_id, the md5 of "<prim uuid>_<item uuid>"."""
+        node = self.ws.tree.by_uuid.get(ls.item_id or "")
+        if isinstance(node, Item) and node.attached:
+            return node
+        if ls.unplaced_until > time.monotonic():
+            return None  # looked for a moment ago (an inventory script is in no object)
+        ls.unplaced_until = time.monotonic() + 5.0
+        for item in self.ws.tree.iter_items():
+            if item.is_script and item.folder is not None and item.attached and hashlib.md5(
+                    f"{item.folder.uuid.lower()}_{item.uuid.lower()}".encode()).hexdigest() == ls.script_id:
+                ls.item_id = item.uuid
+                return item
+        return None
+
     def item_folder_path(self, ls: LiveScript) -> str | None:
         """The mount path of the folder holding the script's item, when it is in a published object."""
-        node = self.ws.tree.by_uuid.get(ls.item_id or "")
-        if node is None or not node.attached or node.parent is None:
+        node = self.item_of(ls)
+        if node is None or node.parent is None:
             return None
         return os.path.join(self.ws.mountpoint or "/", self.ws.tree.path_of(node.parent))
 
     def item_path(self, ls: LiveScript) -> str | None:
-        node = self.ws.tree.by_uuid.get(ls.item_id or "")
-        if node is None or not node.attached:
-            return None
-        return os.path.join(self.ws.mountpoint or "/", self.ws.tree.path_of(node))
+        node = self.item_of(ls)
+        return os.path.join(self.ws.mountpoint or "/", self.ws.tree.path_of(node)) if node is not None else None
 
     # --- compiles ---------------------------------------------------------------------------
 

@@ -208,6 +208,7 @@ class Transport:
         self.challenge_files: list[str] = []  # every challenge file written (all deleted by now)
         self.dropped_connections = 0  # connections dropped for not reading (V2)
         self.client_pings: list[Response] = []  # answers to the sim's own periodic system.ping calls
+        self.client_handshakes: list[dict[str, Any]] = []  # what each client answered session.handshake
         self._conns: list[Connection] = []
         self._conn_counter = 0
         self._rpc_counter = 1000
@@ -643,6 +644,7 @@ class Transport:
             await self._disconnect(conn, 2, "Handshake failed")
             return
         result = response.result if isinstance(response.result, dict) else {}
+        self.client_handshakes.append(result)
         answer = result.get("challenge_response")
         if err is not None or not isinstance(answer, str) or answer != challenge:
             await self._disconnect(conn, 2, "Invalid challenge response")

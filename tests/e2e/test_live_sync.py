@@ -88,6 +88,7 @@ async def test_an_inventory_script_through_slfs_edit(mount_factory: MountFactory
     m, argv_log = await live_mount(mount_factory, tmp_path)
     sid, live = await open_in_viewer(m, INV, argv_log)
     assert live.name == "Pocket Script.lsl"
+    assert m.sim is not None and m.sim.client_handshakes[-1]["features"]["live_sync"] is True
     assert await m.thread(live.read_text) == GOOD
     assert m.sim is not None
     # A save with an error: the viewer compiles it; slfs diag --wait gives its diagnostics.
