@@ -207,3 +207,17 @@ async def test_a_preprocessed_source_through_live_sync(mount_factory: MountFacto
     await write(m, live, source + "// again\n")
     rc, out, _err = await slfs(m, "diag", "--wait", live, check=False)
     assert rc == 1 and out.startswith(f"{include / 'say.lsl'}:3:"), out
+
+
+async def test_a_refused_subscription_exits_1_with_the_viewers_message(mount_factory: MountFactory,
+                                                                        tmp_path: Path) -> None:
+    m, _argv_log = await live_mount(mount_factory, tmp_path)
+    assert m.sim is not None
+    m.sim.external_editor = None
+    sid, temp = await m.sim.open_script_editor(INV)
+    m.sim.fail_next_subscribe(sid)
+    rc, out, err = await slfs(m, "edit", "--mount", m.mnt, temp, check=False)
+    assert rc == 1 and out == "" and "Internal server error" in err
+    assert os.listdir(m.path(".slfs", "live")) == []
+    rc, _out, err = await slfs(m, "edit", "--mount", m.mnt, tmp_path / "notes.txt", check=False)
+    assert rc == 2 and "sl_script_" in err

@@ -104,3 +104,28 @@ def test_detection() -> None:
     assert not detect.has_directive("x = 1; #define\n")
     assert detect.preprocessor_off("#define X\n//fspreprocessor off\n")
     assert not detect.preprocessor_off("// //fspreprocessor off\n")
+
+
+class _NoIncludes:
+    def find(self, name: str, including: str, angle: bool) -> None:
+        return None
+
+    def searched(self, name: str, including: str, angle: bool) -> list[str]:
+        return []
+
+
+@given(TRICKY)
+def test_a_built_source_round_trips_through_its_envelope(body: str) -> None:
+    """What the mount shows after saving S is S: any source the preprocessor accepts comes back
+    from the in-world text byte for byte."""
+    from slfs.sources import AgentMacros, PreprocessError
+    from slfs.sources.lsl import expand_lsl
+
+    source = "#define A 1\n" + body
+    try:
+        expansion = expand_lsl(source, "/m/Box/Main.lsl", _NoIncludes(), macros=AgentMacros(), now=WHEN)
+    except PreprocessError:
+        return  # not a source it can build: never saved, nothing to round-trip
+    text = envelope.wrap_lsl(source, expansion.text, program="slfs 1.0", when=WHEN, target="mono")
+    got = envelope.unwrap(text)
+    assert got is not None and got.source == source and got.expansion == expansion.text
