@@ -551,9 +551,11 @@ class Tree:
             renamed = True
         renamed = renamed or folder.link_name != obj.object_name
         before = _shown(folder)
+        was = folder.permissions
         folder.link_name = obj.object_name
         folder.description = obj.object_description or ""
         folder.permissions = _merged(folder.permissions, obj.permissions)
+        self._items_follow(folder, was)
         if obj.owner_id and obj.owner_id != NULL_UUID:
             folder.owner_id = obj.owner_id
         folder.can_save_back = obj.can_save_back
@@ -572,6 +574,14 @@ class Tree:
         if relayout:
             self.relayout(self.root, changed=(object_id,))
 
+    def _items_follow(self, folder: Folder, was: Permissions | None) -> None:
+        """Items' modes follow their prim's modify permission: a republish that changes it must
+        reach the kernel's cached item attributes too."""
+        now = folder.permissions
+        if was is not None and (now is None or now.can_modify != was.can_modify):
+            for item in folder.items.values():
+                self._touch(item)
+
     def _put_child(self, obj_folder: Folder, link: LinkedObject) -> Folder:
         child = obj_folder.prims.get(link.link_id)
         if child is None:
@@ -583,10 +593,12 @@ class Tree:
             obj_folder.prims[link.link_id] = child
             self.register(child)
         before = _shown(child)
+        was = child.permissions
         child.link_name = link.link_name
         child.link_number = link.link_number
         child.description = link.link_description or ""
         child.permissions = _merged(child.permissions, link.permissions)
+        self._items_follow(child, was)
         if _shown(child) != before:
             self._touch(child)
         self._set_inventory(child, link.inventory)

@@ -129,3 +129,26 @@ def test_the_echo_of_our_own_save_does_not_make_the_item_stale(tree: tuple[Tree,
     assert item.content_valid and item.expect_own_update == 0.0
     tr.update(update(inventory=[script("i1", "A")]))  # the next one may be anybody's
     assert not item.content_valid
+
+
+def test_a_republish_that_takes_modify_away_reaches_the_items(tree: tuple[Tree, list[Invalidation]]) -> None:
+    """Items' modes follow their prim's modify permission, so a republish changing it must
+    invalidate the items' cached attributes, not only the prim's."""
+    tr, seen = tree
+    full = {"owner": 0x7FFFFFFF, "next_owner": 0x8E000}
+    no_mod = {"owner": 0x7FFFFFFF & ~0x4000, "next_owner": 0x8E000}
+    child = {"link_id": "c1aaaaaa-0", "link_number": 2, "link_name": "Door", "permissions": full,
+             "inventory": [script("i2", "Knob")]}
+
+    def publish(perms: dict[str, int]) -> None:
+        data = {"object_id": "o1", "object_name": "Box", "permissions": perms,
+                "inventory": [script("i1", "Main")], "linked_objects": [{**child, "permissions": perms}]}
+        tr.publish(from_json(t.PublishedObject, data))
+
+    publish(full)
+    main, knob = tr.by_uuid["i1"], tr.by_uuid["i2"]
+    seen.clear()
+    publish(full)
+    assert InodeChanged(main.inode, data=False) not in seen  # unchanged: nothing to drop
+    publish(no_mod)
+    assert InodeChanged(main.inode, data=False) in seen and InodeChanged(knob.inode, data=False) in seen
