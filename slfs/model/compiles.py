@@ -10,7 +10,7 @@ from typing import Any
 
 import attrs
 
-from ..protocol.types import Diagnostic
+from ..protocol.types import CompilationResult, Diagnostic
 
 
 @attrs.frozen
@@ -66,3 +66,33 @@ def event_fields(report: CompileReport) -> dict[str, Any]:
                               for d, p in zip(out["diagnostics"], (report.place_of(i) for i in
                                                                     range(len(report.diagnostics))), strict=True)]
     return out
+
+
+def diagnostic_rows(report: CompileReport, own_path: str) -> list[dict[str, object]]:
+    """The report's diagnostics as `F.diag` rows: a built source's name the source or include
+    line that produced them, others `own_path` at the viewer's row."""
+    out: list[dict[str, object]] = []
+    for i, d in enumerate(report.diagnostics):
+        place = report.place_of(i)
+        path, row = (place.path, place.row) if place is not None else (own_path, d.row)
+        out.append({"path": path, "row": row, "column": d.column, "level": d.level.lower(),
+                    "message": " ".join(d.message.split())})
+    return out
+
+
+def compiled_report(msg: CompilationResult, source: str,
+                    places: tuple[Place | None, ...] | None = None) -> CompileReport:
+    """A `script.compiled` as a report: NUL bytes (seen from one viewer build) taken out of the
+    messages, what a failed compile means in-world, and, for a build of ours (`places`: the source
+    place of every in-world row), where each diagnostic's row came from."""
+    diagnostics = tuple(msg.diagnostics or ())
+    if has_nul(diagnostics):
+        diagnostics = tuple(attrs.evolve(d, message=" ".join(d.message.replace("\0", " ").split())
+                                         or "unreadable diagnostic (NUL bytes)") for d in diagnostics)
+    note = "" if msg.success else ("the previously compiled version keeps running" if msg.running
+                                   else "the script is not running")
+    if places is None:
+        return CompileReport(compiled=msg.success, diagnostics=diagnostics, at=time.time(), note=note, source=source)
+    return CompileReport(compiled=msg.success, diagnostics=diagnostics, at=time.time(), note=note, source=source,
+                         preprocessed=True,
+                         places=tuple(places[d.row - 1] if 0 < d.row <= len(places) else None for d in diagnostics))

@@ -19,7 +19,7 @@ import logging
 import os
 import re
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import attrs
 import trio
@@ -27,12 +27,9 @@ import trio
 from ..protocol.types import CompilationResult, ScriptSubscribe, ScriptSubscribeResponse, ScriptUnsubscribe
 from ..sources import envelope
 from . import names
-from .compiles import CompileReport, Place, has_nul
+from .compiles import CompileReport, Place, compiled_report, diagnostic_rows, event_fields
 from .errors import FsError
-from .tree import Item
-
-if TYPE_CHECKING:
-    from .workspace import Workspace
+from .tree import Item, Tree
 
 log = logging.getLogger(__name__)
 
@@ -121,8 +118,20 @@ class LiveScript:
         return f"live:{self.script_id}"
 
 
+class LiveHost(Protocol):
+    """What the registry needs of its owner, the workspace (which holds it, so no import back)."""
+
+    tree: Tree
+    mountpoint: str
+    compiles: dict[str, CompileReport]
+
+    async def call(self, what: str, method: str, params: Any, result_type: Any = None) -> Any: ...
+    def emit(self, kind: str, **fields: Any) -> None: ...
+    def invalidate_live_name(self, name: str) -> None: ...
+
+
 class LiveScripts:
-    def __init__(self, ws: Workspace) -> None:
+    def __init__(self, ws: LiveHost) -> None:
         self.ws = ws
         self.by_id: dict[str, LiveScript] = {}
         self.entries: dict[str, LiveScript] = {}  # file name -> script, as listed
@@ -285,24 +294,12 @@ class LiveScripts:
         ls = self.by_id.get(msg.script_id.lower())
         if ls is None:
             return False
-        diagnostics = tuple(msg.diagnostics or ())
-        if has_nul(diagnostics):
-            diagnostics = tuple(attrs.evolve(d, message=" ".join(d.message.replace("\0", " ").split())
-                                             or "unreadable diagnostic (NUL bytes)") for d in diagnostics)
-        places = ls.inworld_places
-        note = "" if msg.success else ("the previously compiled version keeps running" if msg.running
-                                       else "the script is not running")
-        report = CompileReport(
-            compiled=msg.success, diagnostics=diagnostics, at=time.time(), note=note, source="live",
-            preprocessed=places is not None,
-            places=tuple(places[d.row - 1] if places is not None and 0 < d.row <= len(places) else None
-                         for d in diagnostics))
+        report = compiled_report(msg, "live", ls.inworld_places)
         ls.running = msg.running
         ls.compiled_since_write = True
         ls.compiled.set()
         ls.compiled = trio.Event()
         self.ws.compiles[ls.key] = report
-        from .compiles import event_fields
         self.ws.emit("compile", path=f"{names.CONTROL_DIR}/live/{ls.name}", script_id=ls.script_id,
                      item_id=ls.item_id, **event_fields(report))
         return True
@@ -314,13 +311,7 @@ class LiveScripts:
         report = self.report(ls)
         if report is None:
             return []
-        out: list[dict[str, object]] = []
-        for i, d in enumerate(report.diagnostics):
-            place = report.place_of(i)
-            path, row = (place.path, place.row) if place is not None else (self.abspath(ls), d.row)
-            out.append({"path": path, "row": row, "column": d.column, "level": d.level.lower(),
-                        "message": " ".join(d.message.split())})
-        return out
+        return diagnostic_rows(report, self.abspath(ls))
 
     def describe(self, ls: LiveScript) -> dict[str, Any]:
         report = self.report(ls)

@@ -7,6 +7,7 @@ import errno
 import os
 
 from ..protocol.types import ScriptResetParams, SetRunningParams
+from .compiles import diagnostic_rows
 from .errors import FsError
 from .tree import Item, Node
 from .workspace import Workspace
@@ -48,11 +49,4 @@ class Scripts:
         report = self.ws.compiles.get(item.uuid)
         if report is None:
             return []
-        out: list[dict[str, object]] = []
-        for i, d in enumerate(report.diagnostics):
-            # A built source's diagnostics name the source or include line that produced the row.
-            place = report.place_of(i)
-            path, row = (place.path, place.row) if place is not None else (self.abspath(item), d.row)
-            out.append({"path": path, "row": row, "column": d.column, "level": d.level.lower(),
-                        "message": " ".join(d.message.split())})
-        return out
+        return diagnostic_rows(report, self.abspath(item))

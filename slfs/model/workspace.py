@@ -37,7 +37,7 @@ from ..protocol.types import (
 )
 from ..session import CONNECTED, NotConnected, SessionInfo, ViewerSession
 from ..sources import envelope
-from .compiles import CompileReport, event_fields, has_nul
+from .compiles import CompileReport, compiled_report, event_fields
 from .errors import FsError, from_rpc, region_down, transient_read_error
 from .invalidations import PendingInvalidations
 from .live import LIVE_DIR_KEY, LiveScripts
@@ -230,21 +230,8 @@ class Workspace:
         if msg.prim_id and node.folder is not None and node.folder.uuid != msg.prim_id:
             log.info("script.compiled for %s names prim %s, not its own; ignored", msg.item_id, msg.prim_id)
             return
-        diagnostics = tuple(msg.diagnostics or ())
-        if has_nul(diagnostics):
-            diagnostics = tuple(attrs.evolve(d, message=" ".join(d.message.replace("\0", " ").split()) or
-                                             "unreadable diagnostic (NUL bytes)") for d in diagnostics)
-        note = "" if msg.success else ("the previously compiled version keeps running" if msg.running
-                                       else "the script is not running")
-        places = node.inworld_places
-        if places is None:
-            report = CompileReport(compiled=msg.success, diagnostics=diagnostics, at=time.time(), note=note,
-                                   source="viewer")
-        else:  # our build, compiled in the viewer: its rows map to the sources as ours do
-            report = CompileReport(compiled=msg.success, diagnostics=diagnostics, at=time.time(), note=note,
-                                   source="viewer", preprocessed=True,
-                                   places=tuple(places[d.row - 1] if 0 < d.row <= len(places) else None
-                                                for d in diagnostics))
+        # A build of ours compiled in the viewer: its rows map to the sources as ours do.
+        report = compiled_report(msg, "viewer", node.inworld_places)
         self.record_compile(node, report, self.tree.path_of(node))
 
     def record_compile(self, item: Item, report: CompileReport, path: str) -> None:
