@@ -135,6 +135,8 @@ class LiveScripts:
         self.ws = ws
         self.by_id: dict[str, LiveScript] = {}
         self.entries: dict[str, LiveScript] = {}  # file name -> script, as listed
+        # One subscribe in flight per script: two `slfs edit` of one temp file share it.
+        self._subscribing: dict[str, trio.Lock] = {}
 
     # --- subscriptions ----------------------------------------------------------------------
 
@@ -149,6 +151,11 @@ class LiveScripts:
         temp_path = os.path.abspath(temp_path)
         if not await trio.to_thread.run_sync(os.path.isfile, temp_path):
             raise FsError(errno.ENOENT, f"{temp_path}: no such file (the viewer writes it when you press Edit)")
+        lock = self._subscribing.setdefault(script_id, trio.Lock())
+        async with lock:
+            return await self._subscribe(temp_path, script_name, script_id, language)
+
+    async def _subscribe(self, temp_path: str, script_name: str, script_id: str, language: str) -> LiveScript:
         known = self.by_id.get(script_id)
         if known is not None and known.gone is None:
             if known.temp_path != temp_path:
@@ -198,8 +205,13 @@ class LiveScripts:
         for ls in list(self.by_id.values()):
             try:
                 await self._subscribe_call(ls.script_id, ls.script_name, ls.language)
-            except FsError as exc:
+            except ViewerRefused as exc:
                 self.end(ls, f"not subscribed again after the reconnect: {exc.message}")
+            except FsError as exc:
+                # Gone again before it answered: the next connect tries again.
+                log.info("live: subscribing %s again failed (%s); retried at the next connect", ls.name,
+                         exc.message)
+                return
 
     def _relayout(self) -> None:
         layout = names.resolve(self.by_id.values())

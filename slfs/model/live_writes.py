@@ -105,7 +105,13 @@ class LiveWriter:
             raise FsError(errno.EILSEQ, f"{shown}: not valid UTF-8 text (byte {exc.start})") from None
         luau = ls.language == "luau"
         build = None
-        if wants_build(text, luau=luau, enveloped=ls.inworld is not None):
+        built = wants_build(text, luau=luau, enveloped=ls.inworld is not None)
+        if built and data == ls.shown:
+            # As for items: the source the file shows already, so saving would only recompile
+            # the same expansion (and stamp a new //last_compiled).
+            ls.local, ls.dirty = None, False
+            return
+        if built:
             try:
                 build = await self.sources.build_text(text, self.live.abspath(ls), luau=luau,
                                                       enveloped=ls.inworld is not None, vm=self._vm(ls),
