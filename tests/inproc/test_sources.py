@@ -307,3 +307,15 @@ async def test_luau_sources_round_trip_through_the_long_bracket(tmp_path: Path,
         assert envelope.unwrap(fs.sim.item(TOOL).content) is not None
         item_of(fs, TOOL).content_valid = False
         assert await fs.read_file("Box/Tool.luau") == source.encode()
+
+
+async def test_agent_macros_come_from_the_session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=version) as fs:
+        source = ("#define X 1\ndefault { state_entry() { llOwnerSay(__AGENTNAME__); "
+                  "llOwnerSay(__AGENTKEY__); key k = __AGENTIDRAW__; } }\n")
+        await fs.write_file("Box/Plain.lsl", source.encode())
+        got = envelope.unwrap(saves(fs, PLAIN)[-1])
+        assert got is not None
+        agent = u(99, "e")
+        assert f'llOwnerSay("Tester Resident"); llOwnerSay("{agent}"); key k = {agent};' in got.expansion
