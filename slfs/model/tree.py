@@ -299,6 +299,20 @@ class Folder(Node):
         return self.is_child
 
 
+def _release(node: Node) -> None:
+    """A detached node the kernel no longer knows lets go of its children: a folder and its items
+    point at each other, and the tree after a large load is frozen out of the cycle collector's
+    reach (protocol/gcpause.py), so such a cycle would never be freed. Reference counting frees it
+    now. (The kernel forgets a folder only after everything in it, and the workspace's queues check
+    `attached` before they use a node.)"""
+    if isinstance(node, Folder):
+        node.items = {}
+        node.prims = {}
+        node.entries = {}
+        node.scratch = {}
+        node.tombstones = {}
+
+
 class Tree:
     def __init__(self, on_invalidate: Callable[[Invalidation], None] = lambda _i: None,
                  on_stale: Callable[[Item], None] = lambda _i: None) -> None:
@@ -338,6 +352,7 @@ class Tree:
         if node.lookups == 0 and not node.attached:
             # Detached and no longer known to the kernel: the inode number stays reserved.
             del self.nodes[inode]
+            _release(node)
 
     def bind_key(self, key: str, inode: int) -> None:
         """Make `key` (a UUID, or another stable name such as a local path) mean `inode`."""
@@ -404,6 +419,7 @@ class Tree:
                 self._detach(child)
         if node.lookups == 0:
             self.nodes.pop(node.inode, None)
+            _release(node)
 
     def iter_items(self) -> Iterator[Item]:
         for obj in self.objects.values():
@@ -421,7 +437,7 @@ class Tree:
         for _ in self.replace_all_steps(objects, step_items=None):
             pass
 
-    def replace_all_steps(self, objects: list[PublishedObject], step_items: int | None = 5000) -> Iterator[None]:
+    def replace_all_steps(self, objects: list[PublishedObject], step_items: int | None = 1000) -> Iterator[None]:
         """replace_all in steps of about `step_items` inventory items (None: one step), yielding
         between them (the caller lets the file system run there).
 

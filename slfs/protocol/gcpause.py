@@ -14,14 +14,23 @@ from contextlib import contextmanager
 
 
 @contextmanager
-def paused_gc() -> Iterator[None]:
+def paused_gc(*, freeze: bool = False) -> Iterator[None]:
     """The cycle collector off for the block (as it was after it: nesting and a disabled collector
-    are left alone)."""
+    are left alone).
+
+    `freeze`: at the end of the block, what is alive goes to the collector's permanent generation
+    (gc.freeze()), which its passes never walk. After a 100,000-item load the first collection
+    would otherwise walk every object the load made (a tenth of a second, the mount not answering),
+    and each full one the whole heap again. Frozen objects are still freed by reference counting;
+    only a cycle among them is never collected, so what holds them must not leave cycles behind
+    (the tree breaks its nodes' links when it lets a node go: Tree._release)."""
     collecting = gc.isenabled()
     if collecting:
         gc.disable()
     try:
         yield
     finally:
+        if freeze:
+            gc.freeze()
         if collecting:
             gc.enable()

@@ -8,6 +8,9 @@ and `"id": null` counts as a request.
 from __future__ import annotations
 
 import json
+import json.decoder
+import re
+from collections.abc import Callable, Generator
 from typing import Any, Union
 
 import attrs
@@ -82,6 +85,124 @@ def parse_message(text: str | bytes) -> Message:
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise ProtocolError(f"invalid JSON ({exc})") from None
     return parse_object(obj)
+
+
+def parse_message_steps(text: str, step_chars: int = 1 << 18) -> Generator[None, None, Message]:
+    """parse_message in steps: a generator that yields after about every `step_chars` characters
+    parsed (the caller lets other work run there) and returns the message. The same message, or the
+    same ProtocolError, as parse_message (see loads_steps). The caller pauses the collector."""
+    try:
+        obj = yield from loads_steps(text, step_chars)
+    except (ValueError, RecursionError) as exc:
+        raise ProtocolError(f"invalid JSON ({exc})") from None
+    return parse_object(obj)
+
+
+# --- json.loads in steps ------------------------------------------------------------------------
+#
+# A 20 MB object.list answer takes json.loads a third of a second, holding the GIL throughout. Its
+# envelope ({"jsonrpc", "id", "result": {"objects": [...]}}) is walked here: the punctuation of the
+# outer objects and arrays (down to _WALK_DEPTH), their keys with the stdlib's scanstring and every
+# other value, each element of `objects` among them, with the stdlib decoder's raw_decode. Anything
+# unexpected (a syntax error included) makes it give the text to json.loads as a whole, which then
+# raises exactly what it raises (or returns what it returns).
+
+_DECODER = json.JSONDecoder()
+# What the stdlib decoder itself uses (typeshed does not declare them): JSON's whitespace, and its
+# string scanner (the C one), called with the index after the opening quote.
+_WHITESPACE: re.Pattern[str] = json.decoder.WHITESPACE  # type: ignore[attr-defined]
+_scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+_WALK_DEPTH = 3  # objects and arrays nested deeper than this are decoded whole
+
+
+class _Unexpected(Exception):
+    """The walk met something it leaves to json.loads."""
+
+
+def loads_steps(text: str, step_chars: int = 1 << 18) -> Generator[None, None, Any]:
+    """json.loads(text) in steps (see above): yields between values, returns what json.loads
+    returns, raises what it raises."""
+    try:
+        idx = _ws(text, 0)
+        if text[idx:idx + 1] not in ("{", "["):
+            raise _Unexpected
+        walk = _Walk(text, step_chars)
+        obj, end = yield from walk.value(idx, 0)
+        if _ws(text, end) != len(text):
+            raise _Unexpected  # extra data
+    except (_Unexpected, ValueError, RecursionError):
+        return json.loads(text)
+    return obj
+
+
+def _ws(text: str, idx: int) -> int:
+    """The index of the first character from `idx` on that is not JSON whitespace."""
+    match = _WHITESPACE.match(text, idx)
+    return match.end() if match is not None else idx
+
+
+class _Walk:
+    def __init__(self, text: str, step_chars: int) -> None:
+        self.text = text
+        self.step_chars = step_chars
+        self.mark = 0  # where the last step ended
+
+    def ws(self, idx: int) -> int:
+        return _ws(self.text, idx)
+
+    def value(self, idx: int, depth: int) -> Generator[None, None, tuple[Any, int]]:
+        """The value at idx (no whitespace before it) and the index after it."""
+        text = self.text
+        c = text[idx:idx + 1]
+        if depth < _WALK_DEPTH and c == "{":
+            return (yield from self.members(idx + 1, depth))
+        if depth < _WALK_DEPTH and c == "[":
+            return (yield from self.elements(idx + 1, depth))
+        obj, end = _DECODER.raw_decode(text, idx)
+        if end - self.mark >= self.step_chars:
+            self.mark = end
+            yield None
+        return obj, end
+
+    def members(self, idx: int, depth: int) -> Generator[None, None, tuple[Any, int]]:
+        text = self.text
+        obj: dict[str, Any] = {}
+        idx = self.ws(idx)
+        if text[idx:idx + 1] == "}":
+            return obj, idx + 1
+        while True:
+            if text[idx:idx + 1] != '"':
+                raise _Unexpected
+            key, idx = _scanstring(text, idx + 1)
+            idx = self.ws(idx)
+            if text[idx:idx + 1] != ":":
+                raise _Unexpected
+            value, idx = yield from self.value(self.ws(idx + 1), depth + 1)
+            obj[key] = value
+            idx = self.ws(idx)
+            c = text[idx:idx + 1]
+            if c == "}":
+                return obj, idx + 1
+            if c != ",":
+                raise _Unexpected
+            idx = self.ws(idx + 1)
+
+    def elements(self, idx: int, depth: int) -> Generator[None, None, tuple[Any, int]]:
+        text = self.text
+        out: list[Any] = []
+        idx = self.ws(idx)
+        if text[idx:idx + 1] == "]":
+            return out, idx + 1
+        while True:
+            value, idx = yield from self.value(idx, depth + 1)
+            out.append(value)
+            idx = self.ws(idx)
+            c = text[idx:idx + 1]
+            if c == "]":
+                return out, idx + 1
+            if c != ",":
+                raise _Unexpected
+            idx = self.ws(idx + 1)
 
 
 def parse_object(obj: Any) -> Message:

@@ -35,6 +35,7 @@ from slfs.protocol.errors import (
     ProtocolError,
     RpcError,
 )
+from slfs.protocol.gcpause import paused_gc
 from slfs.protocol.jsonrpc import (
     Message,
     Notification,
@@ -45,6 +46,7 @@ from slfs.protocol.jsonrpc import (
     encode_request,
     encode_result,
     parse_message,
+    parse_message_steps,
 )
 from slfs.protocol.types import (
     DISCONNECT_EDITOR_CLOSED,
@@ -99,6 +101,8 @@ BIG_LIST = 50
 # answer took 5,000 reads through wsproto).
 RECEIVE_BUFFER = 256 * 1024
 CLOSE_TRY_AGAIN = 1013
+# Frames from this size on are parsed in steps (see _Connection.handle_big_frame).
+STEPPED_FRAME = 1 << 20
 
 CONNECTING = "connecting"
 CONNECTED = "connected"
@@ -270,8 +274,38 @@ class _Connection:
 
     def handle_frame(self, frame: str | bytes) -> Awaitable[None] | None:
         """Handle one frame; an awaitable when its handling goes on (the reader awaits it)."""
+        if len(frame) >= STEPPED_FRAME:
+            return self.handle_big_frame(frame)
         msg = self.parse_frame(frame)
         return self.handle_message(msg) if msg is not None else None
+
+    async def handle_big_frame(self, frame: str | bytes) -> None:
+        """A large frame (an object.list answer) is parsed in steps with checkpoints between them, so
+        the mount goes on answering, and handled with the cycle collector paused throughout: what
+        the parse makes is freed (by reference counting) before a collection could walk it, and
+        what the handling keeps (the tree) is frozen out of the collector's reach (see gcpause)."""
+        with paused_gc(freeze=True):
+            if isinstance(frame, bytes):
+                try:
+                    frame = frame.decode("utf-8")
+                except UnicodeDecodeError:
+                    log.warning("ignoring a binary frame that is not UTF-8 (%d bytes)", len(frame))
+                    return
+            steps = parse_message_steps(frame)
+            try:
+                while True:
+                    next(steps)
+                    await trio.sleep(0)
+            except StopIteration as done:
+                msg: Message = done.value
+            except ProtocolError as exc:
+                log.warning("ignoring an invalid frame from the viewer: %s: %.200r", exc, frame)
+                return
+            del steps, frame
+            handling = self.handle_message(msg)
+            del msg
+            if handling is not None:
+                await handling
 
     def handle_message(self, msg: Message) -> Awaitable[None] | None:
         if isinstance(msg, Response):

@@ -15,6 +15,7 @@ import trio
 from slfs.protocol.errors import RpcError
 from slfs.protocol.types import ObjectListResponse, SuccessResponse
 from slfs.session import CallTimeout, NotConnected, ViewerSession
+from slfs.session import session as session_module
 
 from .fakeviewer import FakeConn, FakeViewer
 from .recorder import Recorder
@@ -447,7 +448,11 @@ async def test_notifications_reach_listener() -> None:
             assert rec.of("update")[0].object_name == "New"
 
 
-async def test_bad_input_survived(caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize("stepped", [False, True], ids=["", "every frame parsed in steps"])
+async def test_bad_input_survived(caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch,
+                                  stepped: bool) -> None:
+    if stepped:
+        monkeypatch.setattr(session_module, "STEPPED_FRAME", 1)
     caplog.set_level(logging.INFO)
     fake = FakeViewer()
     with trio.fail_after(10):

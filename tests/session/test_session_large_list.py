@@ -15,8 +15,11 @@ from .recorder import Recorder
 from .test_session_fake import running
 
 
-async def test_large_object_list_is_loaded_before_connected(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("stepped", [False, True], ids=["", "every frame parsed in steps"])
+async def test_large_object_list_is_loaded_before_connected(monkeypatch: pytest.MonkeyPatch, stepped: bool) -> None:
     monkeypatch.setattr(session_module, "BIG_LIST", 1)
+    if stepped:
+        monkeypatch.setattr(session_module, "STEPPED_FRAME", 1)
     base = sample_objects()[0]
     outer: list[trio.Nursery] = []
 

@@ -152,3 +152,34 @@ def test_a_republish_that_takes_modify_away_reaches_the_items(tree: tuple[Tree, 
     assert InodeChanged(main.inode, data=False) not in seen  # unchanged: nothing to drop
     publish(no_mod)
     assert InodeChanged(main.inode, data=False) in seen and InodeChanged(knob.inode, data=False) in seen
+
+
+@pytest.mark.parametrize("looked_up", [False, True])
+def test_a_detached_object_is_freed_without_the_cycle_collector(looked_up: bool) -> None:
+    # After a large load the tree is frozen out of the collector's reach (gcpause): what the tree
+    # lets go of must not be held in cycles.
+    import gc
+    import weakref
+
+    tr = Tree()
+    tr.publish(obj(inventory=[script("s1", "A")], links=[
+        {"link_id": "p2", "link_number": 2, "link_name": "Leg", "inventory": [script("s2", "B")]}]))
+    folder = tr.objects["o1"]
+    nodes = [folder, folder.items["s1"], folder.prims["p2"], folder.prims["p2"].items["s2"]]
+    for n in nodes:
+        n.lookups = 1 if looked_up else 0
+    refs = [weakref.ref(n) for n in nodes]
+    inodes = [n.inode for n in nodes]
+    del folder, nodes, n
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        assert tr.unpublish("o1")
+        if looked_up:
+            assert all(r() is not None for r in refs)  # the kernel still knows them
+            for inode in reversed(inodes):  # the kernel forgets what is in a folder before it
+                tr.forget(inode, 1)
+        assert [r() for r in refs] == [None] * 4
+    finally:
+        if collecting:
+            gc.enable()
