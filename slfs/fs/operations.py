@@ -14,8 +14,10 @@ import itertools
 import logging
 import os
 import stat
-from collections.abc import Awaitable, Callable, Sequence
+import sys
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
 from time import perf_counter_ns
+from types import CoroutineType
 from typing import Any, TypeVar, cast
 
 import attrs
@@ -26,7 +28,17 @@ from ..model import names
 from ..model.errors import FsError
 from ..model.naming_rules import is_local_name
 from ..model.overlay import Overlay
-from ..model.tree import ROOT_INODE, EntryChanged, Folder, InodeChanged, Item, Local, Node, Scratch
+from ..model.tree import (
+    ROOT_INODE,
+    EntryChanged,
+    Folder,
+    InodeChanged,
+    Invalidation,
+    Item,
+    Local,
+    Node,
+    Scratch,
+)
 from ..model.workspace import Workspace
 from ..model.writes import Writer
 from ..stats import STATS
@@ -40,39 +52,112 @@ F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 # Environment hook for the test that proves a failing handler leaves the mount alive.
 FAULT_ENV = "SLFS_INJECT_FAULT"
 
+_FS_ENCODING, _FS_ERRORS = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
+
+
+def _failure(name: str, exc: Exception, args: tuple[Any, ...]) -> pyfuse3.FUSEError:
+    """The errno answer for an exception a handler raised (FUSEError itself passes through)."""
+    if isinstance(exc, FsError):
+        if exc.errno not in (errno.ENOENT, errno.ENODATA, errno.EOPNOTSUPP, errno.EEXIST) and exc.message:
+            log.warning("%s: %s", name, exc.message)
+        return pyfuse3.FUSEError(exc.errno)
+    if isinstance(exc, OSError):
+        # The local overlay is a plain directory: its errors are the program's answer.
+        if exc.errno is None:
+            log.error("unexpected OSError in %s", name, exc_info=exc)
+        return pyfuse3.FUSEError(exc.errno or errno.EIO)
+    log.error("unexpected error in %s%r; answering EIO", name, args[:2], exc_info=exc)
+    return pyfuse3.FUSEError(errno.EIO)
 
 
 def _guarded(fn: F) -> F:
     # Request accounting (`.slfs/stats`): every call is counted and timed, an errno answer counted
     # as an error. The histogram is taken once here; a call adds to it and allocates nothing.
     hist = STATS.handler(fn.__name__)
+    record = hist.record
 
     @functools.wraps(fn)
     async def wrapper(self: Operations, *args: Any) -> Any:
         start = perf_counter_ns()
-        failed = True
         try:
             result = await fn(self, *args)
-            failed = False
-            return result
         except pyfuse3.FUSEError:
+            record(perf_counter_ns() - start, True)
             raise
-        except FsError as exc:
-            if exc.errno not in (errno.ENOENT, errno.ENODATA, errno.EOPNOTSUPP, errno.EEXIST) and exc.message:
-                log.warning("%s: %s", fn.__name__, exc.message)
-            raise pyfuse3.FUSEError(exc.errno) from None
-        except OSError as exc:
-            # The local overlay is a plain directory: its errors are the program's answer.
-            if exc.errno is None:
-                log.exception("unexpected OSError in %s", fn.__name__)
-            raise pyfuse3.FUSEError(exc.errno or errno.EIO) from None
-        except Exception:
-            log.exception("unexpected error in %s%r; answering EIO", fn.__name__, args[:2])
-            raise pyfuse3.FUSEError(errno.EIO) from None
-        finally:
-            hist.record(perf_counter_ns() - start, failed)
+        except Exception as exc:
+            record(perf_counter_ns() - start, True)
+            raise _failure(fn.__name__, exc, args) from None
+        except BaseException:  # cancelled: counted, not an errno
+            record(perf_counter_ns() - start, True)
+            raise
+        record(perf_counter_ns() - start, False)
+        return result
 
     return cast(F, wrapper)
+
+
+def _guarded_sync(fn: Callable[..., Any]) -> Callable[..., Coroutine[Any, Any, Any]]:
+    """`_guarded` for a handler written as a plain function: the hot paths (warm open, flush,
+    release, getattr, lookup, listings) answer without an await, so they cost one coroutine (this
+    wrapper's) instead of two. A handler that does need to wait returns the coroutine that does
+    it (a slow path), and the wrapper awaits it under the same accounting."""
+    hist = STATS.handler(fn.__name__)
+    record = hist.record
+
+    @functools.wraps(fn)
+    async def wrapper(self: Operations, *args: Any) -> Any:
+        start = perf_counter_ns()
+        try:
+            result = fn(self, *args)
+            if type(result) is CoroutineType:
+                result = await result
+        except pyfuse3.FUSEError:
+            record(perf_counter_ns() - start, True)
+            raise
+        except Exception as exc:
+            record(perf_counter_ns() - start, True)
+            raise _failure(fn.__name__, exc, args) from None
+        except BaseException:
+            record(perf_counter_ns() - start, True)
+            raise
+        record(perf_counter_ns() - start, False)
+        return result
+
+    return wrapper
+
+
+class _Listing:
+    """What opendir hands readdir: the names in listing order, encoded once, with each name's
+    inode, or - a folder's own entries, kept between opendirs (Operations._folder_listing) - its
+    node, whose inode is read when listed (an item's inode can move to another file)."""
+
+    __slots__ = ("encoded", "folder", "inodes", "names", "nodes", "size", "source")
+
+    def __init__(self, rows: Sequence[tuple[str, int]]) -> None:
+        self.names = [name for name, _ in rows]
+        self.inodes = [inode for _, inode in rows]
+        self.encoded = [os.fsencode(name) for name in self.names]
+        self.folder: Folder | None = None
+        self.nodes: list[Node] | None = None
+        # A folder's listing: the very mapping it was built from (held, so never another's id).
+        self.source: dict[str, Node] | None = None
+        self.size = 0
+
+    @classmethod
+    def of_folder(cls, folder: Folder) -> _Listing:
+        rows = sorted(folder.entries.items())
+        listing = cls([])
+        listing.names = [name for name, _ in rows]
+        listing.encoded = [os.fsencode(name) for name in listing.names]
+        listing.nodes = [node for _, node in rows]
+        listing.folder, listing.source, listing.size = folder, folder.entries, len(folder.entries)
+        return listing
+
+    def __iter__(self) -> Iterator[tuple[str, int]]:
+        """(name, inode) as listed."""
+        if self.nodes is not None:
+            return iter([(name, node.inode) for name, node in zip(self.names, self.nodes, strict=True)])
+        return zip(self.names, self.inodes, strict=True)
 
 
 RENAME_NOREPLACE = 1
@@ -103,12 +188,14 @@ class Operations(pyfuse3.Operations):
         self.overlay = overlay
         self.control = control
         self._handles: dict[int, Handle] = {}
-        self._dir_handles: dict[int, list[tuple[str, int]]] = {}
+        self._dir_handles: dict[int, _Listing] = {}
+        self._listings: dict[int, _Listing] = {}  # folder inode -> its listing (_folder_listing)
         self._overlay_dirs: dict[int, tuple[tuple[str, str, bool], Folder, str | None]] = {}
         self._fh = itertools.count(1)
         self._fault = os.environ.get(FAULT_ENV, "")
         self.attributes = Attributes(ws.tree, ws.options)
         ws.invalidations.listeners.append(self.attributes.changed)
+        ws.invalidations.listeners.append(self._listing_changed)
 
     # --- Service: what `.slfs/status` shows of the kernel side
 
@@ -180,9 +267,10 @@ class Operations(pyfuse3.Operations):
             return self.control.lookup(parent, name)
         return None
 
-    @_guarded
-    async def lookup(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes:
-        sname = os.fsdecode(name)
+    @_guarded_sync
+    def lookup(self, parent_inode: int, name: bytes,
+               ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes | Awaitable[pyfuse3.EntryAttributes]:
+        sname = name.decode(_FS_ENCODING, _FS_ERRORS)  # os.fsdecode, without its checks
         if self._fault and sname == self._fault:
             raise RuntimeError(f"fault injected on lookup of {sname!r}")
         parent = self._node(parent_inode)
@@ -193,16 +281,22 @@ class Operations(pyfuse3.Operations):
             return self._counted(up or self.tree.root)
         node = self._lookup(parent, sname)
         if isinstance(node, Item) and node.size is None:
-            # The kernel keeps st_size from this reply, and an O_APPEND write appends at it: make
-            # it exact, as getattr does (a fetch that fails fails the lookup, and is not cached).
-            await self.ws.read_content(node)
-            node = self._lookup(parent, sname)  # it may have moved meanwhile
+            return self._lookup_fetched(parent, sname, node)
         if node is None:
             raise FsError(errno.ENOENT, "")
         return self._counted(node)
 
-    @_guarded
-    async def forget(self, inode_list: Sequence[tuple[int, int]]) -> None:
+    async def _lookup_fetched(self, parent: Node | Virtual, sname: str, item: Item) -> pyfuse3.EntryAttributes:
+        # The kernel keeps st_size from this reply, and an O_APPEND write appends at it: make it
+        # exact, as getattr does (a fetch that fails fails the lookup, and is not cached).
+        await self.ws.read_content(item)
+        node = self._lookup(parent, sname)  # it may have moved meanwhile
+        if node is None:
+            raise FsError(errno.ENOENT, "")
+        return self._counted(node)
+
+    @_guarded_sync
+    def forget(self, inode_list: Sequence[tuple[int, int]]) -> None:
         for inode, count in inode_list:
             self.tree.forget(inode, count)
             self.control.forget(inode, count)
@@ -212,13 +306,18 @@ class Operations(pyfuse3.Operations):
         nodes: list[Node | Virtual] = [*self.tree.nodes.values(), *self.control.nodes.values()]
         return sum(n.lookups for n in nodes if n.inode != ROOT_INODE)
 
-    @_guarded
-    async def getattr(self, inode: int, ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes:
+    @_guarded_sync
+    def getattr(self, inode: int,
+                ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes | Awaitable[pyfuse3.EntryAttributes]:
         node = self._node(inode)
         if isinstance(node, Item) and node.size is None:
-            # st_size must be exact whenever a program can see it (git reads exactly st_size).
-            await self.ws.read_content(node)
+            return self._getattr_fetched(node)
         return self.attributes.entry(node)
+
+    async def _getattr_fetched(self, item: Item) -> pyfuse3.EntryAttributes:
+        # st_size must be exact whenever a program can see it (git reads exactly st_size).
+        await self.ws.read_content(item)
+        return self.attributes.entry(item)
 
     @_guarded
     async def setattr(self, inode: int, attr: pyfuse3.EntryAttributes, fields: pyfuse3.SetattrFields,
@@ -268,8 +367,8 @@ class Operations(pyfuse3.Operations):
             raise FsError(errno.ENOENT, "")
         return os.fsencode(target)
 
-    @_guarded
-    async def statfs(self, ctx: pyfuse3.RequestContext) -> pyfuse3.StatvfsData:
+    @_guarded_sync
+    def statfs(self, ctx: pyfuse3.RequestContext) -> pyfuse3.StatvfsData:
         # Answered locally: VS Code and editors call statfs constantly.
         s = pyfuse3.StatvfsData()
         s.f_bsize = s.f_frsize = 4096
@@ -280,29 +379,55 @@ class Operations(pyfuse3.Operations):
 
     # --- directories -------------------------------------------------------------------------
 
-    @_guarded
-    async def opendir(self, inode: int, ctx: pyfuse3.RequestContext) -> int:
+    @_guarded_sync
+    def opendir(self, inode: int, ctx: pyfuse3.RequestContext) -> int:
         node = self._node(inode)
-        entries: dict[str, int] = {}
-        if isinstance(node, (Folder, Local)):
-            if isinstance(node, Local) and not os.path.isdir(node.path):
+        if isinstance(node, Folder):
+            if node.inode != ROOT_INODE:
+                self.ws.start_prefetch(node)
+            listing = self._folder_listing(node)
+        elif isinstance(node, Local):
+            if not os.path.isdir(node.path):
                 raise FsError(errno.ENOTDIR, "")
-            base = self._overlay_dir(node)
-            if base is not None and os.path.isdir(base):
-                for de in os.scandir(base):
-                    entries[de.name] = self.overlay.node(node, de.name, de.path).inode
-            if isinstance(node, Folder):
-                entries.update({name: n.inode for name, n in node.scratch.items()})
-                entries.update({name: n.inode for name, n in node.entries.items()})
-                if node.inode != ROOT_INODE:
-                    self.ws.start_prefetch(node)
+            listing = _Listing(sorted(self._overlay_entries(node, node.path).items()))
         elif isinstance(node, Virtual) and node.kind not in (FILE, LINK):
-            entries = {v.name: v.inode for v in self.control.children(node)}
+            listing = _Listing(sorted((v.name, v.inode) for v in self.control.children(node)))
         else:
             raise FsError(errno.ENOTDIR, "")
         fh = next(self._fh)
-        self._dir_handles[fh] = sorted(entries.items())
+        self._dir_handles[fh] = listing
         return fh
+
+    def _overlay_entries(self, node: Folder | Local, base: str) -> dict[str, int]:
+        return {de.name: self.overlay.node(node, de.name, de.path).inode for de in os.scandir(base)}
+
+    def _folder_listing(self, folder: Folder) -> _Listing:
+        """A folder's listing. Without overlay entries or new files - nearly always - it is the
+        folder's entries alone, and the one built from them serves every opendir while the tree
+        keeps that very mapping (a relayout always replaces it) and the model reports no change
+        of the folder's names (`_listing_changed`)."""
+        base = self._overlay_dir(folder)
+        if (base is None or not os.path.isdir(base)) and not folder.scratch:
+            entries = folder.entries
+            cached = self._listings.get(folder.inode)
+            if cached is not None and cached.folder is folder and cached.source is entries \
+                    and cached.size == len(entries):
+                return cached
+            listing = _Listing.of_folder(folder)
+            if len(self._listings) > len(self.tree.nodes) // 4 + 1024:
+                nodes = self.tree.nodes
+                self._listings = {ino: c for ino, c in self._listings.items() if nodes.get(ino) is c.folder}
+            self._listings[folder.inode] = listing
+            return listing
+        merged = self._overlay_entries(folder, base) if base is not None and os.path.isdir(base) else {}
+        merged.update({name: n.inode for name, n in folder.scratch.items()})
+        merged.update({name: n.inode for name, n in folder.entries.items()})
+        return _Listing(sorted(merged.items()))
+
+    def _listing_changed(self, inv: Invalidation) -> None:
+        """PendingInvalidations listener: a folder whose names or attributes changed lists afresh."""
+        if self._listings:
+            self._listings.pop(inv.parent if isinstance(inv, EntryChanged) else inv.inode, None)
 
     def _overlay_dir(self, node: Folder | Local) -> str | None:
         """overlay.dir_of, remembered per folder while the names it is built from stay (building
@@ -315,29 +440,46 @@ class Operations(pyfuse3.Operations):
             memo = self._overlay_dirs[node.inode] = (key, node, self.overlay.dir_of(node))
         return memo[2]
 
-    @_guarded
-    async def readdir(self, fh: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
+    @_guarded_sync
+    def readdir(self, fh: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
         # Offsets are positions in the snapshot taken at opendir, so a listing stays consistent
         # while objects come and go.
-        entries = self._dir_handles.get(fh, [])
-        for i in range(start_id, len(entries)):
-            name, inode = entries[i]
-            node = self.tree.node(inode) or self.control.nodes.get(inode)
-            if node is None:
+        listing = self._dir_handles.get(fh)
+        if listing is None:
+            return
+        reply = pyfuse3.readdir_reply
+        entry = self.attributes.entry
+        names, encoded = listing.names, listing.encoded
+        nodes = listing.nodes
+        if nodes is not None:  # a folder's entries (items and prims), the nodes themselves
+            for i in range(start_id, len(nodes)):
+                node = nodes[i]
+                parent = node.parent
+                if parent is None or parent.entries.get(names[i]) is not node:
+                    continue  # gone or renamed since: its entry would bring the old name back
+                if not reply(token, encoded[i], entry(node), i + 1):
+                    return
+                node.lookups += 1
+            return
+        inodes = listing.inodes
+        for i in range(start_id, len(inodes)):
+            name, inode = names[i], inodes[i]
+            found = self.tree.node(inode) or self.control.nodes.get(inode)
+            if found is None:
                 continue
-            if isinstance(node, (Item, Folder)) and node.inode != ROOT_INODE and (
-                    node.parent is None or node.parent.entries.get(name) is not node):
+            if isinstance(found, (Item, Folder)) and found.inode != ROOT_INODE and (
+                    found.parent is None or found.parent.entries.get(name) is not found):
                 continue  # gone or renamed since opendir: its entry would bring the old name back
             try:
-                attr = self.attributes.entry(node)
+                attr = entry(found)
             except OSError:
                 continue  # an overlay file removed meanwhile
-            if not pyfuse3.readdir_reply(token, os.fsencode(name), attr, i + 1):
+            if not reply(token, encoded[i], attr, i + 1):
                 return
-            node.lookups += 1
+            found.lookups += 1
 
-    @_guarded
-    async def releasedir(self, fh: int) -> None:
+    @_guarded_sync
+    def releasedir(self, fh: int) -> None:
         self._dir_handles.pop(fh, None)
 
     @_guarded
@@ -399,8 +541,9 @@ class Operations(pyfuse3.Operations):
 
     # --- files -------------------------------------------------------------------------------
 
-    @_guarded
-    async def open(self, inode: int, flags: int, ctx: pyfuse3.RequestContext) -> pyfuse3.FileInfo:
+    @_guarded_sync
+    def open(self, inode: int, flags: int,
+             ctx: pyfuse3.RequestContext) -> pyfuse3.FileInfo | Awaitable[pyfuse3.FileInfo]:
         fast = self.tree.nodes.get(inode)
         if (type(fast) is Item and not flags & os.O_ACCMODE and fast.local is None and fast.content_valid
                 and fast.content is not None and fast.readable):
@@ -408,6 +551,9 @@ class Operations(pyfuse3.Operations):
             fh = next(self._fh)
             self._handles[fh] = Handle(inode, fast.content)
             return pyfuse3.FileInfo(fh=fh, keep_cache=True)
+        return self._open(inode, flags)
+
+    async def _open(self, inode: int, flags: int) -> pyfuse3.FileInfo:
         node = self._node(inode)
         accmode = flags & os.O_ACCMODE
         wants_write = accmode != os.O_RDONLY
@@ -470,8 +616,8 @@ class Operations(pyfuse3.Operations):
             h.fd = os.open(node.path, os.O_RDWR if h.writable else os.O_RDONLY)
         return h, node
 
-    @_guarded
-    async def read(self, fh: int, off: int, size: int) -> bytes:
+    @_guarded_sync
+    def read(self, fh: int, off: int, size: int) -> bytes:
         h, node = self._handle(fh)
         if h.fd >= 0:
             return os.pread(h.fd, size, off)
@@ -530,15 +676,15 @@ class Operations(pyfuse3.Operations):
         elif isinstance(node, Virtual) and node.live is not None:
             await self.writer.live.commit(node.live)
 
-    @_guarded
-    async def flush(self, fh: int) -> None:
+    @_guarded_sync
+    def flush(self, fh: int) -> Awaitable[None] | None:
         h = self._handles.get(fh)
         if h is not None and not h.writable and h.fd < 0:
-            return  # a read-only open: nothing to store (the warm-grep path: no await, no lock)
+            return None  # a read-only open: nothing to store (the warm-grep path: no await, no lock)
         h, node = self._handle(fh)
         if h.trunc_pending:
-            return
-        await self._commit(node)
+            return None
+        return self._commit(node)
 
     @_guarded
     async def fsync(self, fh: int, datasync: bool) -> None:
@@ -547,12 +693,15 @@ class Operations(pyfuse3.Operations):
             os.fsync(h.fd)
         await self._commit(node)
 
-    @_guarded
-    async def release(self, fh: int) -> None:
+    @_guarded_sync
+    def release(self, fh: int) -> Awaitable[None] | None:
         h = self._handles.get(fh)
         if h is not None and h.fd < 0 and not h.trunc_pending:
             del self._handles[fh]  # nothing left to store or close (every read-only open)
-            return
+            return None
+        return self._release(fh, h)
+
+    async def _release(self, fh: int, h: Handle | None) -> None:
         try:
             if h is not None and h.trunc_pending:
                 # `: > F`: truncated, never written. release errors reach nobody: the content
@@ -658,8 +807,8 @@ class Operations(pyfuse3.Operations):
 
     # --- extended attributes -----------------------------------------------------------------
 
-    @_guarded
-    async def getxattr(self, inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> bytes:
+    @_guarded_sync
+    def getxattr(self, inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> bytes:
         sname = os.fsdecode(name)
         if sname.startswith("system.posix_acl_"):
             raise FsError(errno.EOPNOTSUPP, "")  # otherwise ls shows a '+' on every file
@@ -670,8 +819,8 @@ class Operations(pyfuse3.Operations):
             raise FsError(errno.ENODATA, "")
         return value
 
-    @_guarded
-    async def listxattr(self, inode: int, ctx: pyfuse3.RequestContext) -> list[bytes]:
+    @_guarded_sync
+    def listxattr(self, inode: int, ctx: pyfuse3.RequestContext) -> list[bytes]:
         node = self.tree.node(inode) or self.control.nodes.get(inode)
         if node is None:
             return []
