@@ -215,11 +215,17 @@ class Sources:
 
 
 def wants_build(source: str, *, luau: bool, enveloped: bool) -> bool:
-    """The detection rule: an envelope already, or an LSL directive line, or (Luau) maybe a
-    require; `//fspreprocessor off` saves verbatim whatever the text holds."""
+    """The detection rule: an envelope already, or an LSL directive line, or (Luau) a
+    `require("...")` (built only when one resolves, decided while expanding);
+    `//fspreprocessor off` saves verbatim whatever the text holds."""
     if detect.preprocessor_off(source):
         return False
-    return enveloped or luau or detect.has_directive(source)
+    if enveloped:
+        return True
+    if luau:
+        from ..sources import luau as luau_sources
+        return bool(luau_sources.requires(source))
+    return detect.has_directive(source)
 
 
 def _failure(place: Place, col: int, message: str) -> CompileReport:

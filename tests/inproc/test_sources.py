@@ -319,3 +319,14 @@ async def test_agent_macros_come_from_the_session(tmp_path: Path, monkeypatch: p
         assert got is not None
         agent = u(99, "e")
         assert f'llOwnerSay("Tester Resident"); llOwnerSay("{agent}"); key k = {agent};' in got.expansion
+
+
+async def test_a_plain_luau_script_written_unchanged_is_saved_as_before(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch,
+                                                                         version: int) -> None:
+    """Only built sources skip an unchanged save: a plain script's save recompiles, as it always did."""
+    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=version) as fs:
+        shown = await fs.read_file("Box/Tool.luau")
+        await fs.write_file("Box/Tool.luau", shown)
+        await fs.write_file("Box/Plain.lsl", PLAIN_TEXT.encode())
+        assert saves(fs, TOOL) == [shown.decode()] and saves(fs, PLAIN) == [PLAIN_TEXT]
