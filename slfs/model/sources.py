@@ -96,19 +96,32 @@ class Sources:
         return places + self.include_dirs()
 
     async def find(self, name: str, including: str, angle: bool) -> Source | None:
+        # The source may be a peer's (an enveloped script the viewer sent): an include never
+        # reaches outside the places the search order names, so no other file of the user's can
+        # end up in-world through one. Absolute names and names that climb out are not found.
+        if os.path.isabs(name) or "\0" in name:
+            return None
         if not angle:
             tree_path = self._tree_path(including)
             if tree_path is not None:
                 folder = self._folder_of(tree_path)
                 found = await self._in_folder(folder, name) if folder is not None else None
             else:
-                found = await _local(posixpath.join(posixpath.dirname(including), name))
+                root = self._include_root_of(including)
+                found = await _local(posixpath.join(posixpath.dirname(including), name), root) if root else None
             if found is not None:
                 return found
         for directory in self.include_dirs():
-            found = await _local(os.path.join(directory, name))
+            found = await _local(os.path.join(directory, name), directory)
             if found is not None:
                 return found
+        return None
+
+    def _include_root_of(self, path: str) -> str | None:
+        """The include directory a local include file lives in (its quoted includes stay there)."""
+        for directory in self.include_dirs():
+            if _within(path, directory):
+                return directory
         return None
 
     async def _in_folder(self, folder: Folder, name: str) -> Source | None:
@@ -119,8 +132,8 @@ class Sources:
         for i, part in enumerate(parts):
             last = i == len(parts) - 1
             if part == "..":
-                if node.parent is None:
-                    return None
+                if node.parent is None or node.parent is self.tree.root:
+                    return None  # never out of the object: another object's scripts are not this one's to copy
                 node = node.parent
                 continue
             child = node.entries.get(part)
@@ -134,7 +147,7 @@ class Sources:
             if base is None:
                 return None
             rest = "/".join(parts[i:])
-            local = await _local(os.path.join(base, rest))
+            local = await _local(os.path.join(base, rest), base)
             if local is None:
                 return None
             shown = self.abspath(posixpath.join(self.tree.path_of(node), rest))
@@ -280,8 +293,17 @@ class _ThreadResolver:
         return self.sources.searched(name, self._from(including), angle)
 
 
-async def _local(path: str) -> Source | None:
-    """A regular file of the local file system (an include directory, an overlay file)."""
+def _within(path: str, root: str) -> bool:
+    """Whether `path`, symlinks resolved, lies inside the directory `root`."""
+    real_root = os.path.realpath(root)
+    return os.path.realpath(path).startswith(real_root.rstrip("/") + "/")
+
+
+async def _local(path: str, root: str) -> Source | None:
+    """A regular file of the local file system inside `root` (an include directory, an overlay)."""
+    if not _within(path, root):
+        return None
+
     def read() -> str | None:
         try:
             with open(path, "rb") as f:

@@ -330,3 +330,25 @@ async def test_a_plain_luau_script_written_unchanged_is_saved_as_before(tmp_path
         await fs.write_file("Box/Tool.luau", shown)
         await fs.write_file("Box/Plain.lsl", PLAIN_TEXT.encode())
         assert saves(fs, TOOL) == [shown.decode()] and saves(fs, PLAIN) == [PLAIN_TEXT]
+
+
+async def test_includes_never_reach_outside_their_places(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         version: int) -> None:
+    """A source can be a peer's (an enveloped script the viewer sent): no include of it may pull
+    another file of the user's in-world - absolute names, names climbing out of the include
+    directory or the overlay, symlinks out, another object's scripts."""
+    include_dir = tmp_path / "include"
+    include_dir.mkdir()
+    secret = tmp_path / "secret.lsl"
+    secret.write_text("string SECRET = \"do not send\";\n")
+    (include_dir / "link.lsl").symlink_to(secret)
+    opts = Options(delete_grace=0.2, include=(str(include_dir),))
+    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=version, options=opts) as fs:
+        for name in (f'"{secret}"', f"<{secret}>", '"../secret.lsl"', "<../secret.lsl>", '"link.lsl"',
+                     '"../Box/lib.lsl"', '"../../secret.lsl"'):
+            fh = await fs.open("Box/Plain.lsl", os.O_WRONLY | os.O_TRUNC)
+            await fs.ops.write(fh, 0, f"#include {name}\n{PLAIN_TEXT}".encode())
+            assert await fails(fs.ops.flush(fh)) == errno.EIO, name
+            await fs.ops.release(fh)
+        assert saves(fs, PLAIN) == []
+        assert all("do not send" not in c for _m, p in fs.sim.calls for c in [str(p)])
