@@ -106,6 +106,10 @@ def parse_message_steps(text: str, step_chars: int = 1 << 18) -> Generator[None,
 # other value, each element of `objects` among them, with the stdlib decoder's raw_decode. Anything
 # unexpected (a syntax error included) makes it give the text to json.loads as a whole, which then
 # raises exactly what it raises (or returns what it returns).
+# Not ijson, the library made for incremental parsing: measured here on a 21 MB object.list, its C
+# backend (yajl2_c) took 1.05 s where json.loads takes 0.29 s, turned the escape of a lone surrogate
+# into "?" (names must come through as sent, issue of newer viewers), and overflows on integers
+# json.loads reads. Every value is decoded by the stdlib's own decoder; only the envelope is walked.
 
 _DECODER = json.JSONDecoder()
 # What the stdlib decoder itself uses (typeshed does not declare them): JSON's whitespace, and its
