@@ -71,29 +71,11 @@ def _failure(name: str, exc: Exception, args: tuple[Any, ...]) -> pyfuse3.FUSEEr
 
 
 def _guarded(fn: F) -> F:
-    # Request accounting (`.slfs/stats`): every call is counted and timed, an errno answer counted
-    # as an error. The histogram is taken once here; a call adds to it and allocates nothing.
-    hist = STATS.handler(fn.__name__)
-    record = hist.record
-
-    @functools.wraps(fn)
-    async def wrapper(self: Operations, *args: Any) -> Any:
-        start = perf_counter_ns()
-        try:
-            result = await fn(self, *args)
-        except pyfuse3.FUSEError:
-            record(perf_counter_ns() - start, True)
-            raise
-        except Exception as exc:
-            record(perf_counter_ns() - start, True)
-            raise _failure(fn.__name__, exc, args) from None
-        except BaseException:  # cancelled: counted, not an errno
-            record(perf_counter_ns() - start, True)
-            raise
-        record(perf_counter_ns() - start, False)
-        return result
-
-    return cast(F, wrapper)
+    """Request accounting (`.slfs/stats`) and errno answers for an async handler: every call is
+    counted and timed, an errno answer counted as an error (the histogram is taken once; a call
+    adds to it and allocates nothing). The same wrapper as `_guarded_sync`: calling an async
+    handler returns its coroutine, which that wrapper awaits."""
+    return cast(F, _guarded_sync(fn))
 
 
 def _guarded_sync(fn: Callable[..., Any]) -> Callable[..., Coroutine[Any, Any, Any]]:
@@ -117,7 +99,7 @@ def _guarded_sync(fn: Callable[..., Any]) -> Callable[..., Coroutine[Any, Any, A
         except Exception as exc:
             record(perf_counter_ns() - start, True)
             raise _failure(fn.__name__, exc, args) from None
-        except BaseException:
+        except BaseException:  # cancelled: counted, not an errno
             record(perf_counter_ns() - start, True)
             raise
         record(perf_counter_ns() - start, False)
