@@ -221,3 +221,31 @@ async def test_a_refused_subscription_exits_1_with_the_viewers_message(mount_fac
     assert os.listdir(m.path(".slfs", "live")) == []
     rc, _out, err = await slfs(m, "edit", "--mount", m.mnt, tmp_path / "notes.txt", check=False)
     assert rc == 2 and "sl_script_" in err
+
+
+async def test_slfs_edit_mounts_home_sl_when_no_mount_runs(mount_factory: MountFactory, tmp_path: Path) -> None:
+    """As the viewer starts it, with nothing mounted: slfs edit mounts ~/sl for the (default)
+    port, subscribes, and starts the editor there."""
+    from e2e.harness import force_unmount
+
+    m = await mount_factory(live_world(), start=False)  # the viewer runs; no slfs yet
+    assert m.sim is not None
+    _sid, temp = await m.sim.open_script_editor(INV)
+    home = tmp_path / "home"
+    home.mkdir()
+    argv_log = tmp_path / "editor-argv"
+    editor = tmp_path / "fake-editor"
+    editor.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$@\" >> {shlex.quote(str(argv_log))}\n")
+    editor.chmod(0o755)
+    env = {"HOME": str(home), "SLFS_PORT": str(m.port), "VISUAL": str(editor)}
+    try:
+        rc, out, err = await slfs(m, "edit", temp, env=env, check=False, timeout=90)
+        assert rc == 0, err
+        live = home / "sl" / ".slfs" / "live" / "Pocket Script.lsl"
+        assert out.strip() == str(live)
+        assert await m.thread(live.read_text) == GOOD
+        await m.wait_for(lambda: _has(argv_log), 10, "the editor started")
+        assert argv_log.read_text().splitlines()[-1] == str(live)
+    finally:
+        await slfs(m, "umount", home / "sl", env=env, check=False)
+        await m.thread(force_unmount, home / "sl")
