@@ -41,7 +41,7 @@ from ..model.tree import (
 )
 from ..model.workspace import Workspace
 from ..model.writes import Writer
-from ..stats import STATS
+from ..stats import FOLD_AT, STATS
 from .attributes import XATTR_PREFIX, Attributes
 from .control import FILE, LINK, Control, Virtual
 
@@ -84,7 +84,7 @@ def _guarded_sync(fn: Callable[..., Any]) -> Callable[..., Coroutine[Any, Any, A
     wrapper's) instead of two. A handler that does need to wait returns the coroutine that does
     it (a slow path), and the wrapper awaits it under the same accounting."""
     hist = STATS.handler(fn.__name__)
-    record = hist.record
+    record, add, pending = hist.record, hist.add, hist.pending
 
     @functools.wraps(fn)
     async def wrapper(self: Operations, *args: Any) -> Any:
@@ -102,7 +102,9 @@ def _guarded_sync(fn: Callable[..., Any]) -> Callable[..., Coroutine[Any, Any, A
         except BaseException:  # cancelled: counted, not an errno
             record(perf_counter_ns() - start, True)
             raise
-        record(perf_counter_ns() - start, False)
+        add(perf_counter_ns() - start)  # a success: one append, folded in later (stats.py)
+        if len(pending) >= FOLD_AT:
+            hist.fold()
         return result
 
     return wrapper
@@ -142,6 +144,11 @@ class _Listing:
         return zip(self.names, self.inodes, strict=True)
 
 
+# A read-only open of fetched content (the warm `grep -r`) gets no Handle: its fh is the item's
+# inode plus this (counted handles stay far below it), so open, flush and release touch no table
+# and allocate nothing. Its reads follow the inode, as every handle's do.
+BARE_FH = 1 << 48
+
 RENAME_NOREPLACE = 1
 RENAME_EXCHANGE = 2
 
@@ -149,7 +156,7 @@ RENAME_EXCHANGE = 2
 @attrs.define(eq=False)
 class Handle:
     inode: int
-    data: bytes = b""  # snapshot for read-only opens of items and control files
+    data: bytes = b""  # snapshot for read-only opens of control files
     fd: int = -1  # overlay files
     writable: bool = False
     # Opened with O_TRUNC and nothing written through it yet: bash's `>` flushes (closes the
@@ -530,9 +537,7 @@ class Operations(pyfuse3.Operations):
         if (type(fast) is Item and not flags & os.O_ACCMODE and fast.local is None and fast.content_valid
                 and fast.content is not None and fast.readable):
             # The warm read (grep -r): a read-only open of fetched content, no lock, await or log.
-            fh = next(self._fh)
-            self._handles[fh] = Handle(inode, fast.content)
-            return pyfuse3.FileInfo(fh=fh, keep_cache=True)
+            return pyfuse3.FileInfo(fh=BARE_FH + inode, keep_cache=True)
         return self._open(inode, flags)
 
     async def _open(self, inode: int, flags: int) -> pyfuse3.FileInfo:
@@ -575,12 +580,11 @@ class Operations(pyfuse3.Operations):
             trunc = await self.writer.open_item(node, truncate=bool(flags & os.O_TRUNC))
             self._handles[fh] = Handle(node.inode, writable=True, trunc_pending=trunc)
             return pyfuse3.FileInfo(fh=fh, keep_cache=False)
-        if node.local is not None:
-            self._handles[fh] = Handle(node.inode)
-            return pyfuse3.FileInfo(fh=fh, keep_cache=False)
-        data = node.content if node.content_valid and node.content is not None else await self.ws.read_content(node)
-        self._handles[fh] = Handle(node.inode, data)
-        return pyfuse3.FileInfo(fh=fh, keep_cache=True)
+        if node.local is not None:  # being edited through another handle: its buffer, uncached
+            return pyfuse3.FileInfo(fh=BARE_FH + node.inode, keep_cache=False)
+        if not (node.content_valid and node.content is not None):
+            await self.ws.read_content(node)
+        return pyfuse3.FileInfo(fh=BARE_FH + node.inode, keep_cache=True)
 
     def _handle(self, fh: int) -> tuple[Handle, Node | Virtual]:
         """The handle and the node its inode means now: data belongs to the open file, so a file
@@ -599,7 +603,9 @@ class Operations(pyfuse3.Operations):
         return h, node
 
     @_guarded_sync
-    def read(self, fh: int, off: int, size: int) -> bytes:
+    def read(self, fh: int, off: int, size: int) -> bytes | Awaitable[bytes]:
+        if fh >= BARE_FH:
+            return self._read_bare(fh - BARE_FH, off, size)
         h, node = self._handle(fh)
         if h.fd >= 0:
             return os.pread(h.fd, size, off)
@@ -621,6 +627,25 @@ class Operations(pyfuse3.Operations):
             # so `tail -f` follows them.
             h.data = node.render()
         return h.data[off : off + size]
+
+    def _read_bare(self, inode: int, off: int, size: int) -> bytes | Awaitable[bytes]:
+        """A read through a bare read-only handle: what the file holds now (a local edit's buffer,
+        the content, the old content while a newer one is on its way); content dropped since the
+        open (a newer revision) is fetched as for a first read."""
+        node = self._node(inode)
+        if isinstance(node, Item):
+            if node.local is not None:
+                return bytes(node.local[off : off + size])
+            if node.content is not None:
+                return node.content[off : off + size]
+            return self._read_fetched(node, off, size)
+        if isinstance(node, Scratch):  # a file renamed over the item while open takes its inode
+            return bytes(node.data[off : off + size])
+        raise FsError(errno.EBADF, f"inode {inode} is no longer a file")
+
+    async def _read_fetched(self, item: Item, off: int, size: int) -> bytes:
+        data = await self.ws.read_content(item)
+        return data[off : off + size]
 
     @_guarded
     async def write(self, fh: int, off: int, buf: bytes) -> int:
@@ -660,6 +685,8 @@ class Operations(pyfuse3.Operations):
 
     @_guarded_sync
     def flush(self, fh: int) -> Awaitable[None] | None:
+        if fh >= BARE_FH:
+            return None
         h = self._handles.get(fh)
         if h is not None and not h.writable and h.fd < 0:
             return None  # a read-only open: nothing to store (the warm-grep path: no await, no lock)
@@ -670,6 +697,8 @@ class Operations(pyfuse3.Operations):
 
     @_guarded
     async def fsync(self, fh: int, datasync: bool) -> None:
+        if fh >= BARE_FH:
+            return  # read-only: nothing to store
         h, node = self._handle(fh)
         if h.fd >= 0:
             os.fsync(h.fd)
@@ -677,6 +706,8 @@ class Operations(pyfuse3.Operations):
 
     @_guarded_sync
     def release(self, fh: int) -> Awaitable[None] | None:
+        if fh >= BARE_FH:
+            return None
         h = self._handles.get(fh)
         if h is not None and h.fd < 0 and not h.trunc_pending:
             del self._handles[fh]  # nothing left to store or close (every read-only open)

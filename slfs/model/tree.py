@@ -143,6 +143,8 @@ class Item(Node):
     dirty: bool = False
     # (data, wanted_base, wanted_ext) for the `data` they were worked out from.
     _wanted_names: tuple[InventoryItem | None, str, str] | None = attrs.field(default=None, init=False, repr=False)
+    # (data, readable) for the `data` it was worked out from: every warm open asks.
+    _readable: tuple[InventoryItem | None, bool] | None = attrs.field(default=None, init=False, repr=False)
 
     @property
     def info(self) -> InventoryItem:
@@ -160,10 +162,13 @@ class Item(Node):
     @property
     def readable(self) -> bool:
         """Scripts need COPY and MODIFY to be read; notecards are always readable."""
+        cached = self._readable
+        if cached is not None and cached[0] is self.data:
+            return cached[1]
         p = self.perms
-        if not self.is_script or p is None:
-            return True
-        return p.can_copy and p.can_modify
+        readable = not self.is_script or p is None or (p.can_copy and p.can_modify)
+        self._readable = (self.data, readable)
+        return readable
 
     @property
     def writable(self) -> bool:
