@@ -11,6 +11,7 @@ import trio
 import trio.testing
 from e2e.test_write_support import ARM_DIR, FROZEN, MAIN, MAIN_TEXT, NOTE, NOTE_TEXT, OBJ, write_world
 
+from slfs.fs.operations import BARE_FH
 from slfs.model.options import Options
 from slfs.model.tree import Item
 from slfs.protocol.errors import RpcError
@@ -263,3 +264,22 @@ async def test_a_handle_opened_before_a_change_reads_the_new_content(tmp_path: P
         assert await fs.read_file("Box/Note") == b"changed in-world\n"  # a new open has the new content
         assert await fs.ops.read(fh, 0, 4096) == b"changed in-world\n"
         await fs.close(fh)
+
+
+async def test_read_only_handles_are_bare_and_follow_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              version: int) -> None:
+    """A read-only open of an item holds no handle entry (the warm grep -r path), yet reads what the
+    file holds now: another handle's unsaved writes, then the stored text."""
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+        reader = await fs.open("Box/Note")
+        assert reader >= BARE_FH and not fs.ops._handles
+        assert await fs.ops.read(reader, 0, 4096) == NOTE_TEXT.encode()
+        writer = await fs.open("Box/Note", os.O_WRONLY)
+        await fs.ops.write(writer, 0, b"UNSAVED")
+        assert (await fs.ops.read(reader, 0, 7)) == b"UNSAVED"
+        await fs.close(writer)
+        assert await fs.ops.read(reader, 0, 4096) == b"UNSAVED" + NOTE_TEXT.encode()[7:]
+        await fs.ops.fsync(reader, False)  # read-only: nothing to store, no error
+        await fs.close(reader)
+        assert list(fs.ops._handles) == []
+        assert calls(fs, "object.content.get") == 1

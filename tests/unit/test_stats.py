@@ -7,7 +7,7 @@ import random
 from hypothesis import given
 from hypothesis import strategies as st
 
-from slfs.stats import NBUCKETS, Histogram, Stats, bucket_high, bucket_of, render
+from slfs.stats import FOLD_AT, NBUCKETS, Histogram, Stats, bucket_high, bucket_of, render
 
 
 @given(st.integers(min_value=0, max_value=2**62))
@@ -100,3 +100,24 @@ def test_record_files_each_value_where_bucket_of_says(values: list[int]) -> None
     for v in values:
         expected[bucket_of(v)] += 1
     assert h.buckets == expected
+
+
+def test_added_latencies_count_as_records() -> None:
+    """The handlers' path (Histogram.add, folded later) gives what record() gives, before and
+    after a fold, and after clear() the same bound `add` still feeds the histogram."""
+    rng = random.Random(11)
+    values = [int(rng.lognormvariate(9, 2)) for _ in range(FOLD_AT + 100)]
+    added, recorded = Histogram(), Histogram()
+    add = added.add
+    for v in values:
+        add(v)
+        recorded.record(v)
+        if len(added.pending) >= FOLD_AT:
+            added.fold()
+    added.record(5, failed=True)
+    recorded.record(5, failed=True)
+    assert added.snapshot() == recorded.snapshot()
+    assert added.buckets == recorded.buckets and not added.pending
+    added.clear()
+    add(2_000)
+    assert added.snapshot()["count"] == 1 and added.percentile_ns(50) == 2_000
