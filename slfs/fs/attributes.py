@@ -46,11 +46,13 @@ def _guard(node: Node) -> Guard | None:
         if not known and node.readable:
             return None  # size unknown: answered with attr_timeout 0 until fetched
         folder = node.folder
-        return (node.inode, node.parent, node.mtime_ns, node.data, node.embedded_items,
+        # No inode: an entry is found by the node's inode and kept for that very node, and its
+        # st_ino is the key it was found by.
+        return (node.parent, node.mtime_ns, node.data, node.embedded_items,
                 len(content) if known and content is not None else -1,
                 folder, folder.permissions if folder is not None else None)
     if isinstance(node, Folder) and node.inode != ROOT_INODE:
-        return (node.inode, node.parent, node.mtime_ns, node.permissions, len(node.prims))
+        return (node.parent, node.mtime_ns, node.permissions, len(node.prims))
     return None
 
 
@@ -72,12 +74,15 @@ class Attributes:
             self._cache.pop(inv.inode, None)
 
     def entry(self, node: Node | Virtual) -> pyfuse3.EntryAttributes:
-        if isinstance(node, Virtual):
-            return self._build(node)
         cached = self._cache.get(node.inode)
-        guard = _guard(node)
-        if cached is not None and cached[0] is node and cached[1] == guard:
-            return cached[2]
+        if cached is not None and cached[0] is node:  # never a control file's (not cached)
+            guard = _guard(node)
+            if cached[1] == guard:
+                return cached[2]
+        elif isinstance(node, Virtual):
+            return self._build(node)
+        else:
+            guard = _guard(node)
         a = self._build(node)
         if guard is None:
             if cached is not None:

@@ -70,6 +70,12 @@ def _failure(name: str, exc: Exception, args: tuple[Any, ...]) -> pyfuse3.FUSEEr
     return pyfuse3.FUSEError(errno.EIO)
 
 
+def _is_dir(path: str) -> bool:
+    """os.path.isdir, without raising and catching an exception for the usual answer: every listing
+    of a folder asks whether it has an overlay directory, and nearly always it has none."""
+    return os.access(path, os.F_OK) and os.path.isdir(path)
+
+
 def _guarded(fn: F) -> F:
     """Request accounting (`.slfs/stats`) and errno answers for an async handler: every call is
     counted and timed, an errno answer counted as an error (the histogram is taken once; a call
@@ -396,7 +402,7 @@ class Operations(pyfuse3.Operations):
         keeps that very mapping (a relayout always replaces it) and the model reports no change
         of the folder's names (`_listing_changed`)."""
         base = self._overlay_dir(folder)
-        if (base is None or not os.path.isdir(base)) and not folder.scratch:
+        if (base is None or not _is_dir(base)) and not folder.scratch:
             entries = folder.entries
             cached = self._listings.get(folder.inode)
             if cached is not None and cached.folder is folder and cached.source is entries \
@@ -408,7 +414,7 @@ class Operations(pyfuse3.Operations):
                 self._listings = {ino: c for ino, c in self._listings.items() if nodes.get(ino) is c.folder}
             self._listings[folder.inode] = listing
             return listing
-        merged = self._overlay_entries(folder, base) if base is not None and os.path.isdir(base) else {}
+        merged = self._overlay_entries(folder, base) if base is not None and _is_dir(base) else {}
         merged.update({name: n.inode for name, n in folder.scratch.items()})
         merged.update({name: n.inode for name, n in folder.entries.items()})
         return _Listing(sorted(merged.items()))
