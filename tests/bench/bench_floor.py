@@ -1,7 +1,7 @@
 """The floor: slfs against a minimal pyfuse3 file system serving the same files (a script, not
 collected by pytest):
 
-    .venv/bin/python tests/bench/bench_floor.py [--quick] [--runs 5] [--max-tasks 2,16,4:16] [--also L=SRC]
+    .venv/bin/python tests/bench/bench_floor.py [--quick] [--runs 5] [--pin S,C] [--max-tasks 2,16,4:16] [--also L=SRC]
 
 One run, side by side: slfs (a `slfs mount -f` over the simulated viewer), the floor (this script
 with `--serve-floor`: every directory and file in memory, the same kernel options as slfs -
@@ -12,6 +12,11 @@ fills the caches) on `grep -r` and `find -type f`, best of --runs, interleaved i
 each run so that machine noise hits all of them alike. Prints the times and the ratios slfs/floor and slfs/tmpfs,
 and the CPU time the serving process (slfs's daemon, the floor) spent in its best run, which
 other load on the machine disturbs less than the wall-clock time.
+
+`--pin S,C` pins every serving process (all its threads) to CPU S and the timed commands to CPU C:
+on a small machine the scheduler's placement of a server and its client moves these ratios by
+10-20 % from one mount to the next, which pinning removes (the same placement for every file
+system).
 
 `--max-tasks 2,16,4:16` mounts slfs once more for each pyfuse3.main() worker limit given (MAX, or
 MIN:MAX for min_tasks too; a wrapper sets it), timed in the same interleaved runs as the others, to
@@ -279,6 +284,15 @@ def cpu_s(pid: int | None) -> float:
 Times = dict[tuple[str, str], list[tuple[float, float]]]
 
 
+def pin(roots: dict[str, tuple[Path, int | None]], spec: str) -> None:
+    """--pin S,C: every server (all its threads) on CPU S, this process and its children on C."""
+    server, client = (int(c) for c in spec.split(","))
+    for _root, pid in roots.values():
+        if pid is not None:
+            subprocess.run(["taskset", "-a", "-p", "-c", str(server), str(pid)], capture_output=True, check=True)
+    os.sched_setaffinity(0, {client})
+
+
 def time_all(roots: dict[str, tuple[Path, int | None]], runs: int) -> Times:
     """Per (file system, command), (wall seconds, server CPU seconds) of every run, in run order."""
     times: Times = {}
@@ -331,6 +345,7 @@ def main() -> int:
                          "each, timed alongside the one that runs slfs/daemon.py's own setting")
     ap.add_argument("--also", action="append", default=[], metavar="LABEL=SRC",
                     help="also mount the slfs of source tree SRC (a variant being tried), timed alongside")
+    ap.add_argument("--pin", metavar="S,C", help="servers on CPU S, the timed commands on CPU C")
     ap.add_argument("--serve-floor", nargs=2, metavar=("SRC", "MNT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.serve_floor:
@@ -367,6 +382,9 @@ def main() -> int:
             roots["floor"] = stack.enter_context(floor_mount(shm, wd / "floor"))
             roots["tmpfs"] = (shm, None)
             check_same({label: root for label, (root, _pid) in roots.items()})
+            if args.pin:
+                pin(roots, args.pin)
+                print(f"   pinned: servers on CPU {args.pin.split(',')[0]}, commands on CPU {args.pin.split(',')[1]}")
             report(time_all(roots, args.runs), list(roots))
     finally:
         shutil.rmtree(shm, ignore_errors=True)
