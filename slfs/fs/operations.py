@@ -647,6 +647,13 @@ class Operations(pyfuse3.Operations):
             return self._read_fetched(node, off, size)
         if isinstance(node, Scratch):  # a file renamed over the item while open takes its inode
             return bytes(node.data[off : off + size])
+        if isinstance(node, Local) and not os.path.isdir(node.path):
+            # Renamed to a local name while open: the overlay file took the item's inode.
+            fd = os.open(node.path, os.O_RDONLY)
+            try:
+                return os.pread(fd, size, off)
+            finally:
+                os.close(fd)
         raise FsError(errno.EBADF, f"inode {inode} is no longer a file")
 
     async def _read_fetched(self, item: Item, off: int, size: int) -> bytes:

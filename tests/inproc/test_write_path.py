@@ -283,3 +283,15 @@ async def test_read_only_handles_are_bare_and_follow_the_file(tmp_path: Path, mo
         await fs.close(reader)
         assert list(fs.ops._handles) == []
         assert calls(fs, "object.content.get") == 1
+
+
+async def test_a_read_only_handle_follows_its_item_to_a_local_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    version: int) -> None:
+    """An item renamed to a dot name becomes an overlay file with the same inode: a read-only
+    handle opened before reads that file, as a handle of a local disk would."""
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+        reader = await fs.open("Box/Note")
+        await fs.rename("Box/Note", "Box/.note-backup")
+        assert await fs.ops.read(reader, 0, 4096) == NOTE_TEXT.encode()
+        await fs.close(reader)
+        assert await fs.read_file("Box/.note-backup") == NOTE_TEXT.encode()
