@@ -78,8 +78,8 @@ def _is_dir(path: str) -> bool:
 
 def _guarded(fn: F) -> F:
     """Request accounting (`.slfs/stats`) and errno answers for an async handler: every call is
-    counted and timed, an errno answer counted as an error (the histogram is taken once; a call
-    adds to it and allocates nothing). The same wrapper as `_guarded_sync`: calling an async
+    counted and timed, an errno answer counted as an error (the histogram is taken once; a
+    successful call appends its latency, stats.Histogram.add). The same wrapper as `_guarded_sync`: calling an async
     handler returns its coroutine, which that wrapper awaits."""
     return cast(F, _guarded_sync(fn))
 
