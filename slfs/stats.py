@@ -8,14 +8,19 @@ kernel invalidations it sends, and the control file and socket read it.
 A record costs no allocation beyond the integers themselves: latencies go into a fixed array of
 log-linear buckets (HDR-style: 8 buckets per power of two of nanoseconds, so a percentile read from
 it is at most 12.5 % above the true value), plus an exact count, error count, sum and maximum.
-A FUSE handler's successful call only appends its latency to a short list (`Histogram.add`), which
-is folded into the buckets every `FOLD_AT` calls and before anything reads them: every call is
-still counted and timed, at the cost of one list append on the path of a warm `grep -r`.
+A FUSE handler's successful call only appends its latency to a short array of machine integers
+(`Histogram.add`), which is folded into the buckets every `FOLD_AT` calls and before anything reads
+them: every call is still counted and timed, at the cost of one append on the path of a warm
+`grep -r`. The array keeps no int object alive and stays small (4 KiB), so the requests' own data
+stays in the CPU's first-level cache; a fold sorts the batch and counts each bucket's run in it
+(a few bisections, not a Python step per value).
 """
 
 from __future__ import annotations
 
 import time
+from array import array
+from bisect import bisect_right
 from typing import Any
 
 SUB_BITS = 3
@@ -23,7 +28,7 @@ SUB = 1 << SUB_BITS  # buckets per power of two
 LINEAR = 2 * SUB  # values below this have a bucket each
 NBUCKETS = 64 * SUB  # enough for any latency below 2**63 ns
 PERCENTILES = ((50, "p50_us"), (90, "p90_us"), (99, "p99_us"))
-FOLD_AT = 4096  # latencies a histogram holds unfolded (Histogram.add)
+FOLD_AT = 512  # latencies a histogram holds unfolded (Histogram.add)
 
 
 def bucket_of(ns: int) -> int:
@@ -48,14 +53,14 @@ class Histogram:
     __slots__ = ("add", "buckets", "count", "errors", "max_ns", "pending", "total_ns")
 
     def __init__(self) -> None:
-        # Latencies of successful calls not yet in the buckets; `add` appends one. The list is
+        # Latencies of successful calls not yet in the buckets; `add` appends one. The array is
         # never replaced, so a bound `add` taken once (the handler wrappers) stays good.
-        self.pending: list[int] = []
+        self.pending = array("q")
         self.add = self.pending.append
         self.clear()
 
     def clear(self) -> None:
-        self.pending.clear()
+        del self.pending[:]
         self.count = 0
         self.errors = 0
         self.total_ns = 0
@@ -67,18 +72,19 @@ class Histogram:
         pending = self.pending
         if not pending:
             return
-        batch = pending[:]
-        pending.clear()
+        batch = sorted(pending)
+        del pending[:]
         buckets = self.buckets
-        self.count += len(batch)
+        n = len(batch)
+        self.count += n
         self.total_ns += sum(batch)
-        self.max_ns = max(self.max_ns, max(batch))
-        for ns in batch:
-            if ns < LINEAR:
-                buckets[ns if ns > 0 else 0] += 1
-            else:
-                shift = ns.bit_length() - SUB_BITS - 1
-                buckets[(shift << SUB_BITS) + (ns >> shift)] += 1
+        self.max_ns = max(self.max_ns, batch[-1])
+        i = 0
+        while i < n:  # one step per bucket the batch reaches
+            index = bucket_of(batch[i])
+            j = bisect_right(batch, bucket_high(index), i)
+            buckets[index] += j - i
+            i = j
 
     def record(self, ns: int, failed: bool = False) -> None:
         self.count += 1

@@ -121,3 +121,19 @@ def test_added_latencies_count_as_records() -> None:
     added.clear()
     add(2_000)
     assert added.snapshot()["count"] == 1 and added.percentile_ns(50) == 2_000
+
+
+@given(st.lists(st.one_of(st.integers(min_value=0, max_value=40), st.integers(min_value=0, max_value=2**50)),
+                min_size=1, max_size=3 * FOLD_AT // 2))
+def test_a_fold_files_each_added_value_where_bucket_of_says(values: list[int]) -> None:
+    """The sorted, bisected fold counts what a record per value counts: runs of one bucket, values
+    on bucket edges, repeated values, a fold part way (FOLD_AT) and one at the end."""
+    added, recorded = Histogram(), Histogram()
+    for v in values:
+        added.add(v)
+        recorded.record(v)
+        if len(added.pending) >= FOLD_AT:
+            added.fold()
+    added.fold()
+    assert added.buckets == recorded.buckets
+    assert (added.count, added.total_ns, added.max_ns) == (recorded.count, recorded.total_ns, recorded.max_ns)
