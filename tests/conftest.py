@@ -39,6 +39,11 @@ from slfs.sim import World
 
 VIEWER_VERSIONS = (1, 2)
 
+# Every daemon and in-process Operations of the suite checks each attribute a listing replays
+# against a fresh one (slfs/fs/operations.py CHECK_LISTINGS_ENV): a change the model does not
+# report fails the readdir with a traceback, which fails the test.
+os.environ.setdefault("SLFS_CHECK_LISTINGS", "1")
+
 
 def selected_viewers() -> list[int]:
     """The simulated viewer versions the e2e tests run against: `$SLFS_TEST_VIEWERS` (default all)."""

@@ -19,6 +19,7 @@ from ..model.tree import (
     Local,
     Node,
     Scratch,
+    Shown,
     Tree,
     describe_perms,
 )
@@ -27,6 +28,10 @@ from .control import FILE, LINK, Virtual
 XATTR_PREFIX = "user.sl."
 
 Guard = tuple[object, ...]
+
+# What check_replay compares (all a listing's answer carries but the times of a Virtual node).
+_COMPARED = ("st_ino", "st_mode", "st_size", "st_nlink", "st_uid", "st_gid", "st_mtime_ns", "st_ctime_ns",
+             "st_atime_ns", "st_blocks", "attr_timeout", "entry_timeout")
 
 
 def _guard(node: Node) -> Guard | None:
@@ -70,8 +75,25 @@ class Attributes:
 
     def changed(self, inv: Invalidation) -> None:
         """The model reported a change (PendingInvalidations listener): drop what it may affect."""
-        if isinstance(inv, InodeChanged):
+        if isinstance(inv, (InodeChanged, Shown)):
             self._cache.pop(inv.inode, None)
+
+    def replayable(self, node: Node) -> pyfuse3.EntryAttributes | None:
+        """The node's attributes if a listing may answer with them again while the model reports
+        no change (what the cache keeps), else None (worked out on every answer)."""
+        attr = self.entry(node)
+        cached = self._cache.get(node.inode)
+        return attr if cached is not None and cached[2] is attr else None
+
+    def check_replay(self, node: Node, attr: pyfuse3.EntryAttributes) -> None:
+        """The test suite's check (operations.CHECK_LISTINGS_ENV): replayed attributes are what
+        the node shows now."""
+        fresh = self._build(node)
+        for field in _COMPARED:
+            if getattr(attr, field) != getattr(fresh, field):
+                raise AssertionError(f"inode {node.inode} ({node.name!r}): a listing replayed {field}="
+                                     f"{getattr(attr, field)!r}, the node shows {getattr(fresh, field)!r} "
+                                     "(a change the model did not report)")
 
     def entry(self, node: Node | Virtual) -> pyfuse3.EntryAttributes:
         cached = self._cache.get(node.inode)

@@ -1,24 +1,20 @@
 """The pyfuse3 Operations: thin handlers over the workspace's tree.
 
-Every handler goes through `_guarded`: FsError becomes its errno with a log line; any other
-exception becomes EIO with a traceback (pyfuse3 only catches FUSEError, anything else would end
-pyfuse3.main() and leave a dead mount). Kernel cache invalidation is only ever issued from the
+Every handler runs under `guarded` (guarded.py): counted and timed, FsError answered with its
+errno, any other exception with EIO and a traceback. Kernel cache invalidation is only ever issued from the
 background `invalidator` task: a synchronous invalidate_entry from inside a handler deadlocks.
 """
 
 from __future__ import annotations
 
 import errno
-import functools
 import itertools
 import logging
 import os
 import stat
 import sys
-from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
-from time import perf_counter_ns
-from types import CoroutineType
-from typing import Any, TypeVar, cast
+from collections.abc import Awaitable, Iterator, Sequence
+from typing import Any
 
 import attrs
 import pyfuse3
@@ -41,33 +37,20 @@ from ..model.tree import (
 )
 from ..model.workspace import Workspace
 from ..model.writes import Writer
-from ..stats import FOLD_AT, STATS
+from ..stats import STATS
 from .attributes import XATTR_PREFIX, Attributes
 from .control import FILE, LINK, Control, Virtual
+from .guarded import guarded, guarded_sync
 
 log = logging.getLogger(__name__)
 
-F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
-
 # Environment hook for the test that proves a failing handler leaves the mount alive.
 FAULT_ENV = "SLFS_INJECT_FAULT"
+# Set by the test suite: every attribute a listing replays is compared with a fresh one, and a
+# difference (a change the model did not report) fails the readdir with a traceback.
+CHECK_LISTINGS_ENV = "SLFS_CHECK_LISTINGS"
 
 _FS_ENCODING, _FS_ERRORS = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
-
-
-def _failure(name: str, exc: Exception, args: tuple[Any, ...]) -> pyfuse3.FUSEError:
-    """The errno answer for an exception a handler raised (FUSEError itself passes through)."""
-    if isinstance(exc, FsError):
-        if exc.errno not in (errno.ENOENT, errno.ENODATA, errno.EOPNOTSUPP, errno.EEXIST) and exc.message:
-            log.warning("%s: %s", name, exc.message)
-        return pyfuse3.FUSEError(exc.errno)
-    if isinstance(exc, OSError):
-        # The local overlay is a plain directory: its errors are the program's answer.
-        if exc.errno is None:
-            log.error("unexpected OSError in %s", name, exc_info=exc)
-        return pyfuse3.FUSEError(exc.errno or errno.EIO)
-    log.error("unexpected error in %s%r; answering EIO", name, args[:2], exc_info=exc)
-    return pyfuse3.FUSEError(errno.EIO)
 
 
 def _is_dir(path: str) -> bool:
@@ -76,52 +59,17 @@ def _is_dir(path: str) -> bool:
     return os.access(path, os.F_OK) and os.path.isdir(path)
 
 
-def _guarded(fn: F) -> F:
-    """Request accounting (`.slfs/stats`) and errno answers for an async handler: every call is
-    counted and timed, an errno answer counted as an error (the histogram is taken once; a
-    successful call appends its latency, stats.Histogram.add). The same wrapper as `_guarded_sync`: calling an async
-    handler returns its coroutine, which that wrapper awaits."""
-    return cast(F, _guarded_sync(fn))
-
-
-def _guarded_sync(fn: Callable[..., Any]) -> Callable[..., Coroutine[Any, Any, Any]]:
-    """`_guarded` for a handler written as a plain function: the hot paths (warm open, flush,
-    release, getattr, lookup, listings) answer without an await, so they cost one coroutine (this
-    wrapper's) instead of two. A handler that does need to wait returns the coroutine that does
-    it (a slow path), and the wrapper awaits it under the same accounting."""
-    hist = STATS.handler(fn.__name__)
-    record, add, pending = hist.record, hist.add, hist.pending
-
-    @functools.wraps(fn)
-    async def wrapper(self: Operations, *args: Any) -> Any:
-        start = perf_counter_ns()
-        try:
-            result = fn(self, *args)
-            if type(result) is CoroutineType:
-                result = await result
-        except pyfuse3.FUSEError:
-            record(perf_counter_ns() - start, True)
-            raise
-        except Exception as exc:
-            record(perf_counter_ns() - start, True)
-            raise _failure(fn.__name__, exc, args) from None
-        except BaseException:  # cancelled: counted, not an errno
-            record(perf_counter_ns() - start, True)
-            raise
-        add(perf_counter_ns() - start)  # a success: one append, folded in later (stats.py)
-        if len(pending) >= FOLD_AT:
-            hist.fold()
-        return result
-
-    return wrapper
-
-
 class _Listing:
     """What opendir hands readdir: the names in listing order, encoded once, with each name's
     inode, or - a folder's own entries, kept between opendirs (Operations._folder_listing) - its
-    node, whose inode is read when listed (an item's inode can move to another file)."""
+    node, whose inode is read when listed (an item's inode can move to another file).
 
-    __slots__ = ("encoded", "folder", "inodes", "names", "nodes", "size", "source")
+    A folder's listing also keeps the attributes it last answered with (`replies`, None for an
+    entry whose attributes are worked out each time) and the Operations.shown_epoch they were
+    worked out at: while nothing has changed since, readdir replays them (a warm `find`)."""
+
+    __slots__ = ("encoded", "epoch", "folder", "inodes", "names", "nodes", "overlay", "overlay_epoch", "replies",
+                 "size", "source")
 
     def __init__(self, rows: Sequence[tuple[str, int]]) -> None:
         self.names = [name for name, _ in rows]
@@ -132,6 +80,11 @@ class _Listing:
         # A folder's listing: the very mapping it was built from (held, so never another's id).
         self.source: dict[str, Node] | None = None
         self.size = 0
+        self.replies: list[pyfuse3.EntryAttributes | None] | None = None
+        self.epoch = -1
+        # A folder's: the overlay directory it has no entries from, as of the shown_epoch given.
+        self.overlay: str | None = None
+        self.overlay_epoch = -1
 
     @classmethod
     def of_folder(cls, folder: Folder) -> _Listing:
@@ -154,6 +107,7 @@ class _Listing:
 # inode plus this (counted handles stay far below it), so open, flush and release touch no table
 # and allocate nothing. Its reads follow the inode, as every handle's do.
 BARE_FH = 1 << 48
+_ACCMODE = os.O_ACCMODE
 
 RENAME_NOREPLACE = 1
 RENAME_EXCHANGE = 2
@@ -188,6 +142,14 @@ class Operations(pyfuse3.Operations):
         self._overlay_dirs: dict[int, tuple[tuple[str, str, bool], Folder, str | None]] = {}
         self._fh = itertools.count(1)
         self._fault = os.environ.get(FAULT_ENV, "")
+        self._check_listings = bool(os.environ.get(CHECK_LISTINGS_ENV))
+        # Moves on every change the model reports and after every handler that waited (whatever
+        # may have changed meanwhile): a listing replays the attributes of the epoch it built them
+        # at, never older ones.
+        self.shown_epoch = 0
+        # inode -> the answer to a read-only open that needed nothing else, as of _warm_epoch.
+        self._warm: dict[int, pyfuse3.FileInfo] = {}
+        self._warm_epoch = -1
         self.attributes = Attributes(ws.tree, ws.options)
         ws.invalidations.listeners.append(self.attributes.changed)
         ws.invalidations.listeners.append(self._listing_changed)
@@ -262,7 +224,7 @@ class Operations(pyfuse3.Operations):
             return self.control.lookup(parent, name)
         return None
 
-    @_guarded_sync
+    @guarded_sync
     def lookup(self, parent_inode: int, name: bytes,
                ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes | Awaitable[pyfuse3.EntryAttributes]:
         sname = name.decode(_FS_ENCODING, _FS_ERRORS)  # os.fsdecode, without its checks
@@ -290,7 +252,7 @@ class Operations(pyfuse3.Operations):
             raise FsError(errno.ENOENT, "")
         return self._counted(node)
 
-    @_guarded_sync
+    @guarded_sync
     def forget(self, inode_list: Sequence[tuple[int, int]]) -> None:
         for inode, count in inode_list:
             self.tree.forget(inode, count)
@@ -301,7 +263,7 @@ class Operations(pyfuse3.Operations):
         nodes: list[Node | Virtual] = [*self.tree.nodes.values(), *self.control.nodes.values()]
         return sum(n.lookups for n in nodes if n.inode != ROOT_INODE)
 
-    @_guarded_sync
+    @guarded_sync
     def getattr(self, inode: int,
                 ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes | Awaitable[pyfuse3.EntryAttributes]:
         node = self._node(inode)
@@ -314,7 +276,7 @@ class Operations(pyfuse3.Operations):
         await self.ws.read_content(item)
         return self.attributes.entry(item)
 
-    @_guarded
+    @guarded
     async def setattr(self, inode: int, attr: pyfuse3.EntryAttributes, fields: pyfuse3.SetattrFields,
                       fh: int | None, ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes:
         node = self._node(inode)
@@ -350,7 +312,7 @@ class Operations(pyfuse3.Operations):
         # in-world permissions and mtime only moves when the content does.
         return self.attributes.entry(node)
 
-    @_guarded
+    @guarded
     async def readlink(self, inode: int, ctx: pyfuse3.RequestContext) -> bytes:
         node = self._node(inode)
         if isinstance(node, Local):
@@ -362,7 +324,7 @@ class Operations(pyfuse3.Operations):
             raise FsError(errno.ENOENT, "")
         return os.fsencode(target)
 
-    @_guarded_sync
+    @guarded_sync
     def statfs(self, ctx: pyfuse3.RequestContext) -> pyfuse3.StatvfsData:
         # Answered locally: VS Code and editors call statfs constantly.
         s = pyfuse3.StatvfsData()
@@ -374,8 +336,17 @@ class Operations(pyfuse3.Operations):
 
     # --- directories -------------------------------------------------------------------------
 
-    @_guarded_sync
+    @guarded_sync
     def opendir(self, inode: int, ctx: pyfuse3.RequestContext) -> int:
+        cached = self._listings.get(inode)
+        if cached is not None:  # listed before (a warm `find`): the same listing while all holds
+            folder = cached.folder
+            if folder is not None and cached.overlay_epoch == self.shown_epoch and folder.entries is cached.source \
+                    and not folder.scratch and self.tree.nodes.get(inode) is folder \
+                    and (cached.overlay is None or not _is_dir(cached.overlay)):
+                fh = next(self._fh)
+                self._dir_handles[fh] = cached
+                return fh
         node = self._node(inode)
         if isinstance(node, Folder):
             if node.inode != ROOT_INODE:
@@ -407,8 +378,11 @@ class Operations(pyfuse3.Operations):
             cached = self._listings.get(folder.inode)
             if cached is not None and cached.folder is folder and cached.source is entries \
                     and cached.size == len(entries):
+                cached.overlay, cached.overlay_epoch = base, self.shown_epoch
                 return cached
             listing = _Listing.of_folder(folder)
+            # Its overlay directory's path is good while nothing changes (renames report).
+            listing.overlay, listing.overlay_epoch = base, self.shown_epoch
             if len(self._listings) > len(self.tree.nodes) // 4 + 1024:
                 nodes = self.tree.nodes
                 self._listings = {ino: c for ino, c in self._listings.items() if nodes.get(ino) is c.folder}
@@ -420,7 +394,9 @@ class Operations(pyfuse3.Operations):
         return _Listing(sorted(merged.items()))
 
     def _listing_changed(self, inv: Invalidation) -> None:
-        """PendingInvalidations listener: a folder whose names or attributes changed lists afresh."""
+        """PendingInvalidations listener: no listing replays attributes from before a change, and a
+        folder whose names or attributes changed lists afresh."""
+        self.shown_epoch += 1
         if self._listings:
             self._listings.pop(inv.parent if isinstance(inv, EntryChanged) else inv.inode, None)
 
@@ -435,7 +411,7 @@ class Operations(pyfuse3.Operations):
             memo = self._overlay_dirs[node.inode] = (key, node, self.overlay.dir_of(node))
         return memo[2]
 
-    @_guarded_sync
+    @guarded_sync
     def readdir(self, fh: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
         # Offsets are positions in the snapshot taken at opendir, so a listing stays consistent
         # while objects come and go.
@@ -446,6 +422,29 @@ class Operations(pyfuse3.Operations):
         entry = self.attributes.entry
         names, encoded = listing.names, listing.encoded
         nodes = listing.nodes
+        folder = listing.folder
+        if nodes is not None and folder is not None and folder.entries is listing.source:
+            # The folder's names are the listing's (its mapping is replaced on every change):
+            # entries detached since are skipped; the attributes replay while nothing changed.
+            replies = listing.replies
+            if replies is None or listing.epoch != self.shown_epoch:
+                replayable = self.attributes.replayable
+                replies = listing.replies = [replayable(node) for node in nodes]
+                listing.epoch = self.shown_epoch
+            check = self._check_listings
+            for i in range(start_id, len(nodes)):
+                node = nodes[i]
+                if node.parent is not folder:
+                    continue
+                attr = replies[i]
+                if attr is None:
+                    attr = entry(node)
+                elif check:
+                    self.attributes.check_replay(node, attr)
+                if not reply(token, encoded[i], attr, i + 1):
+                    return
+                node.lookups += 1
+            return
         if nodes is not None:  # a folder's entries (items and prims), the nodes themselves
             for i in range(start_id, len(nodes)):
                 node = nodes[i]
@@ -473,11 +472,11 @@ class Operations(pyfuse3.Operations):
                 return
             found.lookups += 1
 
-    @_guarded_sync
+    @guarded_sync
     def releasedir(self, fh: int) -> None:
         self._dir_handles.pop(fh, None)
 
-    @_guarded
+    @guarded
     async def mkdir(self, parent_inode: int, name: bytes, mode: int,
                     ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes:
         parent = self._node(parent_inode)
@@ -494,7 +493,7 @@ class Operations(pyfuse3.Operations):
         os.mkdir(path, mode & ~ctx.umask)
         return self._counted(self.overlay.node(parent, sname, path))
 
-    @_guarded
+    @guarded
     async def rmdir(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
         parent = self._node(parent_inode)
         node = self._lookup(parent, os.fsdecode(name))
@@ -508,7 +507,7 @@ class Operations(pyfuse3.Operations):
             raise FsError(errno.EPERM, f"{self.tree.path_of(node)}: prims cannot be deleted from the file system")
         raise FsError(errno.ENOTDIR, "")
 
-    @_guarded
+    @guarded
     async def symlink(self, parent_inode: int, name: bytes, target: bytes,
                       ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes:
         parent = self._node(parent_inode)
@@ -521,7 +520,7 @@ class Operations(pyfuse3.Operations):
         os.symlink(target, path)
         return self._counted(self.overlay.node(parent, sname, path))
 
-    @_guarded
+    @guarded
     async def link(self, inode: int, new_parent_inode: int, new_name: bytes,
                    ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes:
         node = self._node(inode)
@@ -536,15 +535,36 @@ class Operations(pyfuse3.Operations):
 
     # --- files -------------------------------------------------------------------------------
 
-    @_guarded_sync
+    @guarded_sync
     def open(self, inode: int, flags: int,
              ctx: pyfuse3.RequestContext) -> pyfuse3.FileInfo | Awaitable[pyfuse3.FileInfo]:
-        fast = self.tree.nodes.get(inode)
-        if (type(fast) is Item and not flags & os.O_ACCMODE and fast.local is None and fast.content_valid
-                and fast.content is not None and fast.readable):
-            # The warm read (grep -r): a read-only open of fetched content, no lock, await or log.
-            return pyfuse3.FileInfo(fh=BARE_FH + inode, keep_cache=True)
+        if not flags & _ACCMODE:
+            # The warm read (grep -r): a read-only open of fetched content, no lock, await or log;
+            # the answer of the last such open of the inode while nothing has changed since.
+            if self._warm_epoch == self.shown_epoch:
+                info = self._warm.get(inode)
+                if info is not None:
+                    if self._check_listings:
+                        self._check_warm(inode)
+                    return info
+            else:
+                self._warm.clear()
+                self._warm_epoch = self.shown_epoch
+            if self._is_warm(self.tree.nodes.get(inode)):
+                info = self._warm[inode] = pyfuse3.FileInfo(fh=BARE_FH + inode, keep_cache=True)
+                return info
         return self._open(inode, flags)
+
+    @staticmethod
+    def _is_warm(node: Node | None) -> bool:
+        """A read-only open of `node` needs no handle, no fetch and no check beyond this."""
+        return (type(node) is Item and node.local is None and node.content_valid and node.content is not None
+                and node.readable)
+
+    def _check_warm(self, inode: int) -> None:
+        """The test suite's check (CHECK_LISTINGS_ENV): a remembered warm open is still one."""
+        if not self._is_warm(self.tree.nodes.get(inode)):
+            raise AssertionError(f"inode {inode}: a warm open was answered after a change the model did not report")
 
     async def _open(self, inode: int, flags: int) -> pyfuse3.FileInfo:
         node = self._node(inode)
@@ -608,7 +628,7 @@ class Operations(pyfuse3.Operations):
             h.fd = os.open(node.path, os.O_RDWR if h.writable else os.O_RDONLY)
         return h, node
 
-    @_guarded_sync
+    @guarded_sync
     def read(self, fh: int, off: int, size: int) -> bytes | Awaitable[bytes]:
         if fh >= BARE_FH:
             return self._read_bare(fh - BARE_FH, off, size)
@@ -660,7 +680,7 @@ class Operations(pyfuse3.Operations):
         data = await self.ws.read_content(item)
         return data[off : off + size]
 
-    @_guarded
+    @guarded
     async def write(self, fh: int, off: int, buf: bytes) -> int:
         h, node = self._handle(fh)
         if h.fd >= 0:
@@ -696,7 +716,7 @@ class Operations(pyfuse3.Operations):
         elif isinstance(node, Virtual) and node.live is not None:
             await self.writer.live.commit(node.live)
 
-    @_guarded_sync
+    @guarded_sync
     def flush(self, fh: int) -> Awaitable[None] | None:
         if fh >= BARE_FH:
             return None
@@ -708,7 +728,7 @@ class Operations(pyfuse3.Operations):
             return None
         return self._commit(node)
 
-    @_guarded
+    @guarded
     async def fsync(self, fh: int, datasync: bool) -> None:
         if fh >= BARE_FH:
             return  # read-only: nothing to store
@@ -717,7 +737,7 @@ class Operations(pyfuse3.Operations):
             os.fsync(h.fd)
         await self._commit(node)
 
-    @_guarded_sync
+    @guarded_sync
     def release(self, fh: int) -> Awaitable[None] | None:
         if fh >= BARE_FH:
             return None
@@ -741,7 +761,7 @@ class Operations(pyfuse3.Operations):
             if h is not None and h.fd >= 0:
                 os.close(h.fd)
 
-    @_guarded
+    @guarded
     async def create(self, parent_inode: int, name: bytes, mode: int, flags: int,
                      ctx: pyfuse3.RequestContext) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:
         parent = self._node(parent_inode)
@@ -761,7 +781,7 @@ class Operations(pyfuse3.Operations):
         self._handles[fh] = Handle(new.inode, writable=True, trunc_pending=isinstance(new, Scratch))
         return pyfuse3.FileInfo(fh=fh, keep_cache=False), self._counted(new)
 
-    @_guarded
+    @guarded
     async def unlink(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
         parent = self._node(parent_inode)
         sname = os.fsdecode(name)
@@ -777,7 +797,7 @@ class Operations(pyfuse3.Operations):
 
     # --- rename --------------------------------------------------------------------------------
 
-    @_guarded
+    @guarded
     async def rename(self, parent_inode_old: int, name_old: bytes, parent_inode_new: int, name_new: bytes,
                      flags: int, ctx: pyfuse3.RequestContext) -> None:
         if flags & RENAME_EXCHANGE:
@@ -833,7 +853,7 @@ class Operations(pyfuse3.Operations):
 
     # --- extended attributes -----------------------------------------------------------------
 
-    @_guarded_sync
+    @guarded_sync
     def getxattr(self, inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> bytes:
         sname = os.fsdecode(name)
         if sname.startswith("system.posix_acl_"):
@@ -845,19 +865,19 @@ class Operations(pyfuse3.Operations):
             raise FsError(errno.ENODATA, "")
         return value
 
-    @_guarded_sync
+    @guarded_sync
     def listxattr(self, inode: int, ctx: pyfuse3.RequestContext) -> list[bytes]:
         node = self.tree.node(inode) or self.control.nodes.get(inode)
         if node is None:
             return []
         return [k.encode() for k in self.attributes.xattrs(node)]
 
-    @_guarded
+    @guarded
     async def setxattr(self, inode: int, name: bytes, value: bytes, ctx: pyfuse3.RequestContext) -> None:
         if os.fsdecode(name).startswith("system.posix_acl_"):
             raise FsError(errno.EOPNOTSUPP, "")
         raise FsError(errno.ENOTSUP, "")
 
-    @_guarded
+    @guarded
     async def removexattr(self, inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
         raise FsError(errno.ENODATA, "")

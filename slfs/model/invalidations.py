@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import trio
 
-from .tree import EntryChanged, InodeChanged, Invalidation
+from .tree import EntryChanged, InodeChanged, Invalidation, Shown
 
 
 class PendingInvalidations:
@@ -20,7 +20,8 @@ class PendingInvalidations:
         self._entries: dict[tuple[int, str], None] = {}
         self._inodes: dict[int, bool] = {}  # inode -> whether cached pages are stale too
         self._ready = trio.Event()
-        # Told each report as it is made, before it is merged (the fs layer's attribute cache).
+        # Told each report as it is made, before it is merged (the fs layer's attribute and listing
+        # caches), Shown reports included, which go no further.
         self.listeners: list[Callable[[Invalidation], None]] = []
 
     def __len__(self) -> int:
@@ -29,6 +30,8 @@ class PendingInvalidations:
     def add(self, inv: Invalidation) -> None:
         for listener in self.listeners:
             listener(inv)
+        if isinstance(inv, Shown):
+            return  # nothing for the kernel
         if isinstance(inv, EntryChanged):
             self._entries[(inv.parent, inv.name)] = None
         else:

@@ -49,7 +49,15 @@ class InodeChanged:
     data: bool = True
 
 
-Invalidation = Union[EntryChanged, InodeChanged]
+@attrs.frozen
+class Shown:
+    """What stat shows of `inode` may have changed where the kernel needs no telling (it never
+    cached it: a first fetch makes a size known): for the file system layer's own caches only."""
+
+    inode: int
+
+
+Invalidation = Union[EntryChanged, InodeChanged, Shown]
 
 
 NULL_UUID = "00000000-0000-0000-0000-000000000000"
@@ -381,19 +389,23 @@ class Tree:
         """The item's inode went to another file (a rename over it): it takes a new one, unknown
         to the kernel."""
         fresh = self.fresh_inode()
+        old = item.inode
         item.inode, item.lookups = fresh, 0
         self.nodes[fresh] = item
         self._inodes[item.uuid] = fresh
+        self._on_invalidate(Shown(old))
 
     def fresh_inode(self) -> int:
         return next(self._next_inode)
 
     def add_node(self, node: Node) -> None:
         self.nodes[node.inode] = node
+        self.shown(node)  # the inode may have meant another node
 
     def drop_node(self, inode: int) -> None:
         """The inode now means a node kept elsewhere (an overlay file that took it over)."""
         self.nodes.pop(inode, None)
+        self._on_invalidate(Shown(inode))
 
     def rebind(self, item: Item, inode: int) -> Scratch:
         """Give `item` the kernel inode `inode` (a file renamed or created onto its name).
@@ -409,6 +421,8 @@ class Tree:
         item.inode = inode
         self.nodes[inode] = item
         self._inodes[item.uuid] = inode
+        self._on_invalidate(Shown(old))
+        self.shown(item)
         return orphan
 
     def register(self, node: Node) -> None:
@@ -557,6 +571,10 @@ class Tree:
 
     def invalidate_item(self, item: Item, *, data: bool) -> None:
         self._on_invalidate(InodeChanged(item.inode, data=data))
+
+    def shown(self, node: Node) -> None:
+        """Report a change of what stat shows of `node` that the kernel has no copy of (Shown)."""
+        self._on_invalidate(Shown(node.inode))
 
     def _touch(self, node: Node) -> None:
         self._on_invalidate(InodeChanged(node.inode, data=False))

@@ -434,8 +434,11 @@ class Workspace:
         item.content_revision = revision if revision is not None or not valid else item.info.revision
         if changed:
             item.mtime_ns = time.time_ns()
-            # A first fetch needs no invalidation: unknown sizes were never cached by the kernel.
             self.tree.invalidate_item(item, data=True)
+        else:
+            # A first fetch needs no kernel invalidation (unknown sizes were never cached there),
+            # but the size listings show is known now.
+            self.tree.shown(item)
 
     def _on_stale(self, item: Item) -> None:
         # Refetch items someone has read, so sizes stay exact without a stat waiting on the viewer.

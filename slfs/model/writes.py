@@ -157,7 +157,8 @@ class Writer:
             if self._shown_unchanged(item, data, text):
                 # An editor's :w without a change, a cp of the same source: no needless
                 # recompile, no new //last_compiled.
-                item.local, item.dirty = None, False
+                self._set_local(item, None)
+                item.dirty = False
                 log.info("%s: the source is what the file shows; nothing to save", path)
                 return
             build = await self.sources.build(item, text, path)  # awaits: includes may be fetched
@@ -191,7 +192,7 @@ class Writer:
         if item.expect_own_update:
             item.expect_own_update = time.monotonic() + OWN_UPDATE_WINDOW
         if item.local is not None and bytes(item.local) == data:
-            item.local = None
+            self._set_local(item, None)
             item.dirty = False
         self.ws.set_content(item, data, valid=True, inworld=inworld.encode("utf-8") if build is not None else None)
         if build is not None:
@@ -236,7 +237,7 @@ class Writer:
         """A save answered without a usable verdict: `F.diag` says what the viewer said, the local
         edits go (save() keeps them in the recovery folder) and the item is fetched again."""
         self.ws.record_compile(item, failure_report(message, "the viewer did not say whether it compiled"), path)
-        item.local = None
+        self._set_local(item, None)
         item.dirty = False
         self.ws.refetch(item)
 
@@ -275,7 +276,7 @@ class Writer:
     async def _stale(self, item: Item, data: bytes, path: str, current: bytes) -> NoReturn:
         where = await self.recover(path, data, f"{path} changed in-world since it was read; not saved (conflict)")
         # The file now shows the in-world version; the local edits are in the recovery folder.
-        item.local = None
+        self._set_local(item, None)
         item.dirty = False
         self.ws.set_content(item, current, valid=True)
         item.take_base(current)
@@ -308,6 +309,13 @@ class Writer:
 
     # --- open files of items --------------------------------------------------------------
 
+    def _set_local(self, item: Item, local: bytearray | None) -> None:
+        """Start or end a local edit: what stat shows of the item is its buffer's while it lasts, so
+        listings that kept its attributes are told (writes into the buffer need no telling: an item
+        being edited is never replayed)."""
+        item.local = local
+        self.tree.shown(item)
+
     def _refuse_unsaveable(self, item: Item) -> None:
         """EACCES for text that cannot be saved, before anything is sent; the status says why when
         it is not the plain permission case (a notecard's embedded items come with its content)."""
@@ -326,8 +334,9 @@ class Writer:
             data = await self.ws.read_content(item)
             self._refuse_unsaveable(item)
             if item.local is None:  # re-checked: another request may have made it meanwhile
-                item.local = bytearray(data)
+                self._set_local(item, bytearray(data))
                 item.take_base(data)
+        assert item.local is not None
         return item.local
 
     async def open_item(self, item: Item, *, truncate: bool) -> bool:
@@ -345,7 +354,7 @@ class Writer:
                 await self.ws.read_content(item)
             self._refuse_unsaveable(item)
             if item.local is None:  # re-checked after the await
-                item.local = bytearray()
+                self._set_local(item, bytearray())
                 item.take_base(current)
                 trunc = current != b""
             else:
@@ -388,7 +397,8 @@ class Writer:
             folder = item.folder
             shown = f"{folder.object_folder.name}/{item.name}" if folder is not None else item.name
             data = bytes(item.local)
-            item.local, item.dirty = None, False
+            self._set_local(item, None)
+            item.dirty = False
             where = await self.recover(shown, data, f"{shown}: the item is no longer published; not saved")
             raise FsError(errno.ENOENT, f"{shown}: no longer published; your content is in {where}")
         folder = item.folder
@@ -476,7 +486,7 @@ class Writer:
         self._drop_scratch(scratch)
         if bytes(scratch.data) != data:
             # Written while the create was in flight: that belongs to the item now (its inode).
-            item.local = bytearray(scratch.data)
+            self._set_local(item, bytearray(scratch.data))
             item.dirty = True
 
     # --- names: unlink, renames ------------------------------------------------------------
@@ -636,7 +646,7 @@ class Writer:
         finally:
             self._end()
         if want.type == "script":
-            item.local = bytearray(data)
+            self._set_local(item, bytearray(data))
             item.dirty = True
             item.take_base(None)
             await self.save(item)
@@ -691,7 +701,7 @@ class Writer:
             return None  # deleted in-world meanwhile
         self.rebind(item, self.tree.fresh_inode())
         item.take_base(item.content)
-        item.local = bytearray()
+        self._set_local(item, bytearray())
         item.dirty = True
         self.tree.relayout(folder)
         log.info("%s: re-created, keeps item %s", self.tree.path_of(item), item.uuid)
@@ -799,11 +809,12 @@ class Writer:
         if why is not None:
             raise FsError(errno.EACCES, f"{shown}: {why}")
         before = (item.local, item.dirty)
-        item.local = bytearray(data)
+        self._set_local(item, bytearray(data))
         item.dirty = True
         try:
             await self.save(item)
         except FsError:
-            item.local, item.dirty = before
+            self._set_local(item, before[0])
+            item.dirty = before[1]
             raise
         self.rebind(item, inode)
