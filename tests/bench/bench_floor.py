@@ -23,6 +23,7 @@ MIN:MAX for min_tasks too; a wrapper sets it), timed in the same interleaved run
 pick the setting; the floor runs pyfuse3.main()'s defaults. `--also LABEL=SRC` mounts the slfs of
 another source tree alongside (a change being tried).
 Mount points and the slfs daemon's XDG dirs live under ~/.cache/slfs-bench/.
+bench_floor_instructions.py counts, under callgrind, the instructions behind these times.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import bench_read as br
@@ -180,20 +181,22 @@ def serve_floor(src: str, mnt: str) -> None:
 
 
 @contextlib.contextmanager
-def floor_mount(src: Path, mnt: Path) -> Iterator[tuple[Path, int]]:
+def floor_mount(src: Path, mnt: Path, prefix: Sequence[str] = (), slow: int = 1) -> Iterator[tuple[Path, int]]:
+    """The floor serving a copy of `src` at `mnt`; `prefix` runs it under another program (valgrind),
+    `slow` times slower (its timeouts scale)."""
     mnt.mkdir(parents=True, exist_ok=True)
-    argv = [PY, __file__, "--serve-floor", str(src), str(mnt)]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE)
+    argv = [*prefix, PY, __file__, "--serve-floor", str(src), str(mnt)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL if prefix else None)
     assert proc.stdout is not None
     if proc.stdout.readline().strip() != b"ready":
         raise SystemExit("the floor file system did not start")
     try:
-        br.wait(lambda: br.mounted(mnt), 30, "floor mount live")
+        br.wait(lambda: br.mounted(mnt), 30 * slow, "floor mount live")
         yield mnt, proc.pid
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
-            proc.wait(20)
+            proc.wait(20 * slow)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
@@ -206,7 +209,9 @@ def floor_mount(src: Path, mnt: Path) -> Iterator[tuple[Path, int]]:
 
 @contextlib.contextmanager
 def slfs_mount(port: int, wd: Path, items: int, tasks: str | None,
-               src: str | None = None) -> Iterator[tuple[Path, int]]:
+               src: str | None = None, prefix: Sequence[str] = (), slow: int = 1) -> Iterator[tuple[Path, int]]:
+    """`slfs mount -f` over the simulated viewer at `port`, connected with every item; `src` another
+    source tree, `prefix` a program to run it under (valgrind), `slow` times slower."""
     mnt = wd / "slfs"
     mnt.mkdir()
     env = dict(os.environ, XDG_RUNTIME_DIR=str(wd / "run"), XDG_STATE_HOME=str(wd / "state"),
@@ -216,10 +221,10 @@ def slfs_mount(port: int, wd: Path, items: int, tasks: str | None,
     os.makedirs(env["XDG_RUNTIME_DIR"], mode=0o700, exist_ok=True)
     head = [PY, "-m", "slfs"] if tasks is None else [PY, "-c", WRAPPER, tasks]
     log = open(wd / "mount.log", "ab")  # noqa: SIM115
-    proc = subprocess.Popen([*head, "mount", "-f", "--port", str(port), str(mnt)], stdout=log, stderr=log, env=env,
-                            cwd=src)
+    proc = subprocess.Popen([*prefix, *head, "mount", "-f", "--port", str(port), str(mnt)], stdout=log, stderr=log,
+                            env=env, cwd=src)
     try:
-        br.wait(lambda: br.mounted(mnt), 30, "slfs mount live")
+        br.wait(lambda: br.mounted(mnt), 30 * slow, "slfs mount live")
 
         def ready() -> bool:
             try:
@@ -228,12 +233,12 @@ def slfs_mount(port: int, wd: Path, items: int, tasks: str | None,
                 return False
             return s.get("state") == "connected" and int(s.get("items", -1)) == items
 
-        br.wait(ready, 300, "connected with every item")
+        br.wait(ready, 300 * slow, "connected with every item")
         yield mnt, proc.pid
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
-            proc.wait(30)
+            proc.wait(30 * slow)
         except subprocess.TimeoutExpired:
             subprocess.run(["fusermount3", "-u", "-z", str(mnt)], check=False)
             proc.kill()

@@ -17,20 +17,18 @@ Python some fifty times: the default tree is 2,000 files, and a run takes about 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import bench_floor as bf
 import bench_read as br
 
 Counts = dict[str, int]
+SLOW = 10  # how much longer than natively starting and stopping may take under valgrind
 
 
 def callgrind(out: Path) -> list[str]:
@@ -73,62 +71,6 @@ def count(pid: int, root: Path, out: Path) -> dict[str, Counts]:
     return result
 
 
-@contextlib.contextmanager
-def slfs_under_callgrind(port: int, wd: Path, items: int, out: Path, src: str | None) -> Iterator[tuple[Path, int]]:
-    mnt = wd / "slfs"
-    mnt.mkdir()
-    env = dict(os.environ, XDG_RUNTIME_DIR=str(wd / "run"), XDG_STATE_HOME=str(wd / "state"),
-               XDG_DATA_HOME=str(wd / "data"))
-    if src is not None:
-        env["PYTHONPATH"] = src
-    os.makedirs(env["XDG_RUNTIME_DIR"], mode=0o700, exist_ok=True)
-    with open(wd / "mount.log", "ab") as log:
-        proc = subprocess.Popen([*callgrind(out), bf.PY, "-m", "slfs", "mount", "-f", "--port", str(port), str(mnt)],
-                                stdout=log, stderr=log, env=env, cwd=src)
-        try:
-            def ready() -> bool:
-                try:
-                    s = br.status(mnt)
-                except OSError:
-                    return False
-                return s.get("state") == "connected" and int(s.get("items", -1)) == items
-
-            br.wait(ready, 900, "slfs (under valgrind) connected with every item")
-            subprocess.run(bf.argv_for("grep -r", mnt), capture_output=True, check=False)  # fetches all
-            yield mnt, proc.pid
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(300)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-            if br.mounted(mnt):
-                subprocess.run(["fusermount3", "-u", "-z", str(mnt)], check=False)
-
-
-@contextlib.contextmanager
-def floor_under_callgrind(src: Path, mnt: Path, out: Path) -> Iterator[tuple[Path, int]]:
-    mnt.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen([*callgrind(out), bf.PY, bf.__file__, "--serve-floor", str(src), str(mnt)],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    assert proc.stdout is not None
-    try:
-        if proc.stdout.readline().strip() != b"ready":
-            raise SystemExit("the floor file system did not start")
-        br.wait(lambda: br.mounted(mnt), 300, "floor mount live")
-        yield mnt, proc.pid
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(300)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if br.mounted(mnt):
-            subprocess.run(["fusermount3", "-u", "-z", str(mnt)], check=False)
-
-
 def report(counts: dict[str, dict[str, Counts]]) -> None:
     floor = counts["floor"]
     for name in bf.COMMANDS:
@@ -151,7 +93,8 @@ def main() -> int:
                     help="also count the slfs of source tree SRC (a change being tried)")
     args = ap.parse_args()
     if shutil.which("valgrind") is None:
-        raise SystemExit("needs valgrind (apt install valgrind)")
+        print("floor, counted: skipped, needs valgrind (apt install valgrind)")
+        return 0
     total = args.objects * args.items
     print(f"floor, counted: callgrind over {args.objects} objects x {args.items} items ({total} files)")
     wd = br.workdir("floor-instructions")
@@ -164,11 +107,13 @@ def main() -> int:
             for label, src in [("slfs", None), *(a.partition("=")[::2] for a in args.also)]:
                 sub = wd / f"mount-{len(counts)}"
                 sub.mkdir()
-                with slfs_under_callgrind(port, sub, total, out, os.path.abspath(src) if src else None) as (mnt, pid):
+                with bf.slfs_mount(port, sub, total, None, os.path.abspath(src) if src else None,
+                                   prefix=callgrind(out), slow=SLOW) as (mnt, pid):
+                    subprocess.run(bf.argv_for("grep -r", mnt), capture_output=True, check=False)  # fetches all
                     if not any(shm.iterdir()):
                         br.copy_tree(mnt, shm)
                     counts[label] = count(pid, mnt, out)
-            with floor_under_callgrind(shm, wd / "floor", out) as (mnt, pid):
+            with bf.floor_mount(shm, wd / "floor", prefix=callgrind(out), slow=SLOW) as (mnt, pid):
                 counts["floor"] = count(pid, mnt, out)
         report(counts)
     finally:
