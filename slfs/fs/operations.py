@@ -46,8 +46,9 @@ log = logging.getLogger(__name__)
 
 # Environment hook for the test that proves a failing handler leaves the mount alive.
 FAULT_ENV = "SLFS_INJECT_FAULT"
-# Set by the test suite: every attribute a listing replays is compared with a fresh one, and a
-# difference (a change the model did not report) fails the readdir with a traceback.
+# Set by the test suite: every attribute a listing replays and every open answered as warm is
+# checked against the node as it is, and a difference (a change the model did not report) fails the
+# request with a traceback.
 CHECK_LISTINGS_ENV = "SLFS_CHECK_LISTINGS"
 
 _FS_ENCODING, _FS_ERRORS = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
@@ -152,6 +153,7 @@ class Operations(pyfuse3.Operations):
         # _warm_epoch. 20,000 items take 20 KB, which stays in the CPU's cache between requests
         # where a dict or the nodes themselves would not.
         self._warm = bytearray()
+        self._warm_marked: list[int] = []  # the inodes whose byte is set
         self._warm_epoch = -1
         self.attributes = Attributes(ws.tree, ws.options)
         ws.invalidations.listeners.append(self.attributes.changed)
@@ -546,8 +548,7 @@ class Operations(pyfuse3.Operations):
             # known at a glance for an inode whose last such open was one while nothing changed.
             warm = self._warm
             if self._warm_epoch != self.shown_epoch:
-                warm = self._warm = bytearray()
-                self._warm_epoch = self.shown_epoch
+                self._forget_warm()
             elif inode < len(warm) and warm[inode]:
                 if self._check_listings:
                     self._check_warm(inode)
@@ -555,10 +556,20 @@ class Operations(pyfuse3.Operations):
             if self._is_warm(self.tree.nodes.get(inode)):
                 if inode < _WARM_LIMIT:
                     if inode >= len(warm):
-                        warm.extend(bytes(inode + 1024 - len(warm)))
+                        warm.extend(bytes(max(inode + 1, 2 * len(warm)) - len(warm)))
                     warm[inode] = 1
+                    self._warm_marked.append(inode)
                 return pyfuse3.FileInfo(fh=BARE_FH + inode, keep_cache=True)
         return self._open(inode, flags)
+
+    def _forget_warm(self) -> None:
+        """Something changed: no open is known warm any more. Only the bytes set are cleared (a cold
+        grep changes the epoch with every open's fetch)."""
+        warm = self._warm
+        for inode in self._warm_marked:
+            warm[inode] = 0
+        self._warm_marked.clear()
+        self._warm_epoch = self.shown_epoch
 
     @staticmethod
     def _is_warm(node: Node | None) -> bool:
