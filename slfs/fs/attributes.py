@@ -29,7 +29,7 @@ XATTR_PREFIX = "user.sl."
 
 Guard = tuple[object, ...]
 
-# What check_replay compares (all a listing's answer carries but the times of a Virtual node).
+# What check_replay compares: every field a listing's answer carries.
 _COMPARED = ("st_ino", "st_mode", "st_size", "st_nlink", "st_uid", "st_gid", "st_mtime_ns", "st_ctime_ns",
              "st_atime_ns", "st_blocks", "attr_timeout", "entry_timeout")
 
