@@ -2,6 +2,7 @@
 collected by pytest):
 
     .venv/bin/python tests/bench/bench_floor.py [--quick] [--runs 5] [--pin S,C] [--max-tasks 2,16,4:16] [--also L=SRC]
+                                                [--bare]
 
 One run, side by side: slfs (a `slfs mount -f` over the simulated viewer), the floor (this script
 with `--serve-floor`: every directory and file in memory, the same kernel options as slfs -
@@ -21,7 +22,9 @@ system).
 `--max-tasks 2,16,4:16` mounts slfs once more for each pyfuse3.main() worker limit given (MAX, or
 MIN:MAX for min_tasks too; a wrapper sets it), timed in the same interleaved runs as the others, to
 pick the setting; the floor runs pyfuse3.main()'s defaults. `--also LABEL=SRC` mounts the slfs of
-another source tree alongside (a change being tried).
+another source tree alongside (a change being tried). `--bare` mounts one more slfs whose warm open,
+flush and release are the floor's own handlers (no accounting, no checks): the ratio that slfs
+still has then comes from its process (the rest of the daemon and its heap), not from its handlers.
 Mount points and the slfs daemon's XDG dirs live under ~/.cache/slfs-bench/.
 bench_floor_instructions.py counts, under callgrind, the instructions behind these times.
 """
@@ -53,6 +56,30 @@ WRAPPER = (  # slfs with pyfuse3.main's worker limits set: argv[1] is MAX or MIN
     "low, _, high = sys.argv.pop(1).rpartition(':')\n"
     "kw = {'max_tasks': int(high), **({'min_tasks': int(low)} if low else {})}\n"
     "pyfuse3.main = functools.partial(pyfuse3.main, **kw)\n"
+    "from slfs.cli import main\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
+BARE = (  # slfs whose warm open, flush and release are the floor's own handlers: no accounting
+    # wrapper, no epoch; an inode slfs once opened warm is answered at once (this is a measuring
+    # device, not a correct file system: it misses every later change)
+    "import sys, pyfuse3\n"
+    "from slfs.fs import operations as o\n"
+    "warm = set()\n"
+    "slow_open, slow_flush, slow_release = o.Operations.open, o.Operations.flush, o.Operations.release\n"
+    "async def open(self, inode, flags, ctx):\n"
+    "    if inode in warm:\n"
+    "        return pyfuse3.FileInfo(fh=o.BARE_FH + inode, keep_cache=True)\n"
+    "    fi = await slow_open(self, inode, flags, ctx)\n"
+    "    if fi.fh >= o.BARE_FH and fi.keep_cache:\n"
+    "        warm.add(inode)\n"
+    "    return fi\n"
+    "async def flush(self, fh):\n"
+    "    if fh < o.BARE_FH:\n"
+    "        await slow_flush(self, fh)\n"
+    "async def release(self, fh):\n"
+    "    if fh < o.BARE_FH:\n"
+    "        await slow_release(self, fh)\n"
+    "o.Operations.open, o.Operations.flush, o.Operations.release = open, flush, release\n"
     "from slfs.cli import main\n"
     "sys.exit(main(sys.argv[1:]))\n"
 )
@@ -117,7 +144,7 @@ def serve_floor(src: str, mnt: str) -> None:
                 raise pyfuse3.FUSEError(errno.ENOENT)
             return attrs[ino]
 
-        async def forget(self, inode_list: list[tuple[int, int]]) -> None:
+        async def forget(self, inode_list: Sequence[tuple[int, int]]) -> None:
             pass
 
         async def getattr(self, inode: int, ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes:
@@ -209,9 +236,11 @@ def floor_mount(src: Path, mnt: Path, prefix: Sequence[str] = (), slow: int = 1)
 
 @contextlib.contextmanager
 def slfs_mount(port: int, wd: Path, items: int, tasks: str | None,
-               src: str | None = None, prefix: Sequence[str] = (), slow: int = 1) -> Iterator[tuple[Path, int]]:
+               src: str | None = None, prefix: Sequence[str] = (), slow: int = 1,
+               bare: bool = False) -> Iterator[tuple[Path, int]]:
     """`slfs mount -f` over the simulated viewer at `port`, connected with every item; `src` another
-    source tree, `prefix` a program to run it under (valgrind), `slow` times slower."""
+    source tree, `prefix` a program to run it under (valgrind), `slow` times slower, `bare` with
+    the floor's handlers for warm opens (BARE)."""
     mnt = wd / "slfs"
     mnt.mkdir()
     env = dict(os.environ, XDG_RUNTIME_DIR=str(wd / "run"), XDG_STATE_HOME=str(wd / "state"),
@@ -219,7 +248,7 @@ def slfs_mount(port: int, wd: Path, items: int, tasks: str | None,
     if src is not None:  # another slfs source tree (a variant being tried)
         env["PYTHONPATH"] = src
     os.makedirs(env["XDG_RUNTIME_DIR"], mode=0o700, exist_ok=True)
-    head = [PY, "-m", "slfs"] if tasks is None else [PY, "-c", WRAPPER, tasks]
+    head = [PY, "-c", BARE] if bare else [PY, "-m", "slfs"] if tasks is None else [PY, "-c", WRAPPER, tasks]
     log = open(wd / "mount.log", "ab")  # noqa: SIM115
     proc = subprocess.Popen([*prefix, *head, "mount", "-f", "--port", str(port), str(mnt)], stdout=log, stderr=log,
                             env=env, cwd=src)
@@ -351,6 +380,9 @@ def main() -> int:
     ap.add_argument("--also", action="append", default=[], metavar="LABEL=SRC",
                     help="also mount the slfs of source tree SRC (a variant being tried), timed alongside")
     ap.add_argument("--pin", metavar="S,C", help="servers on CPU S, the timed commands on CPU C")
+    ap.add_argument("--bare", action="store_true",
+                    help="also mount slfs with the floor's own handlers for warm opens, flushes and releases "
+                         "(no accounting): what is left of the ratio is not slfs's handlers' doing")
     ap.add_argument("--serve-floor", nargs=2, metavar=("SRC", "MNT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.serve_floor:
@@ -376,6 +408,12 @@ def main() -> int:
                 print(f"   {label}: cold grep -r (fetches every item) {time.perf_counter() - t0:.1f} s, "
                       f"exit {res.returncode}")
                 roots[label] = (mnt, pid)
+            if args.bare:
+                sub = wd / "bare"
+                sub.mkdir()
+                mnt, pid = stack.enter_context(slfs_mount(port, sub, total, None, bare=True))
+                subprocess.run(argv_for("grep -r", mnt), capture_output=True, check=False)
+                roots["slfs bare handlers"] = (mnt, pid)
             for also in args.also:
                 label, _, src = also.partition("=")
                 sub = wd / f"also-{len(roots)}"
