@@ -2,7 +2,7 @@
 collected by pytest):
 
     .venv/bin/python tests/bench/bench_floor.py [--quick] [--runs 5] [--pin S,C] [--max-tasks 2,16,4:16] [--also L=SRC]
-                                                [--bare]
+                                                [--bare] [--model-floor]
 
 One run, side by side: slfs (a `slfs mount -f` over the simulated viewer), the floor (this script
 with `--serve-floor`: every directory and file in memory, the same kernel options as slfs -
@@ -25,6 +25,9 @@ pick the setting; the floor runs pyfuse3.main()'s defaults. `--also LABEL=SRC` m
 another source tree alongside (a change being tried). `--bare` mounts one more slfs whose warm open,
 flush and release are the floor's own handlers (no accounting, no checks): the ratio that slfs
 still has then comes from its process (the rest of the daemon and its heap), not from its handlers.
+`--model-floor` mounts one more floor whose process also holds slfs's live model (its services
+built as the daemon builds them, connected to the same simulated viewer, every item's content
+fetched) that no request touches: what merely holding a model and a session costs the floor.
 Mount points and the slfs daemon's XDG dirs live under ~/.cache/slfs-bench/.
 bench_floor_instructions.py counts, under callgrind, the instructions behind these times.
 """
@@ -46,8 +49,12 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import bench_read as br
+
+if TYPE_CHECKING:
+    import trio
 
 PY = sys.executable
 PATTERN = "object 7 item 2$"
@@ -88,8 +95,10 @@ BARE = (  # slfs whose warm open, flush and release are the floor's own handlers
 # --- the floor file system ---------------------------------------------------------------------
 
 
-def serve_floor(src: str, mnt: str) -> None:
-    """Serve a copy of the tree at `src` from memory at `mnt` until unmounted or SIGTERM."""
+def serve_floor(src: str, mnt: str, model: tuple[int, int] | None = None) -> None:
+    """Serve a copy of the tree at `src` from memory at `mnt` until unmounted or SIGTERM. With
+    `model` (port, items), the process also holds slfs's model of the simulated viewer at that port,
+    connected and with every item's content fetched, which no request touches (--model-floor)."""
     import pyfuse3
     import trio
 
@@ -197,6 +206,8 @@ def serve_floor(src: str, mnt: str) -> None:
                         return
 
             nursery.start_soon(on_signal)
+            if model is not None:
+                await hold_model(nursery, *model)
             print("ready", flush=True)
             await pyfuse3.main()
             nursery.cancel_scope.cancel()
@@ -207,13 +218,44 @@ def serve_floor(src: str, mnt: str) -> None:
         pyfuse3.close(unmount=True)
 
 
+async def hold_model(nursery: trio.Nursery, port: int, items: int) -> None:
+    """slfs's workspace and services, as the daemon builds them, connected to the viewer at `port`
+    until it holds `items` items, each one's content fetched: the live model and session an slfs
+    daemon keeps beside its handlers."""
+    import trio
+
+    from slfs.daemon import build_services
+    from slfs.model.options import Options
+    from slfs.model.tree import Item
+
+    services = build_services(os.environ["SLFS_FLOOR_MODEL_MOUNT"], "127.0.0.1", port, Options(), event_log=False)
+    HELD.append(services)
+    await nursery.start(services.ws.run)
+    if not await services.ws.wait_for_world(lambda: services.ws.tree.item_count >= items, 300):
+        raise SystemExit(f"the floor's slfs model did not reach {items} items")
+    with trio.fail_after(300):
+        for node in list(services.ws.tree.nodes.values()):
+            if type(node) is Item:
+                await services.ws.read_content(node)
+
+
+HELD: list[object] = []  # what hold_model keeps alive
+
+
 @contextlib.contextmanager
-def floor_mount(src: Path, mnt: Path, prefix: Sequence[str] = (), slow: int = 1) -> Iterator[tuple[Path, int]]:
+def floor_mount(src: Path, mnt: Path, prefix: Sequence[str] = (), slow: int = 1,
+                model: tuple[int, int] | None = None) -> Iterator[tuple[Path, int]]:
     """The floor serving a copy of `src` at `mnt`; `prefix` runs it under another program (valgrind),
-    `slow` times slower (its timeouts scale)."""
+    `slow` times slower (its timeouts scale); `model` (port, items) as for serve_floor."""
     mnt.mkdir(parents=True, exist_ok=True)
     argv = [*prefix, PY, __file__, "--serve-floor", str(src), str(mnt)]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL if prefix else None)
+    env = None
+    if model is not None:
+        argv += ["--model", str(model[0]), str(model[1])]
+        state = mnt.parent / f"{mnt.name}-state"
+        env = dict(os.environ, XDG_RUNTIME_DIR=str(state / "run"), XDG_STATE_HOME=str(state / "state"),
+                   XDG_DATA_HOME=str(state / "data"), SLFS_FLOOR_MODEL_MOUNT=str(state / "mnt"))
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL if prefix else None, env=env)
     assert proc.stdout is not None
     if proc.stdout.readline().strip() != b"ready":
         raise SystemExit("the floor file system did not start")
@@ -383,10 +425,15 @@ def main() -> int:
     ap.add_argument("--bare", action="store_true",
                     help="also mount slfs with the floor's own handlers for warm opens, flushes and releases "
                          "(no accounting): what is left of the ratio is not slfs's handlers' doing")
+    ap.add_argument("--model-floor", action="store_true",
+                    help="also mount the floor with slfs's live model held beside it (connected, every "
+                         "item fetched, never touched by a request): what holding a model costs")
     ap.add_argument("--serve-floor", nargs=2, metavar=("SRC", "MNT"), help=argparse.SUPPRESS)
+    ap.add_argument("--model", nargs=2, type=int, metavar=("PORT", "ITEMS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.serve_floor:
-        serve_floor(*args.serve_floor)
+        src, mnt = args.serve_floor
+        serve_floor(src, mnt, model=(args.model[0], args.model[1]) if args.model else None)
         return 0
     objects, items = (100, 20) if args.quick else (1000, 20)
     total = objects * items
@@ -423,6 +470,9 @@ def main() -> int:
                 roots[label] = (mnt, pid)
             br.copy_tree(roots["slfs"][0], shm)
             roots["floor"] = stack.enter_context(floor_mount(shm, wd / "floor"))
+            if args.model_floor:
+                roots["floor + slfs model"] = stack.enter_context(
+                    floor_mount(shm, wd / "floor-model", model=(port, total)))
             roots["tmpfs"] = (shm, None)
             check_same({label: root for label, (root, _pid) in roots.items()})
             if args.pin:
