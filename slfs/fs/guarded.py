@@ -2,16 +2,19 @@
 
 FsError becomes its errno with a log line; any other exception becomes EIO with a traceback
 (pyfuse3 only catches FUSEError, anything else would end pyfuse3.main() and leave a dead mount).
-Every call is counted and timed; an errno answer counts as an error. A call that waited (its
-handler returned a coroutine: a write, a save, a fetch) moves the handlers' `shown_epoch` when it
-ends, so no listing replays attributes from before it (Operations.readdir).
+Every call is counted and every call that waits is timed; of those answered at once, one in
+stats.SAMPLE_EVERY is timed once the handler has enough latencies (see slfs/stats.py). An errno
+answer counts as an error. A call that waited (its handler returned a coroutine: a write, a save,
+a fetch) moves the handlers' `shown_epoch` when it ends, so no listing replays attributes from
+before it (Operations.readdir).
 
 A warm `grep -r` is three requests per file (open, flush, release) that the handlers answer at
 once, so the wrapper is a large part of what slfs adds to pyfuse3's own cost per request. It is
 built per handler from a template with the handler's own parameters (no `*args` tuple per call) and
 its collaborators bound as closure cells (no global lookups): a third less overhead than a generic
-`*args` wrapper in a micro-benchmark; what is left is mostly the two clock reads and the append
-(tests/bench/bench_floor_instructions.py measures the accounting at about 0.03x of the floor).
+`*args` wrapper in a micro-benchmark. Timing every call (two clock reads and an append) still cost
+a warm `grep -r` about 0.05x of the floor's wall-clock time (tests/bench/bench_floor.py); a call
+that is only counted costs an attribute's increment and a test of its bits.
 """
 
 from __future__ import annotations
@@ -51,31 +54,47 @@ def failure(name: str, exc: Exception, args: tuple[Any, ...]) -> pyfuse3.FUSEErr
 
 
 # The handler's parameters are spliced in where {params} stands; the names it uses are the
-# factory's arguments (closure cells). A successful call only appends its latency, folded into
-# the histogram every FOLD_AT calls and before any read (stats.Histogram.add).
+# factory's arguments (closure cells). Every call is counted, and every error; a call that waits is
+# timed, and of those that answer at once every one whose count has none of `mask`'s bits set (all
+# of them until the histogram says otherwise, then one in stats.SAMPLE_EVERY). Such a latency is
+# appended, folded into the histogram every FOLD_AT and before any read (stats.Histogram.add).
 _TEMPLATE = """
-def make(fn, name, clock, coroutine, record, add, pending, fold, fold_at, FUSEError, failure):
+def make(fn, name, clock, coroutine, hist, latency, add, pending, fold_sampling, fold_at, FUSEError, failure):
+    mask = 0
     async def wrapper(self, {params}):
-        start = clock()
+        nonlocal mask
+        n = hist.count + 1
+        hist.count = n
+        start = 0 if n & mask else clock()
         try:
             result = fn(self, {params})
             if type(result) is coroutine:
+                if not start:
+                    start = clock()
                 try:
                     result = await result
                 finally:  # whatever changed while it waited: no listing replays older attributes
                     self.shown_epoch += 1
+                    latency(clock() - start)
+                    start = 0
+                return result
         except FUSEError:
-            record(clock() - start, True)
+            hist.errors += 1
+            if start:
+                add(clock() - start)
             raise
         except Exception as exc:
-            record(clock() - start, True)
+            hist.errors += 1
+            if start:
+                add(clock() - start)
             raise failure(name, exc, {args}) from None
-        except BaseException:  # cancelled: counted, not an errno
-            record(clock() - start, True)
+        except BaseException:  # cancelled: counted as failed, not an errno
+            hist.errors += 1
             raise
-        add(clock() - start)
-        if len(pending) >= fold_at:
-            fold()
+        if start:
+            add(clock() - start)
+            if len(pending) >= fold_at:
+                mask = fold_sampling()
         return result
     return wrapper
 """
@@ -93,8 +112,8 @@ def guarded_sync(fn: Callable[..., Any]) -> Callable[..., Coroutine[Any, Any, An
     namespace: dict[str, Any] = {}
     exec(_TEMPLATE.format(params=params, args=f"({params},)" if params else "()"), namespace)
     hist = STATS.handler(fn.__name__)
-    wrapper = namespace["make"](fn, fn.__name__, perf_counter_ns, CoroutineType, hist.record, hist.add,
-                                hist.pending, hist.fold, FOLD_AT, pyfuse3.FUSEError, failure)
+    wrapper = namespace["make"](fn, fn.__name__, perf_counter_ns, CoroutineType, hist, hist.latency, hist.add,
+                                hist.pending, hist.fold_sampling, FOLD_AT, pyfuse3.FUSEError, failure)
     functools.update_wrapper(wrapper, fn)
     wrapper.__defaults__ = fn.__defaults__
     return cast(Callable[..., Coroutine[Any, Any, Any]], wrapper)

@@ -7,7 +7,7 @@ import random
 from hypothesis import given
 from hypothesis import strategies as st
 
-from slfs.stats import FOLD_AT, NBUCKETS, Histogram, Stats, bucket_high, bucket_of, render
+from slfs.stats import FOLD_AT, NBUCKETS, SAMPLE_EVERY, SAMPLE_FROM, Histogram, Stats, bucket_high, bucket_of, render
 
 
 @given(st.integers(min_value=0, max_value=2**62))
@@ -39,7 +39,7 @@ def test_percentiles_within_bucket_resolution() -> None:
         got = h.percentile_ns(q)
         assert exact <= got <= exact * 1.125 + 1, (q, exact, got)
     assert h.percentile_ns(100) == h.max_ns == max(values)
-    assert h.count == len(values) and h.total_ns == sum(values)
+    assert h.count == h.timed == len(values) and h.total_ns == sum(values)
 
 
 def test_empty_and_single() -> None:
@@ -102,9 +102,10 @@ def test_record_files_each_value_where_bucket_of_says(values: list[int]) -> None
     assert h.buckets == expected
 
 
-def test_added_latencies_count_as_records() -> None:
-    """The handlers' path (Histogram.add, folded later) gives what record() gives, before and
-    after a fold, and after clear() the same bound `add` still feeds the histogram."""
+def test_added_latencies_fill_the_buckets_as_records_do() -> None:
+    """The handlers' path (Histogram.add, folded later) files what record() files, before and
+    after a fold, and after clear() the same bound `add` still feeds the histogram. The calls are
+    the wrapper's to count (record() counts its own)."""
     rng = random.Random(11)
     values = [int(rng.lognormvariate(9, 2)) for _ in range(FOLD_AT + 100)]
     added, recorded = Histogram(), Histogram()
@@ -114,13 +115,41 @@ def test_added_latencies_count_as_records() -> None:
         recorded.record(v)
         if len(added.pending) >= FOLD_AT:
             added.fold()
+    added.count = len(values)
     added.record(5, failed=True)
     recorded.record(5, failed=True)
     assert added.snapshot() == recorded.snapshot()
     assert added.buckets == recorded.buckets and not added.pending
     added.clear()
     add(2_000)
-    assert added.snapshot()["count"] == 1 and added.percentile_ns(50) == 2_000
+    assert added.snapshot()["count"] == 0 and added.percentile_ns(50) == 2_000 and added.timed == 1
+
+
+def test_sampled_latencies_stand_for_the_calls_they_sample() -> None:
+    """Once a histogram holds SAMPLE_FROM latencies, fold_sampling says to time one call in
+    SAMPLE_EVERY, and each latency added from then on stands for SAMPLE_EVERY calls: percentiles
+    and the mean are those of every call, estimated; the maximum is that of the calls timed."""
+    h = Histogram()
+    mask = 0
+    for n in range(1, SAMPLE_FROM + 1):
+        if not n & mask:
+            h.add(1_000)
+        if len(h.pending) >= FOLD_AT:
+            mask = h.fold_sampling()
+    assert mask == SAMPLE_EVERY - 1 and h.timed == SAMPLE_FROM
+    for _ in range(SAMPLE_FROM):  # as many calls again, slower: a sample of them is timed
+        h.add(3_000)
+    h.count = SAMPLE_FROM + SAMPLE_FROM * SAMPLE_EVERY
+    h.latency(1_000_000)  # a call that waited: always timed, weight 1
+    snap = h.snapshot()
+    assert h.timed == SAMPLE_FROM * (1 + SAMPLE_EVERY) + 1
+    slow = round(bucket_high(bucket_of(3_000)) / 1000, 1)  # the bucket 3,000 ns falls in
+    assert snap["p50_us"] == snap["p90_us"] == slow and snap["max_us"] == 1000.0
+    assert 1.0 <= h.percentile_ns(10) / 1000 <= 1.125
+    expected_mean = (SAMPLE_FROM * 1_000 + SAMPLE_FROM * SAMPLE_EVERY * 3_000 + 1_000_000) / h.timed / 1000
+    assert snap["mean_us"] == round(expected_mean, 1)
+    h.clear()  # the weight stays: a wrapper sampling goes on sampling
+    assert h.weight == SAMPLE_EVERY and h.fold_sampling() == SAMPLE_EVERY - 1
 
 
 @given(st.lists(st.one_of(st.integers(min_value=0, max_value=40), st.integers(min_value=0, max_value=2**50)),
@@ -136,4 +165,4 @@ def test_a_fold_files_each_added_value_where_bucket_of_says(values: list[int]) -
             added.fold()
     added.fold()
     assert added.buckets == recorded.buckets
-    assert (added.count, added.total_ns, added.max_ns) == (recorded.count, recorded.total_ns, recorded.max_ns)
+    assert (added.timed, added.total_ns, added.max_ns) == (recorded.timed, recorded.total_ns, recorded.max_ns)

@@ -1,0 +1,105 @@
+"""The handler wrapper (slfs/fs/guarded.py): exact counts, errno answers, and the latencies it
+times - every call at first, then every call that waits and a sample of those answered at once."""
+
+from __future__ import annotations
+
+import errno
+import time
+from collections.abc import Coroutine, Iterator
+from typing import Any
+
+import pyfuse3
+import pytest
+
+from slfs.fs.guarded import guarded_sync
+from slfs.model.errors import FsError
+from slfs.stats import SAMPLE_EVERY, SAMPLE_FROM, STATS, Histogram
+
+NAME = "guarded_test_handler"  # a name no real handler has: its histogram is removed afterwards
+
+
+class Handlers:
+    shown_epoch = 0
+
+    @guarded_sync
+    def guarded_test_handler(self, kind: int) -> Any:
+        if kind == 0:
+            return "at once"
+        if kind == 1:
+            raise FsError(errno.ENOENT, "")
+        if kind == 2:
+            return self._wait()
+        raise RuntimeError("a bug")
+
+    async def _wait(self) -> str:
+        time.sleep(0.002)  # a wait the clock can see, inside the coroutine the wrapper awaits
+        return "waited"
+
+
+def call(h: Handlers, kind: int) -> Any:
+    """Run one call to its end (nothing in these handlers suspends)."""
+    coro: Coroutine[Any, Any, Any] = h.guarded_test_handler(kind)
+    with pytest.raises(StopIteration) as done:
+        coro.send(None)
+    return done.value.value
+
+
+@pytest.fixture
+def hist() -> Iterator[Histogram]:
+    h = STATS.fuse[NAME]
+    h.clear()
+    yield h
+    h.clear()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_test_handler_in_the_stats() -> Iterator[None]:
+    yield
+    STATS.fuse.pop(NAME, None)
+
+
+def test_every_call_is_counted_and_a_sample_timed(hist: Histogram) -> None:
+    h = Handlers()
+    calls = 3 * SAMPLE_FROM
+    for _ in range(calls):
+        assert call(h, 0) == "at once"
+    snap = hist.snapshot()
+    assert snap["count"] == calls and snap["errors"] == 0
+    # all of the first SAMPLE_FROM, then one in SAMPLE_EVERY, each standing for SAMPLE_EVERY
+    assert abs(hist.timed - calls) < SAMPLE_EVERY
+    assert hist.weight == SAMPLE_EVERY
+    assert 0 < snap["p50_us"] <= snap["p99_us"] <= snap["max_us"]
+    assert h.shown_epoch == 0  # nothing waited
+
+
+def test_errors_are_counted_whether_timed_or_not(hist: Histogram) -> None:
+    h = Handlers()
+    for _ in range(SAMPLE_FROM):  # past the first SAMPLE_FROM: sampling from here on
+        call(h, 0)
+    hist.snapshot()
+    for _ in range(100):
+        with pytest.raises(pyfuse3.FUSEError) as err:
+            call(h, 1)
+        assert err.value.errno == errno.ENOENT
+    with pytest.raises(pyfuse3.FUSEError) as err:
+        call(h, 3)
+    assert err.value.errno == errno.EIO
+    snap = hist.snapshot()
+    assert snap["count"] == SAMPLE_FROM + 101 and snap["errors"] == 101
+
+
+def test_every_wait_is_timed(hist: Histogram) -> None:
+    """A call that waits (a save, a fetch) is timed whatever its count, weight 1: its latency
+    is in the maximum, and it moves shown_epoch."""
+    h = Handlers()
+    for _ in range(SAMPLE_FROM):
+        call(h, 0)
+    hist.snapshot()
+    assert hist.weight == SAMPLE_EVERY
+    timed = hist.timed
+    for _ in range(SAMPLE_EVERY):  # whichever of them the sample would have taken
+        assert call(h, 2) == "waited"
+    snap = hist.snapshot()
+    assert hist.timed == timed + SAMPLE_EVERY
+    assert snap["max_us"] >= 2000 and snap["count"] == SAMPLE_FROM + SAMPLE_EVERY
+    assert h.shown_epoch == SAMPLE_EVERY
