@@ -59,20 +59,24 @@ def bucket_high(index: int) -> int:
 
 class Histogram:
     """Count, errors, and the sum, max and bucketed distribution of the latencies timed, each
-    weighted by the number of calls it stands for."""
+    weighted by the number of calls it stands for.
 
-    __slots__ = ("add", "buckets", "count", "errors", "max_ns", "pending", "timed", "total_ns", "weight")
+    A handler's wrapper times a call answered at once when the call's count has none of `mask`'s
+    bits set: every call (mask 0, weight 1) until the histogram holds SAMPLE_FROM latencies, then
+    one in SAMPLE_EVERY (weight SAMPLE_EVERY). Only a fold changes the two, after filing what was
+    added under the old ones, and the wrapper adds a latency in the same step as it decides to
+    time the call (no await between), so every latency is filed with the weight it was taken at."""
+
+    __slots__ = ("add", "buckets", "count", "errors", "mask", "max_ns", "pending", "timed", "total_ns", "weight")
 
     def __init__(self) -> None:
         # Latencies not yet in the buckets, each of weight `weight`; `add` appends one. The array
         # is never replaced, so a bound `add` taken once (the handler wrappers) stays good.
         self.pending = array("q")
         self.add = self.pending.append
-        self.weight = 1
         self.clear()
 
     def clear(self) -> None:
-        """Start afresh. The weight stays: a wrapper that samples goes on sampling (fold_sampling)."""
         del self.pending[:]
         self.count = 0  # calls: record() counts its own, a handler's wrapper counts every call
         self.errors = 0
@@ -80,9 +84,11 @@ class Histogram:
         self.total_ns = 0
         self.max_ns = 0
         self.buckets = [0] * NBUCKETS
+        self.weight = 1
+        self.mask = 0
 
     def fold(self) -> None:
-        """Move the pending latencies into the buckets."""
+        """Move the pending latencies into the buckets; from SAMPLE_FROM latencies on, sample."""
         pending = self.pending
         if not pending:
             return
@@ -100,15 +106,9 @@ class Histogram:
             j = bisect_right(batch, bucket_high(index), i)
             buckets[index] += (j - i) * weight
             i = j
-
-    def fold_sampling(self) -> int:
-        """fold(), then the mask a handler's wrapper samples with from now on (a call whose count
-        has none of its bits set is timed): 0, time every call, until the histogram holds
-        SAMPLE_FROM latencies; then one call in SAMPLE_EVERY, each latency of weight SAMPLE_EVERY."""
-        self.fold()
         if self.timed >= SAMPLE_FROM:
             self.weight = SAMPLE_EVERY
-        return self.weight - 1
+            self.mask = SAMPLE_EVERY - 1
 
     def latency(self, ns: int) -> None:
         """One call's latency, of weight 1 (a call that waited: every one is timed)."""

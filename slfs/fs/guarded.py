@@ -55,17 +55,22 @@ def failure(name: str, exc: Exception, args: tuple[Any, ...]) -> pyfuse3.FUSEErr
 
 # The handler's parameters are spliced in where {params} stands; the names it uses are the
 # factory's arguments (closure cells). Every call is counted, and every error; a call that waits is
-# timed, and of those that answer at once every one whose count has none of `mask`'s bits set (all
-# of them until the histogram says otherwise, then one in stats.SAMPLE_EVERY). Such a latency is
-# appended, folded into the histogram every FOLD_AT and before any read (stats.Histogram.add).
+# timed, and of those answered at once each one whose count has none of the histogram's `mask`
+# bits set (stats.Histogram). Such a latency is appended, and folded into the histogram every
+# FOLD_AT and before any read (stats.Histogram.add).
 _TEMPLATE = """
-def make(fn, name, clock, coroutine, hist, latency, add, pending, fold_sampling, fold_at, FUSEError, failure):
-    mask = 0
+def make(fn, name, clock, coroutine, hist, latency, add, pending, fold, fold_at, FUSEError, failure):
+    def took(ns, n):
+        # Filed if call n is still one to time under the mask now in force (a read of the stats
+        # within the call folds, which may start the sampling): each latency stands for its weight.
+        if not n & hist.mask:
+            add(ns)
+            if len(pending) >= fold_at:
+                fold()
     async def wrapper(self, {params}):
-        nonlocal mask
         n = hist.count + 1
         hist.count = n
-        start = 0 if n & mask else clock()
+        start = 0 if n & hist.mask else clock()
         try:
             result = fn(self, {params})
             if type(result) is coroutine:
@@ -81,20 +86,18 @@ def make(fn, name, clock, coroutine, hist, latency, add, pending, fold_sampling,
         except FUSEError:
             hist.errors += 1
             if start:
-                add(clock() - start)
+                took(clock() - start, n)
             raise
         except Exception as exc:
             hist.errors += 1
             if start:
-                add(clock() - start)
+                took(clock() - start, n)
             raise failure(name, exc, {args}) from None
         except BaseException:  # cancelled: counted as failed, not an errno
             hist.errors += 1
             raise
         if start:
-            add(clock() - start)
-            if len(pending) >= fold_at:
-                mask = fold_sampling()
+            took(clock() - start, n)
         return result
     return wrapper
 """
@@ -113,7 +116,7 @@ def guarded_sync(fn: Callable[..., Any]) -> Callable[..., Coroutine[Any, Any, An
     exec(_TEMPLATE.format(params=params, args=f"({params},)" if params else "()"), namespace)
     hist = STATS.handler(fn.__name__)
     wrapper = namespace["make"](fn, fn.__name__, perf_counter_ns, CoroutineType, hist, hist.latency, hist.add,
-                                hist.pending, hist.fold_sampling, FOLD_AT, pyfuse3.FUSEError, failure)
+                                hist.pending, hist.fold, FOLD_AT, pyfuse3.FUSEError, failure)
     functools.update_wrapper(wrapper, fn)
     wrapper.__defaults__ = fn.__defaults__
     return cast(Callable[..., Coroutine[Any, Any, Any]], wrapper)

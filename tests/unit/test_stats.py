@@ -126,17 +126,16 @@ def test_added_latencies_fill_the_buckets_as_records_do() -> None:
 
 
 def test_sampled_latencies_stand_for_the_calls_they_sample() -> None:
-    """Once a histogram holds SAMPLE_FROM latencies, fold_sampling says to time one call in
+    """Once a histogram holds SAMPLE_FROM latencies, a fold sets the mask to time one call in
     SAMPLE_EVERY, and each latency added from then on stands for SAMPLE_EVERY calls: percentiles
     and the mean are those of every call, estimated; the maximum is that of the calls timed."""
     h = Histogram()
-    mask = 0
     for n in range(1, SAMPLE_FROM + 1):
-        if not n & mask:
-            h.add(1_000)
+        assert not n & h.mask  # every call timed, until the fold that reaches SAMPLE_FROM
+        h.add(1_000)
         if len(h.pending) >= FOLD_AT:
-            mask = h.fold_sampling()
-    assert mask == SAMPLE_EVERY - 1 and h.timed == SAMPLE_FROM
+            h.fold()
+    assert h.mask == SAMPLE_EVERY - 1 and h.weight == SAMPLE_EVERY and h.timed == SAMPLE_FROM
     for _ in range(SAMPLE_FROM):  # as many calls again, slower: a sample of them is timed
         h.add(3_000)
     h.count = SAMPLE_FROM + SAMPLE_FROM * SAMPLE_EVERY
@@ -148,8 +147,8 @@ def test_sampled_latencies_stand_for_the_calls_they_sample() -> None:
     assert 1.0 <= h.percentile_ns(10) / 1000 <= 1.125
     expected_mean = (SAMPLE_FROM * 1_000 + SAMPLE_FROM * SAMPLE_EVERY * 3_000 + 1_000_000) / h.timed / 1000
     assert snap["mean_us"] == round(expected_mean, 1)
-    h.clear()  # the weight stays: a wrapper sampling goes on sampling
-    assert h.weight == SAMPLE_EVERY and h.fold_sampling() == SAMPLE_EVERY - 1
+    h.clear()  # afresh: every call timed again
+    assert (h.mask, h.weight, h.timed) == (0, 1, 0)
 
 
 @given(st.lists(st.one_of(st.integers(min_value=0, max_value=40), st.integers(min_value=0, max_value=2**50)),
