@@ -12,6 +12,7 @@ NotConnected, the listener hears about it, and run() reconnects with capped, jit
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -20,6 +21,7 @@ import attrs
 import trio
 from trio_websocket import (
     ConnectionClosed,
+    ConnectionTimeout,
     HandshakeError,
     WebSocketConnection,
     open_websocket,
@@ -100,6 +102,9 @@ BIG_LIST = 50
 # Bytes read from the socket at a time (trio_websocket's default is 4 KiB: a 20 MB object.list
 # answer took 5,000 reads through wsproto).
 RECEIVE_BUFFER = 256 * 1024
+# How long after connect_timeout the session ends an opening trio-websocket did not end (see
+# ViewerSession._connect_once).
+OPENING_GRACE = 1.0
 CLOSE_TRY_AGAIN = 1013
 # Frames from this size on are parsed in steps (see _Connection.handle_big_frame).
 STEPPED_FRAME = 1 << 20
@@ -559,39 +564,51 @@ class ViewerSession:
             self._set_state(CONNECTING, f"{refusal}; retrying")
             return False
         conn: _Connection | None = None
+        # trio-websocket 0.12.2's connect_timeout does not end an opening whose peer accepted the
+        # TCP connection and never answers the HTTP upgrade: its timeout fires, but open_websocket
+        # then waits for its reader task, which waits on the silent peer (measured: no retry for as
+        # long as the peer holds the connection). This deadline, a little after the library's,
+        # bounds the whole opening, and is lifted once the connection is open.
+        opening = trio.CancelScope(deadline=trio.current_time() + self.connect_timeout + OPENING_GRACE)
         try:
-            async with open_websocket(
-                self.host,
-                self.port,
-                "/",
-                use_ssl=False,
-                max_message_size=MAX_MESSAGE_SIZE,
-                receive_buffer_size=RECEIVE_BUFFER,
-                connect_timeout=self.connect_timeout,
-                disconnect_timeout=2.0,
-            ) as ws:
-                log.info("connected to %s, waiting for the handshake", self.url)
-                try:
-                    async with trio.open_nursery() as nursery:
-                        conn = _Connection(self, ws, nursery)
-                        self._conn = conn
-                        nursery.start_soon(self._handshake_watchdog, conn)
-                        await conn.read_loop()
-                        nursery.cancel_scope.cancel()
-                except BaseException as exc:
-                    # run() is being cancelled: say goodbye, briefly and best-effort.
-                    if _is_cancellation(exc) and conn is not None and not conn.close_reason:
-                        with trio.CancelScope(shield=True), trio.move_on_after(1.0):
-                            try:
-                                bye = SessionDisconnect(reason=DISCONNECT_EDITOR_CLOSED, message="Editor closed")
-                                await conn.notify("session.disconnect", bye)
-                            except _CLOSED_ERRORS:
-                                pass
-                    raise
-                finally:
-                    self._conn = None
-                    if conn is not None:
-                        conn.fail_pending(conn.close_reason or "session stopped")
+            with opening:
+                async with open_websocket(
+                    self.host,
+                    self.port,
+                    "/",
+                    use_ssl=False,
+                    max_message_size=MAX_MESSAGE_SIZE,
+                    receive_buffer_size=RECEIVE_BUFFER,
+                    connect_timeout=self.connect_timeout,
+                    disconnect_timeout=2.0,
+                ) as ws:
+                    opening.deadline = math.inf
+                    log.info("connected to %s, waiting for the handshake", self.url)
+                    try:
+                        async with trio.open_nursery() as nursery:
+                            conn = _Connection(self, ws, nursery)
+                            self._conn = conn
+                            nursery.start_soon(self._handshake_watchdog, conn)
+                            await conn.read_loop()
+                            nursery.cancel_scope.cancel()
+                    except BaseException as exc:
+                        # run() is being cancelled: say goodbye, briefly and best-effort.
+                        if _is_cancellation(exc) and conn is not None and not conn.close_reason:
+                            with trio.CancelScope(shield=True), trio.move_on_after(1.0):
+                                try:
+                                    bye = SessionDisconnect(reason=DISCONNECT_EDITOR_CLOSED, message="Editor closed")
+                                    await conn.notify("session.disconnect", bye)
+                                except _CLOSED_ERRORS:
+                                    pass
+                        raise
+                    finally:
+                        self._conn = None
+                        if conn is not None:
+                            conn.fail_pending(conn.close_reason or "session stopped")
+            if opening.cancelled_caught:
+                return self._not_opened()
+        except ConnectionTimeout:
+            return self._not_opened()
         except HandshakeError as exc:
             if conn is not None:  # DisconnectionTimeout: closing took too long
                 log.warning("closing the connection timed out")
@@ -618,6 +635,17 @@ class ViewerSession:
                 conn.close_reason = f"unexpected error: {exc!r}"
         assert conn is not None
         return self._connection_ended(conn)
+
+    def _not_opened(self) -> bool:
+        """The opening took longer than connect_timeout: something holds the port that does not
+        speak WebSocket (or not yet)."""
+        detail = (f"cannot reach the viewer at {self.url}: the WebSocket connection did not open within "
+                  f"{self.connect_timeout:g} s (something holds the port that does not answer the upgrade)")
+        if detail != self.last_error:
+            log.warning("%s", detail)
+        self.last_error = detail
+        self._set_state(CONNECTING, f"{detail}; retrying")
+        return False
 
     def _connection_ended(self, conn: _Connection) -> bool:
         reason = conn.close_reason or "connection closed"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import socket
@@ -540,6 +541,34 @@ async def test_handshake_timeout() -> None:
         async with running(fake, handshake_timeout=0.1) as (session, rec, _):
             await rec.wait_for(lambda: len(fake.conns) >= 2)
             assert "did not complete the handshake" in session.last_error
+
+
+async def test_a_port_that_never_answers_the_upgrade_is_left_and_tried_again() -> None:
+    """Something that accepts the TCP connection and never answers the HTTP upgrade (a wedged
+    program on the port): the opening ends after connect_timeout, the status says why, and the
+    session tries again (trio-websocket alone would wait on that connection for as long as the
+    peer holds it)."""
+    held: list[trio.SocketStream] = []
+    accepted = trio.Event()
+
+    async def silent(stream: trio.SocketStream) -> None:
+        held.append(stream)
+        if len(held) >= 2:
+            accepted.set()
+        await trio.sleep_forever()
+
+    rec = Recorder()
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            listeners = await nursery.start(functools.partial(trio.serve_tcp, silent, 0, host="127.0.0.1"))
+            port = listeners[0].socket.getsockname()[1]
+            session = ViewerSession(rec, "127.0.0.1", port, connect_timeout=0.2, **FAST)
+            nursery.start_soon(session.run)
+            await accepted.wait()
+            assert session.state == "connecting"
+            assert "did not open within 0.2 s" in session.last_error
+            assert "did not open within 0.2 s" in session.state_detail
+            nursery.cancel_scope.cancel()
 
 
 async def test_object_list_failure_reconnects() -> None:
