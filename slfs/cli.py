@@ -26,6 +26,23 @@ def _default_port() -> int:
         return DEFAULT_PORT
 
 
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = 0
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port (1-65535)")
+    return port
+
+
+def _host(text: str) -> str:
+    """A host name or address; an IPv6 address may come in brackets, as in a URL."""
+    if text.startswith("[") and text.endswith("]"):
+        return text[1:-1]
+    return text
+
+
 def setup_logging(verbose: bool) -> None:
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.INFO,
@@ -46,8 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     m = sub.add_parser("mount", help="mount the viewer's published objects")
     m.add_argument("mountpoint")
     m.add_argument("-f", "--foreground", action="store_true", help="stay in the foreground")
-    m.add_argument("--host", default="127.0.0.1")
-    m.add_argument("--port", type=int, default=_default_port())
+    m.add_argument("--host", type=_host, default="127.0.0.1")
+    m.add_argument("--port", type=_port, default=_default_port())
     m.add_argument("-o", dest="options", action="append", default=[], metavar="OPT[,OPT...]")
     m.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)
 
@@ -113,7 +130,10 @@ def cmd_mount(args: argparse.Namespace, argv: list[str]) -> int:
         print(f"slfs: --host {args.host}: not a loopback address; slfs talks only to a viewer on this machine, "
               "whose listener it can check is ours (-o allow_remote_viewer to connect anyway)", file=sys.stderr)
         return 2
-    paths.runtime_dir(create=True)  # refused here, before anything starts, when it is not ours alone
+    # Refused here, before anything starts, when it is not ours alone: the runtime dir, and the
+    # short fallback dir a long one puts the control socket in (a background mount would otherwise
+    # say only that its daemon exited).
+    paths.control_socket_path(args.mountpoint)
     if not args.foreground:
         child = [a for a in argv if a not in ("-v", "--verbose")]
         child.insert(child.index("mount") + 1, "-f")
@@ -125,11 +145,14 @@ def cmd_mount(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def cmd_umount(mountpoint: str) -> int:
-    from .daemon import unmount
+    from .daemon import is_mounted, unmount
     from .registry import read_registry, registry_path
 
     real = os.path.realpath(mountpoint)
     entry = next((e for e in read_registry() if e.get("mountpoint") == real), None)
+    if not is_mounted(real):
+        print(f"slfs: {mountpoint}: not mounted", file=sys.stderr)
+        return 1
     if not unmount(real):
         print(f"slfs: could not unmount {mountpoint} (is it busy? see: fuser -m {mountpoint})", file=sys.stderr)
         return 1

@@ -436,7 +436,8 @@ class ViewerSession:
 
     @property
     def url(self) -> str:
-        return f"ws://{self.host}:{self.port}/"
+        host = f"[{self.host}]" if ":" in self.host else self.host  # an IPv6 address
+        return f"ws://{host}:{self.port}/"
 
     # --- public API -----------------------------------------------------------------------------
 

@@ -625,3 +625,10 @@ async def test_listener_failures_do_not_break_the_session() -> None:
             assert session.state == "connected"
             assert await session.call("object.list", {}) == {"objects": fake.objects}
             nursery.cancel_scope.cancel()
+
+
+def test_url_brackets_an_ipv6_address() -> None:
+    rec = Recorder()
+    assert ViewerSession(rec, "127.0.0.1", 9020).url == "ws://127.0.0.1:9020/"
+    assert ViewerSession(rec, "::1", 9020).url == "ws://[::1]:9020/"
+    assert ViewerSession(rec, "localhost", 9020).url == "ws://localhost:9020/"

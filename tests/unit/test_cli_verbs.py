@@ -307,3 +307,28 @@ def test_run_verb_no_mount(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caps
     assert cli.main(["open-uri", "--json", "vscode://lindenlab.sl-vscode-plugin/connect?port=80&object=" + OBJ]) == 2
     out, err = capsys.readouterr()
     assert out == "" and "1024" in err
+
+
+def test_umount_of_what_is_not_mounted_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    run = tmp_path / "run"
+    run.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(run))
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    for path in (plain, tmp_path / "missing"):
+        assert cli.main(["umount", str(path)]) == 1
+        err = capsys.readouterr().err
+        assert err == f"slfs: {path}: not mounted\n"  # not "is it busy?": nothing is mounted there
+
+
+def test_mount_takes_a_real_port_and_a_bracketed_ipv6_host(capsys: pytest.CaptureFixture[str]) -> None:
+    parser = cli.build_parser()
+    assert parser.parse_args(["mount", "--port", "65535", "/x"]).port == 65535
+    for bad in ("0", "-1", "99999", "abc"):
+        with pytest.raises(SystemExit) as exit_:
+            parser.parse_args(["mount", "--port", bad, "/x"])
+        assert exit_.value.code == 2
+        assert f"argument --port: '{bad}' is not a TCP port (1-65535)" in capsys.readouterr().err
+    assert parser.parse_args(["mount", "--host", "[::1]", "/x"]).host == "::1"
+    assert parser.parse_args(["mount", "--host", "::1", "/x"]).host == "::1"

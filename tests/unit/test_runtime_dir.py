@@ -138,3 +138,21 @@ def test_mount_refuses_a_remote_host_without_the_option(
     assert not (tmp_path / "slfs").exists()  # nothing was started
     assert cli.main(["mount", "-f", "-o", "allow_remote_viewer=1", "--host", "192.0.2.1", str(mnt)]) == 2
     assert "takes no value" in capsys.readouterr().err
+
+
+def test_background_mount_names_an_unsafe_socket_fallback_dir(
+    fallback: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A long $XDG_RUNTIME_DIR puts the socket in the fallback dir: one open to others is refused
+    by `slfs mount` itself, with the reason, before any daemon starts (not only in its log)."""
+    long_dir = tmp_path / ("r" * (150 - len(str(tmp_path)) - 1))
+    long_dir.mkdir()
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(long_dir))
+    fallback.mkdir()
+    os.chmod(fallback, 0o777)
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    assert cli.main(["mount", str(mnt)]) == 1
+    err = capsys.readouterr().err
+    assert f"slfs: {fallback} has mode 0777, open to other users; refusing it" in err
+    assert "daemon exited" not in err and not (long_dir / "slfs" / "mounts").exists()
