@@ -744,9 +744,15 @@ class Writer:
                 return
             try:
                 data = item.local if item.local is not None else await self.ws.read_content(item)
-                await self.keeper.keep(TRASH, shown, bytes(data), "deleted")
-            except FsError as exc:
+            except FsError as exc:  # content the viewer does not give (no copy can exist): deleted anyway
                 log.warning("%s: no copy in the trash (%s)", shown, exc.message)
+            else:
+                if await self.keeper.keep(TRASH, shown, bytes(data), "deleted") is None:
+                    # The disk refused the copy (logged, counted): deleting now would make the rm
+                    # unrecoverable, so the item stays, as when the viewer refuses the delete.
+                    self.ws.note_error(f"{shown} was not deleted: its trash copy failed ({self.keeper.last_failure})")
+                    self.tree.relayout(folder)
+                    return
             try:
                 await self.ws.call(f"delete {shown}", "object.item.delete",
                                    ItemDeleteParams(prim_id=folder.uuid, item_id=item.uuid))

@@ -141,15 +141,21 @@ async def test_full_disk_costs_the_copies_not_the_mount(mount_factory: MountFact
         held = b"held open through a full disk\n"
         fd = await m.thread(hold_open, m.path("Box", ARM_DIR, "Left"), held)
 
-        # An rm whose trash copy fails: logged, counted, and the mount goes on.
+        # An rm whose trash copy fails: logged, counted, and the mount goes on. The delete is not
+        # carried out (it would be unrecoverable): the item shows again, as when the viewer
+        # refuses a delete, and the status says why.
         await m.thread(os.unlink, m.path("Box", "Note"))
         await settle(m)
         status = await m.status()
         assert status["disk_errors"] == "1", status
         assert status["background_errors"] == "0", status
+        assert "Note was not deleted: its trash copy failed" in status["last_error"], status
+        assert "No space left on device" in status["last_error"], status
         log = m.log_text()
         assert "could not keep" in log and "in the trash folder" in log and "No space left on device" in log, log
-        assert "Note" not in await m.thread(os.listdir, m.path("Box"))
+        assert "Note" in await m.thread(os.listdir, m.path("Box"))
+        assert not any(meth == "object.item.delete" for meth, _ in sim_of(m).calls)
+        assert content(m, NOTE) == NOTE_TEXT
         assert trash_files(m) == []
         await serving(m, b"print('still serving')\n")
 
