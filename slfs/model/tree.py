@@ -440,6 +440,13 @@ class Tree:
             self.nodes.pop(node.inode, None)
             _release(node)
 
+    def end_own_updates(self) -> None:
+        """The connection ended: no echo of a save made on it can come any more. The next session's
+        object.list may hold another content (a viewer restarted with its own state), so it must
+        not pass for that echo (_content_may_have_changed)."""
+        for item in self.iter_items():
+            item.expect_own_update = 0.0
+
     def iter_items(self) -> Iterator[Item]:
         for obj in self.objects.values():
             for folder in (obj, *obj.prims.values()):

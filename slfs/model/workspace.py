@@ -181,6 +181,7 @@ class Workspace:
 
     def on_disconnected(self, reason: str) -> None:
         self._dropped_at = trio.current_time()
+        self.tree.end_own_updates()
         self.emit("disconnected", reason=reason)
 
     def on_state(self, state: str, detail: str) -> None:

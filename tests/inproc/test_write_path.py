@@ -295,3 +295,29 @@ async def test_a_read_only_handle_follows_its_item_to_a_local_name(tmp_path: Pat
         assert await fs.ops.read(reader, 0, 4096) == NOTE_TEXT.encode()
         await fs.close(reader)
         assert await fs.read_file("Box/.note-backup") == NOTE_TEXT.encode()
+
+
+async def test_a_reconnect_right_after_a_save_is_no_echo_of_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               version: int) -> None:
+    """The first inventory after our save passes for its echo (the content is what we saved), but
+    only on the connection the save was made on: a viewer killed before its echo and started again
+    with other content (its own state) lists the item afresh, and the file shows what it holds."""
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+        fs.ws.session.backoff_min = fs.ws.session.backoff_max = 0.05
+
+        async def killed_before_its_echo(*args: object) -> None:
+            pass
+
+        monkeypatch.setattr(fs.sim, "send_inventory_update", killed_before_its_echo)
+        await fs.write_file("Box/Note", b"our save\n")
+        assert await fs.read_file("Box/Note") == b"our save\n"
+        restarted = fs.sim.item(NOTE)
+        restarted.content = "what the restarted viewer holds\n"
+        if version == 2:
+            restarted.revision = fs.sim.world.next_revision()  # not the one our save was answered at
+        await fs.sim.disconnect_all()
+        with trio.fail_after(5):
+            while fs.ws.connected:
+                await trio.sleep(0.01)
+        await fs.ws.session.wait_connected(5)
+        assert await fs.read_file("Box/Note") == b"what the restarted viewer holds\n"
