@@ -599,9 +599,12 @@ class Writer:
         kept in the recovery folder; new files never closed are kept too. Nothing is dropped."""
         items = [n for n in list(self.tree.nodes.values()) if isinstance(n, Item) and n.dirty and n.local is not None]
         kept: set[str] = set()
-        if save and self.ws.connected:
+        if save and items:
             with trio.move_on_after(grace):
-                for item in items:
+                # A stop while the session reconnects after a drop waits for it as a save would
+                # (reconnect_wait from the drop), rather than sending the files to recovery at once.
+                viewer = self.ws.connected or await self.ws.await_viewer()
+                for item in items if viewer else ():
                     unlinked = item.folder is not None and item.folder.tombstones.get(item.name) is item
                     if item.attached and not unlinked:
                         try:

@@ -321,3 +321,23 @@ async def test_a_reconnect_right_after_a_save_is_no_echo_of_it(tmp_path: Path, m
                 await trio.sleep(0.01)
         await fs.ws.session.wait_connected(5)
         assert await fs.read_file("Box/Note") == b"what the restarted viewer holds\n"
+
+
+async def test_a_stop_during_a_reconnect_waits_to_save_what_is_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  version: int) -> None:
+    """What the daemon does on its way out (Writer.keep_unsaved) for a file written and still open:
+    while the session reconnects after a drop, it waits for it (reconnect_wait) and saves in-world,
+    rather than going straight to the recovery folder."""
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version,
+                              options=Options(delete_grace=0.2, reconnect_wait=5)) as fs:
+        fs.ws.session.backoff_min = fs.ws.session.backoff_max = 0.3
+        fh = await fs.open("Box/Note", os.O_WRONLY | os.O_TRUNC)
+        await fs.ops.write(fh, 0, b"written, still open at the stop\n")
+        await fs.sim.disconnect_all()
+        with trio.fail_after(5):
+            while fs.ws.connected:
+                await trio.sleep(0.01)
+        await fs.svc.writer.keep_unsaved(10)
+        assert fs.sim.item(NOTE).content == "written, still open at the stop\n"
+        assert recovery(tmp_path) == []
+        await fs.ops.release(fh)
