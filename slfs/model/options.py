@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import os
+import shlex
 
 import attrs
 
@@ -31,6 +33,9 @@ class Options:
 
 _FLOAT = {"delete_grace", "attr_timeout", "shutdown_grace", "reconnect_wait"}
 _INT = {"prefetch", "save_retries"}
+# Upper bounds: prefetch starts that many fetch tasks at mount (a huge number froze the daemon),
+# and every duration must be a real number of seconds the kernel and trio can take.
+_MAX = {"prefetch": 256, "save_retries": 100, **dict.fromkeys(_FLOAT, 1_000_000)}
 _PASSTHROUGH = {"allow_other", "allow_root", "default_permissions", "ro", "rw", "noatime", "auto_unmount"}
 
 
@@ -50,6 +55,8 @@ def parse_options(items: list[str]) -> Options:
                                      f"got {value!r}") from None
                 if number < 0:
                     raise ValueError(f"-o {name} must not be negative")
+                if not math.isfinite(number) or number > _MAX[name]:
+                    raise ValueError(f"-o {name} must be at most {_MAX[name]:,}, got {value!r}")
                 kw[name] = number
             elif name == "vm":
                 if value not in VM_CHOICES:
@@ -58,6 +65,10 @@ def parse_options(items: list[str]) -> Options:
             elif name == "open_cmd":
                 if not sep or not value.strip():
                     raise ValueError("-o open_cmd needs a command, e.g. open_cmd='code -g {path}:{line}'")
+                try:
+                    shlex.split(value)  # as workspace.py splits it to run it (never through a shell)
+                except ValueError as exc:
+                    raise ValueError(f"-o open_cmd={value!r}: {exc}") from None
                 kw["open_cmd"] = value
             elif name == "allow_remote_viewer":
                 if sep:

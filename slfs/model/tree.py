@@ -662,6 +662,8 @@ class Tree:
     def _set_inventory(self, folder: Folder, inventory: list[InventoryItem], *, relayout: bool = True) -> None:
         """A complete replacement of a prim's inventory (the only inventory shape viewers send)."""
         keep = {i.item_id for i in inventory}
+        now = time.monotonic()
+        echo = any(i.expect_own_update > now for i in folder.items.values())
         for item_id in [k for k in folder.items if k not in keep]:
             self._detach(folder.items.pop(item_id))
         for data in inventory:
@@ -676,7 +678,7 @@ class Tree:
             item.data = data
             if data != old:
                 self._touch(item)  # mode, run state, xattrs
-            if not self._content_may_have_changed(item, old, data):
+            if not self._content_may_have_changed(item, old, data, echo):
                 continue
             item.generation += 1
             if item.content is not None and item.content_valid:
@@ -688,13 +690,16 @@ class Tree:
             self.relayout(folder)
 
     @staticmethod
-    def _content_may_have_changed(item: Item, old: InventoryItem, new: InventoryItem) -> bool:
+    def _content_may_have_changed(item: Item, old: InventoryItem, new: InventoryItem, echo: bool) -> bool:
         """Whether an inventory replacement may hide a content change of `item`.
 
         Newer viewers send `revision`: when present it is the only signal, up means changed,
         unchanged means not, whatever else the record carries. The first change after our own save
         is that save's echo: the content is what we saved, now at the new revision. Older viewers
-        send no per-item signal: any replacement may hide a change, except our own save's echo."""
+        send no per-item signal: any replacement may hide a change, except our own save's echo -
+        `echo`: this replacement is the first since our save of an item of the prim, which leaves
+        the others whose record it does not change as they were (slfs(5): the update answering a
+        save of your own changes nothing; another's edit meanwhile comes with an update of its own)."""
         own = item.expect_own_update > time.monotonic()
         if new.revision is not None:
             if new.revision == old.revision:
@@ -709,7 +714,7 @@ class Tree:
         if own:
             item.expect_own_update = 0.0
             return False
-        return True
+        return not (echo and new == old)
 
     def relayout(self, folder: Folder, changed: Iterable[str] | None = None) -> None:
         """Recompute the folder's file names and report every name whose meaning changed.

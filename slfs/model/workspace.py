@@ -47,6 +47,13 @@ from .tree import EntryChanged, Folder, Invalidation, Item, Tree
 
 log = logging.getLogger(__name__)
 
+# `.slfs/status` in the order slfs(5) gives; the services add their lines wherever they are built.
+STATUS_ORDER = (
+    "state", "state_detail", "endpoint", "viewer", "viewer_version", "agent", "agent_id", "objects", "items",
+    "content_fetches", "last_error", "pending_saves", "last_recovery", "region_unavailable",
+    "background_errors", "disk_errors", "event_log_errors", "event_log_error", "kernel_refs",
+)
+
 # Tests: the name of a background job (a function's __name__) to fail with an injected exception.
 JOB_FAULT_ENV = "SLFS_INJECT_JOB_FAULT"
 
@@ -486,4 +493,5 @@ class Workspace:
         out["region_unavailable"] = ", ".join(sorted(self.regions_down.values())) or "none"
         for service in self._services:
             out.update(service.status())
-        return out
+        ordered = {key: out.pop(key) for key in STATUS_ORDER if key in out}
+        return {**ordered, **out}  # keys not in STATUS_ORDER (none today) after the others

@@ -19,8 +19,11 @@ async def test_slfs_hidden_but_reachable(mounted: Mount) -> None:
     assert ".slfs" not in (await m.out("ls", "-a", m.path("Hello Cube"))).split()
     text = await m.out("cat", m.path(".slfs/status"))
     status = dict(line.split(": ", 1) for line in text.splitlines())
-    for key in ("state", "endpoint", "objects", "items", "last_error", "kernel_refs"):
-        assert key in status, key
+    # every key slfs(5) names, in its order
+    assert list(status) == [
+        "state", "state_detail", "endpoint", "viewer", "viewer_version", "agent", "agent_id", "objects", "items",
+        "content_fetches", "last_error", "pending_saves", "last_recovery", "region_unavailable",
+        "background_errors", "disk_errors", "event_log_errors", "event_log_error", "kernel_refs"]
     assert status["state"] == "connected"
     assert status["endpoint"].endswith(f":{m.port}") or str(m.port) in status["endpoint"]
     assert status["objects"] == "6"

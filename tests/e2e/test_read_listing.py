@@ -237,6 +237,12 @@ async def test_getfattr(mounted: Mount) -> None:
     assert one == "script"
     res = await m.run("getfattr", "-n", "user.sl.nope", m.path("Hello Cube/Hello.lsl"), check=False)
     assert res.returncode != 0 and b"No such attribute" in res.stderr
+    # read-only: setting one or removing one that is there is ENOTSUP; removing one not there ENODATA
+    for argv in (["-n", "user.sl.type", "-v", "notecard"], ["-x", "user.sl.type"]):
+        res = await m.run("setfattr", *argv, m.path("Hello Cube/Hello.lsl"), check=False)
+        assert res.returncode != 0 and b"Operation not supported" in res.stderr, (argv, res.stderr)
+    res = await m.run("setfattr", "-x", "user.sl.nope", m.path("Hello Cube/Hello.lsl"), check=False)
+    assert res.returncode != 0 and b"No such attribute" in res.stderr
 
 
 async def test_every_naming_rule(mount_factory: MountFactory) -> None:
