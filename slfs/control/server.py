@@ -285,6 +285,17 @@ class ControlServer:
         if live is not None:
             return await self._live_diag(live, p.get("wait"))
         node = self.resolve(p.get("path") or self.ws.mountpoint)
+        waited: bool | None = None
+        wait = p.get("wait")
+        if isinstance(wait, (int, float)) and wait > 0:
+            if not isinstance(node, Item) or not node.is_script:
+                raise FsError(errno.EINVAL, f"{p.get('path')}: diag --wait names one script")
+            # A save through the mount returns with its compile answer: the wait is for a save in
+            # progress (another program's close) to end.
+            waited = False
+            with trio.move_on_after(min(float(wait), 70.0)):
+                await self.writer.wait_saved(node)
+                waited = True
         items = [node] if isinstance(node, Item) else self._items_under(node)
         files = []
         diagnostics: list[dict[str, Any]] = []
@@ -301,7 +312,10 @@ class ControlServer:
             diagnostics.extend(diags)
             files.append({"path": self.scripts.abspath(item), "compiled": report.compiled, "at": report.at,
                           "note": report.note, "source": report.source})
-        return {"diagnostics": diagnostics, "files": files}
+        out: dict[str, Any] = {"diagnostics": diagnostics, "files": files}
+        if waited is not None:
+            out["waited"] = waited
+        return out
 
     def _live_named(self, path: Any) -> LiveScript | None:
         """The live script of `MOUNT/.slfs/live/NAME` (or `.slfs/live/NAME`), None for other paths."""

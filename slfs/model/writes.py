@@ -130,6 +130,11 @@ class Writer:
         if size > limit:
             raise FsError(errno.EFBIG, f"{shown}: {item_type}s hold at most {limit} bytes")
 
+    async def wait_saved(self, item: Item) -> None:
+        """Until no save of `item` is in progress (a script's compile answer is then in)."""
+        async with self._save_locks[item.uuid]:
+            pass
+
     async def save(self, item: Item) -> None:
         """Store the item's local edits in-world. Returns once the viewer stored them."""
         async with self._save_locks[item.uuid]:

@@ -125,6 +125,13 @@ async def test_diag(mounted: Mount) -> None:
                f"'{good}' && rm /tmp/slfs-good-$$.lsl && {sys.executable} -m slfs diag '{good}'")
     data = await sj(m, "diag", hello)
     assert data["diagnostics"] == [] and data["files"][0]["compiled"] is True
+    # --wait on a script saved through the mount: its compile answer came with the save
+    data = await sj(m, "diag", "--wait", hello)
+    assert data["waited"] is True and data["diagnostics"] == []
+    # --wait names one script: a notecard or a folder is refused
+    for other in (m.path(CUBE, "Notes\u2215Todo"), m.path(CUBE)):
+        rc, out, err = await slfs(m, "diag", "--wait", str(other), check=False)
+        assert rc != 0 and "diag --wait names one script" in err, (rc, out, err)
     # errors: no such path
     rc, out, err = await slfs(m, "diag", "--json", m.path(CUBE, "nope.lsl"), check=False)
     assert rc == 1 and out == "" and "nope.lsl" in err

@@ -341,3 +341,22 @@ async def test_a_stop_during_a_reconnect_waits_to_save_what_is_open(tmp_path: Pa
         assert fs.sim.item(NOTE).content == "written, still open at the stop\n"
         assert recovery(tmp_path) == []
         await fs.ops.release(fh)
+
+
+async def test_wait_saved_ends_with_the_save_in_progress(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         version: int) -> None:
+    """What `slfs diag --wait` waits for on a script saved through the mount: a save another
+    program's close started, until the viewer answered it."""
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version,
+                              method_latency_ms={"object.content.save": 300}) as fs:
+        item = fs.ws.tree.by_uuid[MAIN]
+        assert isinstance(item, Item)
+        await fs.svc.writer.wait_saved(item)  # nothing in progress: at once
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(fs.write_file, "Box/Main.lsl", b"default { state_entry() { } }\n")
+            with trio.fail_after(5):
+                while not any(m == "object.content.save" for m, _ in fs.sim.calls):
+                    await trio.sleep(0.01)
+            await fs.svc.writer.wait_saved(item)
+            assert fs.sim.item(MAIN).content == "default { state_entry() { } }\n"
+            assert not item.dirty
