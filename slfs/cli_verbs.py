@@ -317,7 +317,7 @@ def parse_since(text: str) -> tuple[int | None, float | None]:
 
 
 def cmd_events(args: argparse.Namespace) -> int:
-    cursor, seconds = parse_since(args.since) if args.since else (None, None)
+    cursor, seconds = parse_since(args.since) if args.since is not None else (None, None)
     _entry, c = _client_for(args)
     with c:
         if seconds is not None or not args.follow:
@@ -371,7 +371,9 @@ def _viewer_command(args: argparse.Namespace, command: str, params: dict[str, An
         _emit_json(data)
     else:
         result = data.get("result")
-        print(f"{command}: " + (json.dumps(result) if result not in (None, {}, True) else "ok"))
+        # A result that only says it worked ({"success": true}, as viewers answer) is "ok" too.
+        plain = result in (None, {}, True) or result == {"success": True}
+        print(f"{command}: " + ("ok" if plain else json.dumps(result)))
     return 0
 
 

@@ -250,6 +250,9 @@ async def test_object_commands(mounted: Mount) -> None:
                           ("reset-all", "viewer.script.reset_all")):
         data = await sj(m, verb, cube)
         assert data["command"] == command, data
+    # without --json, a result that only says it worked is "COMMAND: ok" (slfs(1))
+    rc, out, err = await slfs(m, "teleport", cube)
+    assert out == "viewer.teleport: ok\n", (out, err)
     data = await sj(m, "recompile", "--target", "luau", m.path(CUBE, "Counter.luau"))
     assert data["command"] == "viewer.script.recompile_all"
     rc, out, err = await slfs(m, "recompile", "--json", "--target", "java", cube, check=False)
