@@ -472,7 +472,7 @@ class ViewerSession:
         link drops while the call is pending), CallTimeout when no answer came in time."""
         conn = self._conn
         if self.state != CONNECTED or conn is None or not conn.ready or conn.closed:
-            raise NotConnected(f"Not connected to the viewer ({self.state}: {self.state_detail})")
+            raise NotConnected(f"{self.state}: {self.state_detail}")  # callers say "not connected to the viewer"
         return await conn.call(method, params, timeout)
 
     async def call_typed(
