@@ -55,6 +55,13 @@ CONFIRM_TIMEOUT = 15.0
 Handler = Callable[[dict[str, Any]], Awaitable[Any]]
 
 
+def _wait_bound(wait: Any) -> float | None:
+    """`diag`'s `wait` (seconds) as the time to wait, at most 70; None for no wait."""
+    if isinstance(wait, (int, float)) and wait > 0:
+        return min(float(wait), 70.0)
+    return None
+
+
 class ControlServer:
     def __init__(self, ws: Workspace, scripts: Scripts, writer: Writer, events: EventLog, socket_path: str) -> None:
         self.ws = ws
@@ -286,14 +293,14 @@ class ControlServer:
             return await self._live_diag(live, p.get("wait"))
         node = self.resolve(p.get("path") or self.ws.mountpoint)
         waited: bool | None = None
-        wait = p.get("wait")
-        if isinstance(wait, (int, float)) and wait > 0:
+        bound = _wait_bound(p.get("wait"))
+        if bound is not None:
             if not isinstance(node, Item) or not node.is_script:
                 raise FsError(errno.EINVAL, f"{p.get('path')}: diag --wait names one script")
             # A save through the mount returns with its compile answer: the wait is for a save in
             # progress (another program's close) to end.
             waited = False
-            with trio.move_on_after(min(float(wait), 70.0)):
+            with trio.move_on_after(bound):
                 await self.writer.wait_saved(node)
                 waited = True
         items = [node] if isinstance(node, Item) else self._items_under(node)
@@ -336,9 +343,10 @@ class ControlServer:
         """A live file's diagnostics; with `wait` (seconds, at most 70), once the viewer answered
         its last save (a live save is compiled by the viewer after close() returned)."""
         waited = True
-        if isinstance(wait, (int, float)) and wait > 0 and not ls.compiled_since_write:
+        bound = _wait_bound(wait)
+        if bound is not None and not ls.compiled_since_write:
             waited = False
-            with trio.move_on_after(min(float(wait), 70.0)):
+            with trio.move_on_after(bound):
                 while not ls.compiled_since_write and ls.gone is None:
                     await ls.compiled.wait()
                 waited = True

@@ -896,7 +896,6 @@ class Operations(pyfuse3.Operations):
 
     @guarded
     async def removexattr(self, inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
-        node = self.tree.node(inode) or self.control.nodes.get(inode)
-        if node is not None and os.fsdecode(name) in self.attributes.xattrs(node):
+        if os.fsdecode(name) in self.attributes.xattrs(self._node(inode)):
             raise FsError(errno.ENOTSUP, "")  # there, and read-only, as for setxattr
         raise FsError(errno.ENODATA, "")

@@ -559,11 +559,7 @@ class ViewerSession:
         """Run one connection to its end; True if the viewer accepted us (session.ok)."""
         refusal = await peer.check_listener(self.host, self.port)
         if refusal is not None:  # an impostor holds the viewer's port: never connect to it
-            if refusal != self.last_error:
-                log.warning("%s", refusal)
-            self.last_error = refusal
-            self._set_state(CONNECTING, f"{refusal}; retrying")
-            return False
+            return self._retry_later(refusal, warn=True)
         conn: _Connection | None = None
         # trio-websocket 0.12.2's connect_timeout does not end an opening whose peer accepted the
         # TCP connection and never answers the HTTP upgrade: its timeout fires, but open_websocket
@@ -616,22 +612,14 @@ class ViewerSession:
                 return self._connection_ended(conn)
             cause = exc.__cause__ or exc.__context__
             why = str(cause) if cause is not None else type(exc).__name__
-            detail = f"cannot reach the viewer at {self.url}: {why}"
-            self.last_error = detail
-            self._set_state(CONNECTING, f"{detail}; retrying")
-            return False
+            return self._retry_later(f"cannot reach the viewer at {self.url}: {why}")
         except (OSError, ConnectionClosed, trio.TooSlowError) as exc:
-            detail = f"connection to {self.url} failed: {exc!r}"
             if conn is None:
-                self.last_error = detail
-                self._set_state(CONNECTING, f"{detail}; retrying")
-                return False
+                return self._retry_later(f"connection to {self.url} failed: {exc!r}")
         except Exception as exc:  # a bug somewhere below us: log it, never die
             log.exception("session connection failed unexpectedly")
             if conn is None:
-                self.last_error = f"unexpected error: {exc!r}"
-                self._set_state(CONNECTING, f"{self.last_error}; retrying")
-                return False
+                return self._retry_later(f"unexpected error: {exc!r}")
             if not conn.close_reason:
                 conn.close_reason = f"unexpected error: {exc!r}"
         assert conn is not None
@@ -640,9 +628,13 @@ class ViewerSession:
     def _not_opened(self) -> bool:
         """The opening took longer than connect_timeout: something holds the port that does not
         speak WebSocket (or not yet)."""
-        detail = (f"cannot reach the viewer at {self.url}: the WebSocket connection did not open within "
-                  f"{self.connect_timeout:g} s (something holds the port that does not answer the upgrade)")
-        if detail != self.last_error:
+        return self._retry_later(f"cannot reach the viewer at {self.url}: the WebSocket connection did not open "
+                                 f"within {self.connect_timeout:g} s (something holds the port that does not "
+                                 "answer the upgrade)", warn=True)
+
+    def _retry_later(self, detail: str, *, warn: bool = False) -> bool:
+        """No connection this time: the status says why (`warn`: and the log, once per reason)."""
+        if warn and detail != self.last_error:
             log.warning("%s", detail)
         self.last_error = detail
         self._set_state(CONNECTING, f"{detail}; retrying")
