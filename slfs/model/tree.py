@@ -699,7 +699,9 @@ class Tree:
         send no per-item signal: any replacement may hide a change, except our own save's echo -
         `echo`: this replacement is the first since our save of an item of the prim, which leaves
         the others whose record it does not change as they were (slfs(5): the update answering a
-        save of your own changes nothing; another's edit meanwhile comes with an update of its own)."""
+        save of your own changes nothing; another's edit meanwhile comes with an update of its own:
+        the protocol document's newer revision, mirrored in Alchemy's doc/external-editor-json-rpc.md,
+        sends an inventory replacement per change and coalesces only linkset membership changes)."""
         own = item.expect_own_update > time.monotonic()
         if new.revision is not None:
             if new.revision == old.revision:
