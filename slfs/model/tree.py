@@ -142,6 +142,10 @@ class Item(Node):
     inworld_places: tuple[Place | None, ...] | None = None
     # Until this time.monotonic(), the next inventory update is the echo of our own save.
     expect_own_update: float = 0.0
+    # Older viewers (no revision): the content is our save's, and an update that passed for its
+    # echo has come; a fetch confirms it (someone's edit may have come first). Newer viewers say
+    # the same with content_revision behind the item's revision.
+    echo_unconfirmed: bool = False
     # Local edits not yet stored in-world (shared by every open handle, as on a local disk) and
     # the content they started from (a save whose base differs from the viewer's is a conflict),
     # with the revision that base was read at.
@@ -202,6 +206,22 @@ class Item(Node):
         """Local edits start from `data`, the content known now."""
         self.base = data
         self.base_revision = self.content_revision
+
+    @property
+    def content_current(self) -> bool:
+        """The cached content is known to be what the viewer holds now. Valid but not current is
+        our own save's content after its echo, until a fetch confirms it (newer viewers: at the
+        revision the echo brought; Tree._content_may_have_changed)."""
+        if not self.content_valid or self.content is None or self.echo_unconfirmed:
+            return False
+        now, known = self.info.revision, self.content_revision
+        return now is None or known is None or known == now
+
+    def fetched_at(self, shown: bytes, revision: int | None) -> None:
+        """A fetch at `revision` returned `shown`: when that is the base, the base is known there
+        too (a save over it loses nothing in-world), so our own save's echo is no conflict."""
+        if revision is not None and self.base is not None and self.base == shown:
+            self.base_revision = max(self.base_revision or revision, revision)
 
     @property
     def size(self) -> int | None:
@@ -679,6 +699,8 @@ class Tree:
             if data != old:
                 self._touch(item)  # mode, run state, xattrs
             if not self._content_may_have_changed(item, old, data, echo):
+                if item.content is not None and item.content_valid and not item.content_current:
+                    self._on_stale(item)  # presumably our save's content: a fetch confirms it
                 continue
             item.generation += 1
             if item.content is not None and item.content_valid:
@@ -695,7 +717,10 @@ class Tree:
 
         Newer viewers send `revision`: when present it is the only signal, up means changed,
         unchanged means not, whatever else the record carries. The first change after our own save
-        is that save's echo: the content is what we saved, now at the new revision. Older viewers
+        is presumably that save's echo: the file keeps showing what we saved, still known only at
+        the old revision, and _set_inventory has it fetched again to confirm (the save's answer
+        carries no revision, and someone's edit arriving before our echo moves it the same way;
+        the newer protocol revision, ObjectInventoryItem.revision: "fetch again when it does"). Older viewers
         send no per-item signal: any replacement may hide a change, except our own save's echo -
         `echo`: this replacement is the first since our save of an item of the prim, which leaves
         the others whose record it does not change as they were (slfs(5): the update answering a
@@ -708,13 +733,11 @@ class Tree:
                 return False
             if own and old.revision is not None and item.content_revision == old.revision:
                 item.expect_own_update = 0.0
-                item.content_revision = new.revision
-                if item.base_revision == old.revision:
-                    item.base_revision = new.revision
                 return False
             return True
         if own:
             item.expect_own_update = 0.0
+            item.echo_unconfirmed = True
             return False
         return not (echo and new == old)
 

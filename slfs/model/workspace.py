@@ -371,10 +371,12 @@ class Workspace:
 
     # --- content ----------------------------------------------------------------------------
 
-    async def read_content(self, item: Item) -> bytes:
-        """The item's current content, fetched once and cached. Offline, the last known content."""
+    async def read_content(self, item: Item, *, current: bool = False) -> bytes:
+        """The item's content, fetched once and cached. Offline, the last known content.
+        `current`: known at the item's current revision, which our own save's content is not
+        until a fetch confirms it (Item.content_current); a read shows it meanwhile."""
         for _attempt in range(4):
-            if item.content is not None and item.content_valid:
+            if item.content is not None and (item.content_current if current else item.content_valid):
                 return item.content
             if not item.readable:
                 raise FsError(errno.EACCES, f"{self.tree.path_of(item)}: script is not readable "
@@ -418,9 +420,11 @@ class Workspace:
         # A script kept in an envelope (Firestorm's preprocessor) is shown as the source inside it.
         unwrapped = envelope.unwrap(res.content) if item.is_script else None
         shown = unwrapped.source if unwrapped is not None else res.content
-        self.set_content(item, shown.encode("utf-8", "replace"), valid=current,
-                         revision=revision if current else None,
+        data = shown.encode("utf-8", "replace")
+        self.set_content(item, data, valid=current, revision=revision if current else None,
                          inworld=res.content.encode("utf-8", "replace") if unwrapped is not None else None)
+        if current:
+            item.fetched_at(data, revision)
 
     def set_embedded_items(self, item: Item, count: int) -> None:
         """What the viewer says the notecard embeds: more than none makes it read-only (mode 0444)."""
@@ -440,6 +444,7 @@ class Workspace:
         item.inworld = inworld
         item.content_valid = valid
         item.content_revision = revision if revision is not None or not valid else item.info.revision
+        item.echo_unconfirmed = False
         if changed:
             item.mtime_ns = time.time_ns()
             self.tree.invalidate_item(item, data=True)
@@ -448,15 +453,20 @@ class Workspace:
             # but the size listings show is known now.
             self.tree.shown(item)
 
+    def confirm_content(self, item: Item) -> None:
+        """Fetch the item at its current revision in the background (Item.content_current)."""
+        self._fetch_send.send_nowait(item)
+
     def _on_stale(self, item: Item) -> None:
-        # Refetch items someone has read, so sizes stay exact without a stat waiting on the viewer.
+        # Refetch items someone has read, so sizes stay exact without a stat waiting on the viewer;
+        # and confirm our own save's content at the revision its echo brought.
         self._fetch_send.send_nowait(item)
 
     async def _fetch_worker(self) -> None:
         async for item in self._fetch_recv:
-            if item.attached and not item.content_valid and item.readable and self.connected:
+            if item.attached and not item.content_current and item.readable and self.connected:
                 try:
-                    await self.read_content(item)
+                    await self.read_content(item, current=True)
                 except FsError as exc:
                     log.debug("background fetch of %s failed: %s", item.uuid, exc.message)
                 except Exception as exc:  # a bug: this worker must go on serving the queue

@@ -172,8 +172,10 @@ class Writer:
         inworld = build.inworld if build is not None else text
         params = ContentSaveParams(prim_id=item.folder.uuid, item_id=item.uuid, content=inworld)
         # The viewer answers our save with an inventory update that says nothing of whose change
-        # it was; the first one after our save is ours, and must not make the file look stale.
+        # it was; the first one after our save is presumably ours, and must not make the file look
+        # stale (on newer viewers a fetch at its revision confirms it: Tree._content_may_have_changed).
         item.expect_own_update = time.monotonic() + OWN_UPDATE_WINDOW
+        revision_before = item.info.revision
         try:
             res: ContentSaveResponse = await self._with_retries(
                 f"save {path}", "object.content.save", params, ContentSaveResponse)
@@ -194,15 +196,24 @@ class Writer:
             self._garbled_compile(item, path, "the viewer's compile answer holds NUL bytes: "
                                   + " ".join(d.message for d in res.diagnostics or ()))
             raise FsError(errno.EIO, f"{path}: the viewer's compile answer is unreadable (NUL bytes)")
-        if item.expect_own_update:
+        echo_came = not item.expect_own_update
+        if not echo_came:
             item.expect_own_update = time.monotonic() + OWN_UPDATE_WINDOW
         if item.local is not None and bytes(item.local) == data:
             self._set_local(item, None)
             item.dirty = False
-        self.ws.set_content(item, data, valid=True, inworld=inworld.encode("utf-8") if build is not None else None)
+        # What we saved is known at the revision before the save: its echo (or an edit of someone
+        # else's that came first) moves the revision, and a fetch there tells which
+        # (Item.content_current); one that has told it already: the revision it confirmed.
+        confirmed = item.content_current and item.content == data
+        self.ws.set_content(item, data, valid=True, revision=None if confirmed else revision_before,
+                            inworld=inworld.encode("utf-8") if build is not None else None)
         if build is not None:
             item.inworld_places = build.places()
         item.take_base(data)
+        item.echo_unconfirmed = echo_came and revision_before is None and not confirmed
+        if not item.content_current:
+            self.ws.confirm_content(item)  # the echo (or what passed for it) came before the answer
         if item.is_script:
             self._record_compile(item, res, path, build)
         if build is not None:
@@ -263,17 +274,13 @@ class Writer:
             # Newer viewers: the revision says it. Read at the current one, or stale.
             if item.base_revision >= now:
                 return
-            fresh = item.content_valid and item.content_revision == now
-            current = item.content if fresh and item.content is not None else await self.ws.read_content(item)
-            if current != data:
+            current = await self.ws.read_content(item, current=True)
+            if current not in (item.base, data):  # the base again: nothing in-world is lost
                 await self._stale(item, data, path, current)
             return
-        if item.content_valid and item.content == base:
+        if item.content_current and item.content == base:
             return
-        if not item.content_valid:
-            current = await self.ws.read_content(item)
-        else:
-            current = item.content or b""
+        current = await self.ws.read_content(item, current=True)
         if current in (base, data):
             return
         await self._stale(item, data, path, current)

@@ -143,11 +143,14 @@ async def test_revision_refreshes_and_guards_saves(mount_factory: MountFactory) 
     await sim.quiesce()  # slfs has applied the update, and a refetch it started would be in sim.calls
     assert await m.read_bytes("Box", "Note") == b"note v1\n"
     assert gets_of(m, NOTE, since) == 0
-    # Our own save's echo (revision up) does not make it stale either.
+    # Our own save's echo (revision up) does not make it stale either; one fetch at the new
+    # revision confirms it is ours (the save's answer carries no revision: newer protocol
+    # revision, "fetch again when it does").
     await m.thread(write_file, m.path("Box", "Note"), b"note v2\n")
-    await sim.quiesce()  # the save's echo has come back and been applied (a refetch would show)
+    await m.wait_for(lambda: _gets(m, NOTE, since, 1), 2, "the confirming fetch")
+    await sim.quiesce()  # a second fetch would be in sim.calls
     assert await m.read_bytes("Box", "Note") == b"note v2\n"
-    assert gets_of(m, NOTE, since) == 0
+    assert gets_of(m, NOTE, since) == 1
     assert await xattr(m, "Box/Note", "revision") == str(sim.item(NOTE).revision)
     # Someone else's save (revision up): the next read shows it.
     await sim.viewer_save(NOTE, "note v3 from the viewer\n")
@@ -168,6 +171,10 @@ async def test_revision_refreshes_and_guards_saves(mount_factory: MountFactory) 
     assert sim.item(NOTE).content == "note v4 from the viewer\n"
     assert any(r.read_bytes() == b"MINE v3 from the viewer\n" for r in recovery_files(m))
     assert await m.read_bytes("Box", "Note") == b"note v4 from the viewer\n"
+
+
+async def _gets(m: Mount, item_id: str, since: int, want: int) -> bool:
+    return gets_of(m, item_id, since) >= want
 
 
 async def _reads(m: Mount, path: str, want: bytes) -> bool:

@@ -54,18 +54,53 @@ def test_without_revision_any_replacement_may_hide_a_change(tree: tuple[Tree, li
     assert not item.content_valid
 
 
-def test_own_save_echo_takes_the_new_revision(tree: tuple[Tree, list[Invalidation]]) -> None:
-    tr, _ = tree
+def test_own_save_echo_is_shown_until_a_fetch_confirms_it() -> None:
+    """The save's answer carries no revision, and someone's edit before our echo moves it the same
+    way: the file keeps what we saved (no kernel invalidation), known only at the old revision
+    until a fetch at the new one confirms it, and that fetch is asked for."""
+    stale: list[Item] = []
+    seen: list[Invalidation] = []
+    tr = Tree(on_invalidate=seen.append, on_stale=stale.append)
     tr.publish(obj(inventory=[script("i1", "Main", revision=3)]))
     item = _item(tr, "i1")
     _cached(item, b"saved by us")
     item.take_base(b"saved by us")
     item.expect_own_update = time.monotonic() + 2
+    seen.clear()
     tr.update(update(inventory=[script("i1", "Main", revision=4)]))
-    assert item.content_valid and item.content_revision == 4 and item.base_revision == 4
+    assert item.content_valid and not item.content_current and stale == [item]
+    assert item.content_revision == 3 and item.base_revision == 3
+    assert not [i for i in seen if isinstance(i, InodeChanged) and i.inode == item.inode and i.data]
+    # The fetch at revision 4 returns what we saved: current, and the base is known there too.
+    item.content_revision = 4
+    item.fetched_at(b"saved by us", 4)
+    assert item.content_current and item.base_revision == 4
     # The window is used up: the next change is someone else's.
     tr.update(update(inventory=[script("i1", "Main", revision=5)]))
     assert not item.content_valid
+
+
+def test_a_fetch_of_someone_elses_content_leaves_the_base_behind() -> None:
+    tr = Tree()
+    tr.publish(obj(inventory=[script("i1", "Main", revision=3)]))
+    item = _item(tr, "i1")
+    _cached(item, b"saved by us")
+    item.take_base(b"saved by us")
+    item.fetched_at(b"their edit", 4)
+    assert item.base_revision == 3
+    item.fetched_at(b"saved by us", 4)
+    assert item.base_revision == 4
+
+
+def test_older_viewers_echo_is_unconfirmed_until_fetched() -> None:
+    stale: list[Item] = []
+    tr = Tree(on_stale=stale.append)
+    tr.publish(obj(inventory=[script("i1", "Main")]))
+    item = _item(tr, "i1")
+    _cached(item, b"saved by us")
+    item.expect_own_update = time.monotonic() + 2
+    tr.update(update(inventory=[script("i1", "Main", running=True)]))
+    assert item.content_valid and item.echo_unconfirmed and not item.content_current and stale == [item]
 
 
 def test_deferred_properties_are_merged(tree: tuple[Tree, list[Invalidation]]) -> None:
