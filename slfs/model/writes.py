@@ -17,7 +17,8 @@ meanwhile: whether the item still has no local buffer (open, write), whether a n
 waiting under its name (commit of a new file), whether a tombstone is still the same item (delete).
 The per-prim create lock keeps one object.item.create in flight per prim (the viewer refuses a
 second one); saves of one item are serialised by a per-item lock; a new file being created is
-marked, so a second flush waits for that create instead of creating it twice.
+marked, so a second flush waits for that create instead of creating it twice. A save's echo is
+confirmed by a background fetch (Item.content_current); the next save's conflict check waits for it.
 """
 
 from __future__ import annotations
