@@ -411,6 +411,29 @@ async def test_in_world_change_between_read_and_save_is_estale(wm: Mount) -> Non
     assert content(m, NOTE) == "mine again\n"
 
 
+async def test_an_edit_in_world_before_our_echo_is_shown_and_guarded(mount_factory: MountFactory) -> None:
+    """Someone edits the script right after our save, and their update comes before our save's
+    echo (0.3 s late here): the file shows their edit, and a buffer still holding ours is not
+    saved over it."""
+    m = await write_mount(mount_factory, sim_kwargs={"apply_delay": 0.3})
+    p = m.path("Box", "Main.lsl")
+    ours = MAIN_TEXT.replace('"one"', '"ours"').encode()
+    theirs = MAIN_TEXT.replace('"one"', '"theirs"')
+    fd = await m.thread(os.open, p, os.O_RDWR | os.O_TRUNC)
+    try:
+        await m.thread(os.write, fd, ours)
+        await m.thread(os.fsync, fd)  # saved; its echo comes 0.3 s later
+        await m.sim.set_content(MAIN, theirs)  # type: ignore[union-attr]
+        await m.thread(os.write, fd, b"// more of ours\n")
+        await m.sim.quiesce()  # type: ignore[union-attr]  # their update and our echo are applied
+    finally:
+        closed = await m.thread(errno_of, os.close, fd)
+    assert closed == errno.ESTALE
+    assert content(m, MAIN) == theirs
+    assert (await m.run("cat", str(p))).stdout == theirs.encode()
+    assert any(r.read_bytes() == ours + b"// more of ours\n" for r in recovery_files(m))
+
+
 async def test_unpublish_while_open_for_writing(wm: Mount) -> None:
     m = wm
     p = m.path("Box", "Note")
