@@ -13,6 +13,9 @@ Decoding bends where it may and holds where it must:
   guess, a count in fact): such a change must never make an item, a prim or a call fail.
 - A list of payload objects (an inventory, linked prims) is structural: an element whose required
   fields are malformed fails the payload, because dropping it would read as a deletion.
+- A payload class that declares `dropped` (the records the model merges on update) gets the names
+  of its optional fields ignored that way, so the model can tell "sent, but unusable" (keep what it
+  knew) from "not sent" (what absence means). A null is no such field: it stands for the default.
 - Unknown fields are kept in `extra` so nothing the viewer sends is lost, and reported to
   `on_ignored` too.
 - `on_ignored(key, problem)` gets index-free keys (`object.inventory[].vm`), each at most once per
@@ -384,8 +387,10 @@ def _payload_hook(cls: type, at: _At) -> _Hook:
 def _field_hooks(cls: type, prefix: str, conv: cattrs.Converter, lenient: bool) -> dict[str, Any]:
     """cattrs overrides: the struct hook of every field of `cls`, strict or (lenient) forgiving."""
     out: dict[str, Any] = {"extra": override(struct_hook=_passthrough)}
+    if _declares_dropped(cls):
+        out["dropped"] = override(struct_hook=_passthrough)
     for field in attrs.fields(cls):
-        if field.name == "extra":
+        if field.name in _BOOKKEEPING:
             continue
         tp, nullable = _strip_none(field.type)
         if tp is Any or tp is object:
@@ -416,6 +421,13 @@ def _field_hooks(cls: type, prefix: str, conv: cattrs.Converter, lenient: bool) 
             hook = _tracked(field.name, hook, key, optional, _structural(tp), _default_of(field))
         out[field.name] = override(struct_hook=hook)
     return out
+
+
+_BOOKKEEPING = ("extra", "dropped")  # fields of a payload class that are not wire fields
+
+
+def _declares_dropped(cls: type) -> bool:
+    return "dropped" in attrs.fields_dict(cls)  # type: ignore[arg-type]
 
 
 def _or_default(hook: _Hook, default: Callable[[], Any]) -> _Hook:
@@ -452,9 +464,10 @@ def _tracked(name: str, hook: _Hook, key: str, optional: bool, structural: bool,
 
 def _make_payload_hook(cls: type, at: _At) -> _Hook:
     attrs.resolve_types(cls)
-    fields = [f for f in attrs.fields(cls) if f.name != "extra"]
-    if len(fields) == len(attrs.fields(cls)):
+    fields = [f for f in attrs.fields(cls) if f.name not in _BOOKKEEPING]
+    if "extra" not in attrs.fields_dict(cls):
         raise TypeError(f"payload class {cls.__name__} has no `extra` field")
+    records_dropped = _declares_dropped(cls)
     known = frozenset(f.name for f in fields)
     order = {f.name: i for i, f in enumerate(fields)}
     all_optional = all(f.default is not NOTHING for f in fields)
@@ -475,7 +488,10 @@ def _make_payload_hook(cls: type, at: _At) -> _Hook:
         call.starts.append(starts)
         try:
             obj = slow[0](data, cls)
-            data["extra"].update(stash[mark:])  # the very dict the object holds as `extra`
+            ignored = stash[mark:]
+            data["extra"].update(ignored)  # the very dict the object holds as `extra`
+            if ignored and records_dropped:
+                obj = attrs.evolve(obj, dropped=frozenset(name for name, _raw in ignored))
             return obj
         except cattrs.ClassValidationError as exc:
             # A field-by-field decode stops at the first failure: take back the later fields' reports.
@@ -501,6 +517,8 @@ def _make_payload_hook(cls: type, at: _At) -> _Hook:
         extra = {k: v for k, v in o.items() if k not in known}
         unknown = list(extra)
         data = {**o, "extra": extra}
+        if records_dropped:
+            data["dropped"] = frozenset()  # a wire field of that name is an unknown one, in extra
         try:
             obj = fast(data, cls)
         except Exception as exc:
@@ -622,6 +640,8 @@ def _encode_hook(cls: type) -> Callable[[Any], dict[str, Any]]:
     overrides: dict[str, Any] = {f.name: override(omit_if_default=True) for f in attrs.fields(cls)
                                  if f.default is None}
     overrides["extra"] = override(omit=True)
+    if _declares_dropped(cls):
+        overrides["dropped"] = override(omit=True)
     fields: Callable[[Any], dict[str, Any]] = make_dict_unstructure_fn(cls, _ENCODER, **overrides)
 
     def unstructure_payload(obj: Any) -> dict[str, Any]:

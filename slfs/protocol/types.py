@@ -30,6 +30,18 @@ def _extra() -> Any:
     return attrs.field(factory=dict, kw_only=True, repr=False, eq=False)
 
 
+NOTHING_DROPPED: frozenset[str] = frozenset()
+
+
+def _dropped() -> Any:
+    """`dropped`, declared by the records the model merges on update (items, prims, objects and
+    their permissions): the names of the optional fields that were present on the wire with a
+    value of an unexpected type, which the codec ignored (their raw values are in `extra`). Such a
+    field holds its default like an absent one; the model tells the two apart with this, so an
+    ignored field keeps the value known before while an absent one means what absence means."""
+    return attrs.field(default=NOTHING_DROPPED, kw_only=True, repr=False, eq=False)
+
+
 # --- session -------------------------------------------------------------------------------
 
 
@@ -271,6 +283,7 @@ class Permissions:
     owner: int
     next_owner: int | None = None
     extra: dict[str, Any] = _extra()
+    dropped: frozenset[str] = _dropped()
 
     def merged(self, later: Permissions | None) -> Permissions:
         """These permissions with what a later update says: its fields win, absent ones stay."""
@@ -302,6 +315,7 @@ class InventoryItem:
     creator_id: str | None = None
     revision: int | None = None  # V2: raised whenever the item's asset changes
     extra: dict[str, Any] = _extra()
+    dropped: frozenset[str] = _dropped()
 
     @property
     def is_script(self) -> bool:
@@ -321,6 +335,7 @@ class LinkedObject:
     permissions: Permissions | None = None
     inventory: list[InventoryItem] = attrs.field(factory=list)
     extra: dict[str, Any] = _extra()
+    dropped: frozenset[str] = _dropped()
 
 
 @attrs.frozen(kw_only=True)
@@ -335,6 +350,7 @@ class PublishedObject:
     inventory: list[InventoryItem] = attrs.field(factory=list)
     linked_objects: list[LinkedObject] | None = None
     extra: dict[str, Any] = _extra()
+    dropped: frozenset[str] = _dropped()
 
 
 @attrs.frozen(kw_only=True)

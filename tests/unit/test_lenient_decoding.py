@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from slfs.protocol import ProtocolError, from_json
+from slfs.protocol import ProtocolError, from_json, to_json
 from slfs.protocol import types as t
 from slfs.protocol.codec import UNKNOWN_FIELD, field_key
 
@@ -25,7 +25,7 @@ PAYLOAD_TYPES = sorted((c for c in vars(t).values() if isinstance(c, type) and a
 
 def _fields(cls: type) -> tuple[attrs.Attribute, ...]:  # type: ignore[type-arg]
     attrs.resolve_types(cls, globalns=vars(t))
-    return tuple(f for f in attrs.fields(cls) if f.name != "extra")
+    return tuple(f for f in attrs.fields(cls) if f.name not in ("extra", "dropped"))
 
 
 def _strip_optional(tp: Any) -> Any:
@@ -149,6 +149,12 @@ def test_optional_field_of_another_type_never_fails(case: tuple[type, tuple[Any,
     if value is not None:
         # Reported under the field's index-free key (the session logs each key once), and kept raw.
         assert field_key(_dotted(path)) in {f for f, _ in ignored}
+        # The record that declares `dropped` names it, so the model keeps what it knew.
+        holder = after
+        for key in path[:-1]:
+            holder = holder[key] if isinstance(key, int) else getattr(holder, key)
+        if "dropped" in attrs.fields_dict(type(holder)):
+            assert path[-1] in holder.dropped
 
 
 @pytest.mark.parametrize("cls", PAYLOAD_TYPES, ids=lambda c: c.__name__)
@@ -200,6 +206,36 @@ def test_an_inventory_element_without_its_id_fails_the_payload() -> None:
     with pytest.raises(ProtocolError, match=r"inventory\[1\]\.item_id"):
         from_json(t.ObjectUpdate, {"object_id": "o", "inventory": [
             {"item_id": "a", "name": "n", "type": "notecard"}, {"name": "n", "type": "notecard"}]})
+
+
+def test_records_the_model_merges_name_their_dropped_fields() -> None:
+    # Present but of an unexpected type: named in `dropped` (the value, as ever, is the default and
+    # the raw value is in `extra`). Absent, null and unknown fields are not dropped ones.
+    item = from_json(t.InventoryItem, {"item_id": "i", "name": "n", "type": "script", "running": "yes",
+                                       "revision": "7", "description": None,
+                                       "permissions": {"owner": 1, "next_owner": "x"}},
+                     on_ignored=lambda f, why: None)
+    assert item.running is None and item.revision is None and item.extra == {"running": "yes", "revision": "7"}
+    assert item.dropped == {"running", "revision"}
+    assert item.permissions is not None and item.permissions.dropped == {"next_owner"}
+    whole = from_json(t.InventoryItem, {"item_id": "i", "name": "n", "type": "script", "permissions": "all",
+                                        "dropped": ["vm"], "faulted": 0})
+    assert whole.permissions is None and whole.dropped == {"permissions", "faulted"}
+    assert whole.extra == {"permissions": "all", "dropped": ["vm"], "faulted": 0}
+    # A field named `dropped` on the wire is an unknown field, and one without ignored fields names none.
+    plain = from_json(t.InventoryItem, {"item_id": "i", "name": "n", "type": "script", "dropped": ["running"]})
+    assert plain.dropped == frozenset() and plain.extra == {"dropped": ["running"]}
+    assert from_json(t.InventoryItem, {"item_id": "i", "name": "n", "type": "script"}).dropped == frozenset()
+    # Nested records name their own: a list sent as something else is dropped, not emptied.
+    msg = from_json(t.ObjectPublish, {"object": {"object_id": "o", "object_name": 3, "inventory": {"a": 1},
+                                                 "linked_objects": [{"link_id": "l", "link_number": "2"}]}})
+    assert msg.object.dropped == {"object_name", "inventory"} and msg.object.inventory == []
+    assert msg.object.linked_objects is not None and msg.object.linked_objects[0].dropped == {"link_number"}
+    # Encoding leaves `dropped` out (the raw values in `extra` go back as they came).
+    assert to_json(item) == {"item_id": "i", "name": "n", "type": "script",
+                             "permissions": {"owner": 1, "next_owner": "x"}, "running": "yes", "revision": "7"}
+    # Equality ignores it, as it ignores `extra`.
+    assert item == attrs.evolve(item, dropped=frozenset())
 
 
 def test_deferred_permissions_merge() -> None:
