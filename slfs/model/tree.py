@@ -102,6 +102,22 @@ def _merged(before: Permissions | None, now: Permissions | None) -> Permissions 
     return before.merged(now)
 
 
+def _item_known(now: InventoryItem, before: InventoryItem) -> InventoryItem:
+    """An item's new record with each optional field the viewer sent with a value of an unexpected
+    type (the codec ignored it: `dropped`) holding the value known before, its permissions' masks
+    likewise. A field not sent at all means what absence means in a full replacement.
+
+    The record keeps `dropped`: which of its values are carried over rather than sent
+    (_content_may_have_changed reads it for `revision`)."""
+    perms = now.permissions
+    if not now.dropped and (perms is None or not perms.dropped):
+        return now
+    kept = {name: getattr(before, name) for name in now.dropped}
+    if perms is not None and perms.dropped and before.permissions is not None:
+        kept["permissions"] = attrs.evolve(perms, **{n: getattr(before.permissions, n) for n in perms.dropped})
+    return attrs.evolve(now, **kept)
+
+
 @attrs.define(eq=False)
 class Node:
     inode: int
@@ -609,27 +625,38 @@ class Tree:
     def _put_object(self, obj: PublishedObject, *, relayout: bool) -> None:
         folder = self.objects.get(obj.object_id)
         renamed = False
+        # A field sent with a value of an unexpected type keeps what we knew of a known object
+        # (its default, as if absent, for a new one): an inventory or prim list among them too,
+        # which would otherwise read as the deletion of every item or child prim.
+        dropped = obj.dropped
         if folder is None:
             folder = Folder(inode=self.inode_for(obj.object_id), uuid=obj.object_id, object_id=obj.object_id)
             folder.parent = self.root
             self.objects[obj.object_id] = folder
             self.register(folder)
             renamed = True
-        renamed = renamed or folder.link_name != obj.object_name
+            dropped = frozenset()
         before = _shown(folder)
         was = folder.permissions
-        folder.link_name = obj.object_name
-        folder.description = obj.object_description or ""
-        folder.permissions = _merged(folder.permissions, obj.permissions)
+        if "object_name" not in dropped:
+            renamed = renamed or folder.link_name != obj.object_name
+            folder.link_name = obj.object_name
+        if "object_description" not in dropped:
+            folder.description = obj.object_description or ""
+        if "permissions" not in dropped:
+            folder.permissions = _merged(folder.permissions, obj.permissions)
         self._items_follow(folder, was)
         if obj.owner_id and obj.owner_id != NULL_UUID:
             folder.owner_id = obj.owner_id
-        folder.can_save_back = obj.can_save_back
+        if "can_save_back" not in dropped:
+            folder.can_save_back = obj.can_save_back
         folder.published = obj
         if _shown(folder) != before:  # a reconnect's unchanged object costs no invalidation
             self._touch(folder)
-        self._set_inventory(folder, obj.inventory, relayout=False)
-        self._set_children(folder, obj.linked_objects or [], relayout=False)
+        if "inventory" not in dropped:
+            self._set_inventory(folder, obj.inventory, relayout=False)
+        if "linked_objects" not in dropped:
+            self._set_children(folder, obj.linked_objects or [], relayout=False)
         self.relayout(folder)
         if renamed and relayout:
             self.relayout(self.root, changed=(folder.uuid,))
@@ -650,6 +677,7 @@ class Tree:
 
     def _put_child(self, obj_folder: Folder, link: LinkedObject) -> Folder:
         child = obj_folder.prims.get(link.link_id)
+        dropped = link.dropped  # kept as we knew them, as in _put_object
         if child is None:
             child = Folder(
                 inode=self.inode_for(link.link_id), uuid=link.link_id, object_id=obj_folder.object_id,
@@ -658,16 +686,22 @@ class Tree:
             child.parent = obj_folder
             obj_folder.prims[link.link_id] = child
             self.register(child)
+            dropped = frozenset()
         before = _shown(child)
         was = child.permissions
-        child.link_name = link.link_name
-        child.link_number = link.link_number
-        child.description = link.link_description or ""
-        child.permissions = _merged(child.permissions, link.permissions)
+        if "link_name" not in dropped:
+            child.link_name = link.link_name
+        if "link_number" not in dropped:
+            child.link_number = link.link_number
+        if "link_description" not in dropped:
+            child.description = link.link_description or ""
+        if "permissions" not in dropped:
+            child.permissions = _merged(child.permissions, link.permissions)
         self._items_follow(child, was)
         if _shown(child) != before:
             self._touch(child)
-        self._set_inventory(child, link.inventory)
+        if "inventory" not in dropped:
+            self._set_inventory(child, link.inventory)
         return child
 
     def _set_children(self, folder: Folder, links: list[LinkedObject], *, relayout: bool = True) -> None:
@@ -695,6 +729,7 @@ class Tree:
                 self.register(item)
                 continue
             old = item.info
+            data = _item_known(data, old)
             item.data = data
             if data != old:
                 self._touch(item)  # mode, run state, xattrs
@@ -728,7 +763,13 @@ class Tree:
         the protocol document's newer revision, mirrored in Alchemy's doc/external-editor-json-rpc.md,
         sends an inventory replacement per change and coalesces only linkset membership changes)."""
         own = item.expect_own_update > time.monotonic()
-        if new.revision is not None:
+        # A revision of an unexpected type (`dropped`; _item_known carried the last one over) is
+        # no signal either way: taken as sent, it would hide the change it may have announced, and
+        # taken as a change, every sibling's update would drop the cache. So that item, in that
+        # update, goes by the older viewers' rule below, whose every doubt costs a fetch that
+        # shows a change only when the bytes differ (Workspace.set_content); the revision carried
+        # over stays what the next well-typed one is compared with.
+        if new.revision is not None and "revision" not in new.dropped:
             if new.revision == old.revision:
                 return False
             if own and old.revision is not None and item.content_revision == old.revision:
