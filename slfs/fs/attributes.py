@@ -147,7 +147,7 @@ class Attributes:
         elif isinstance(node, Scratch):
             a.st_mode = stat.S_IFREG | node.mode
             a.st_size = len(node.data)
-            a.st_nlink = 1 if node.folder is not None else 0
+            a.st_nlink = 1 if node.folder is not None or node.live == "named" else 0
             a.attr_timeout = a.entry_timeout = 1
             mtime = node.mtime_ns
             a.st_ctime_ns = mtime

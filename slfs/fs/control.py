@@ -26,6 +26,7 @@ from ..model.workspace import Workspace
 from ..stats import STATS, render
 
 DIR, FILE, LINK = "dir", "file", "link"
+LIVE = "live"  # the kind of MOUNT/.slfs/live
 
 
 @attrs.define(eq=False)
@@ -71,7 +72,7 @@ class Control:
                                                      direct_io=True),
             "events": lambda parent: self._file(parent, "events", self.events.render, direct_io=True),
             "syntax": lambda parent: self._dir(parent, "syntax", "syntax"),
-            "live": lambda parent: self._get(LIVE_DIR_KEY, lambda ino: Virtual(ino, "live", "live", parent)),
+            "live": lambda parent: self._get(LIVE_DIR_KEY, lambda ino: Virtual(ino, LIVE, "live", parent)),
         }
 
     # --- node construction ---------------------------------------------------------------

@@ -39,7 +39,7 @@ from ..model.workspace import Workspace
 from ..model.writes import Writer
 from ..stats import STATS
 from .attributes import XATTR_PREFIX, Attributes
-from .control import FILE, LINK, Control, Virtual
+from .control import FILE, LINK, LIVE, Control, Virtual
 from .guarded import guarded, guarded_sync
 
 log = logging.getLogger(__name__)
@@ -226,7 +226,10 @@ class Operations(pyfuse3.Operations):
         if isinstance(parent, Local):
             return self.overlay.find(parent, name)
         if isinstance(parent, Virtual):
-            return self.control.lookup(parent, name)
+            found = self.control.lookup(parent, name)
+            if found is None and parent.kind == LIVE:
+                return self.ws.live.scratch.get(name)  # sed -i's temp file, say
+            return found
         return None
 
     @guarded_sync
@@ -362,7 +365,10 @@ class Operations(pyfuse3.Operations):
                 raise FsError(errno.ENOTDIR, "")
             listing = _Listing(sorted(self._overlay_entries(node, node.path).items()))
         elif isinstance(node, Virtual) and node.kind not in (FILE, LINK):
-            listing = _Listing(sorted((v.name, v.inode) for v in self.control.children(node)))
+            rows = [(v.name, v.inode) for v in self.control.children(node)]
+            if node.kind == LIVE:
+                rows += [(name, n.inode) for name, n in self.ws.live.scratch.items()]
+            listing = _Listing(sorted(rows))
         else:
             raise FsError(errno.ENOTDIR, "")
         fh = next(self._fh)
@@ -789,6 +795,11 @@ class Operations(pyfuse3.Operations):
             node = self.overlay.node(parent, sname, path)
             self._handles[fh] = Handle(node.inode, fd=fd, writable=True)
             return pyfuse3.FileInfo(fh=fh, keep_cache=False), self._counted(node)
+        if isinstance(parent, Virtual) and parent.kind == LIVE:
+            # A tool's temp file (sed -i, perl -pi), saved by its rename over a live file.
+            scratch = self.writer.live.new_file(sname)
+            self._handles[fh] = Handle(scratch.inode, writable=True)
+            return pyfuse3.FileInfo(fh=fh, keep_cache=False), self._counted(scratch)
         if not isinstance(parent, Folder) or parent.inode == ROOT_INODE:
             raise FsError(errno.EPERM, f"{sname}: objects cannot be created from the file system")
         new = self.writer.new_file(parent, sname)
@@ -806,6 +817,8 @@ class Operations(pyfuse3.Operations):
             raise FsError(errno.ENOENT, "")
         if isinstance(node, Local):
             self.overlay.unlink(node)
+        elif isinstance(node, Scratch) and node.live:
+            self.writer.live.remove(node)
         elif isinstance(parent, Folder) and isinstance(node, Node):
             self.writer.remove(parent, node)
         else:
@@ -829,6 +842,9 @@ class Operations(pyfuse3.Operations):
             raise FsError(errno.EEXIST, "")
         if dst is src:
             return
+        if isinstance(src, Scratch) and src.live:
+            await self._rename_in_live(src, src_parent, dst_parent, new, dst, flags)
+            return
         if isinstance(src, Virtual) or isinstance(dst, Virtual) or isinstance(dst_parent, Virtual):
             raise FsError(errno.EPERM, "")
         if isinstance(src, Folder):
@@ -842,6 +858,20 @@ class Operations(pyfuse3.Operations):
         else:
             assert isinstance(dst_parent, Folder)
             await self._rename_to_remote(src, src_parent, old, dst_parent, new, dst)
+
+    async def _rename_in_live(self, src: Scratch, src_parent: Node | Virtual, dst_parent: Node | Virtual, new: str,
+                              dst: Node | Virtual | None, flags: int) -> None:
+        """A new file of .slfs/live renamed: over a live file it is saved into it (sed -i)."""
+        if dst_parent is not src_parent:
+            raise FsError(errno.EXDEV, "")  # mv copies it instead
+        if isinstance(dst, Virtual) and dst.live is None:
+            raise FsError(errno.EPERM, "")  # a sidecar (.diag, .log, .state)
+        ls = await self.writer.live.rename(src, new, replace=not flags & RENAME_NOREPLACE)
+        if ls is not None:
+            # The kernel's entry for `new` now holds the renamed file's inode: the live file's node.
+            node = self.control.lookup(dst_parent, new) if isinstance(dst_parent, Virtual) else None
+            if node is not None and node.inode == src.inode:
+                node.lookups += src.lookups
 
     async def _rename_to_local(self, src: Node, src_parent: Node | Virtual, old: str, dst_parent: Node | Virtual,
                                new: str, dst: Node | Virtual | None) -> None:

@@ -29,7 +29,7 @@ from ..sources import envelope
 from . import names
 from .compiles import CompileReport, Place, compiled_report, diagnostic_rows, event_fields
 from .errors import FsError
-from .tree import Item, Tree
+from .tree import Item, Scratch, Tree
 
 log = logging.getLogger(__name__)
 
@@ -135,6 +135,8 @@ class LiveScripts:
         self.ws = ws
         self.by_id: dict[str, LiveScript] = {}
         self.entries: dict[str, LiveScript] = {}  # file name -> script, as listed
+        # New files (sed -i's and perl -pi's temp files), by name: live_writes.py owns them.
+        self.scratch: dict[str, Scratch] = {}
         # One subscribe in flight per script: two `slfs edit` of one temp file share it.
         self._subscribing: dict[str, trio.Lock] = {}
 
@@ -222,6 +224,11 @@ class LiveScripts:
         for name in old:
             if self.entries.get(name) is not old[name]:  # gone, or another script's name now
                 self.ws.invalidate_live_name(name)
+
+    def named(self, name: str) -> LiveScript | None:
+        """The live script whose file is `name` now (None when none is, or its temp file went)."""
+        ls = self.entries.get(name)
+        return ls if ls is not None and self.exists(ls) else None
 
     # --- content ----------------------------------------------------------------------------
 

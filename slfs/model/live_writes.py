@@ -8,6 +8,13 @@ write is missed or merged with the next. Text that uses the preprocessor is buil
 object-explorer save is; the temp file then holds what in-world will hold. close() returns once
 the file is written: the compile is the viewer's, and its answer comes as `script.compiled`.
 
+A new file in `.slfs/live/` under a tool's temporary name (sed -i's `sedXXXXXX`, perl -pi's
+`XXXXXXXX`, mkstemp's) is a Scratch kept in memory, as new files of folders are before their first
+flush: renamed over a live file it is saved into it exactly as a write and close of the live file
+would be, and the live file takes over its inode (as an item does in `Writer.replace_into`). One
+not renamed within SCRATCH_GRACE seconds of its last write, or still there when the daemon stops,
+goes to the recovery folder.
+
 Concurrency (trio): like the Writer, every await is followed by a re-check of what it acts on;
 saves of one live file are serialised by a per-script lock.
 """
@@ -26,14 +33,18 @@ import trio
 
 from .errors import FsError
 from .live import POLL_MARGIN, VIEWER_POLL, LiveScript, LiveScripts
-from .naming_rules import size_limit
+from .naming_rules import is_replacement_name, size_limit
 from .sources import BuildFailed, Sources, wants_build
-from .tree import Item
+from .tree import Item, Scratch
 from .workspace import Workspace
 
 log = logging.getLogger(__name__)
 
 Recover = Callable[[str, bytes, str], Awaitable[str]]
+
+# How long a new file of .slfs/live waits, unwritten, for its rename over a live file (sed -i and
+# perl -pi rename theirs within milliseconds) before it goes to the recovery folder.
+SCRATCH_GRACE = 60.0
 
 
 class LiveWriter:
@@ -140,6 +151,120 @@ class LiveWriter:
         log.info("live: wrote %s to %s (%d bytes)", shown, ls.temp_path, len(out.encode("utf-8")))
         self.ws.emit("live.save", name=ls.name, script_id=ls.script_id, bytes=len(out.encode("utf-8")),
                      preprocessed=build is not None)
+
+    async def replace(self, ls: LiveScript, data: bytes) -> None:
+        """`data` as the whole live file, saved as a write and close of it would be (its errors,
+        its recovery copy); when that fails the live file keeps what it held."""
+        if not self.live.exists(ls):
+            raise FsError(errno.ENOENT, f"{self._shown_name(ls)}: {ls.gone}")
+        before = (ls.local, ls.dirty)
+        ls.local, ls.dirty = bytearray(data), True
+        try:
+            await self.commit(ls)
+        except FsError:
+            ls.local, ls.dirty = before
+            raise
+
+    # --- new files: the temp files of sed -i, perl -pi... -------------------------------------
+
+    def new_file(self, name: str) -> Scratch:
+        """create(2) in .slfs/live: a tool's temporary name makes a file kept in memory until it
+        is renamed over a live file; any other name is refused (live files come from `slfs edit`)."""
+        if self.live.named(name) is not None or name in self.live.scratch:
+            raise FsError(errno.EEXIST, "")
+        if not is_replacement_name(name):
+            raise FsError(errno.EPERM, f".slfs/live/{name}: live files come only from `slfs edit`; a new file "
+                          "here needs a tool's temporary name (sed -i, perl -pi) and is saved by a rename over "
+                          "a live file")
+        scratch = Scratch(inode=self.ws.tree.fresh_inode(), uuid="", name=name, mode=0o644, live="named")
+        self.ws.tree.add_node(scratch)
+        self.live.scratch[name] = scratch
+        self.ws.spawn(self._expire, scratch)
+        return scratch
+
+    def remove(self, scratch: Scratch) -> None:
+        """unlink(2) of a new file: it goes, with what it holds (as on any disk)."""
+        if self.live.scratch.get(scratch.name) is not scratch:
+            raise FsError(errno.ENOENT, "")
+        self._drop(scratch)
+
+    def _drop(self, scratch: Scratch) -> None:
+        """The new file leaves .slfs/live; open handles keep its data."""
+        if self.live.scratch.get(scratch.name) is scratch:
+            del self.live.scratch[scratch.name]
+            self.ws.invalidate_live_name(scratch.name)
+        scratch.live = ""
+
+    async def rename(self, scratch: Scratch, new: str, *, replace: bool) -> LiveScript | None:
+        """rename(2) of a new file within .slfs/live. Over a live file, its content is saved into
+        it as a write and close of the live file would be, and the live file takes the new file's
+        inode (returned, for the file system to show). To another temporary name it is renamed.
+        Otherwise EPERM, and it keeps its name."""
+        old = scratch.name
+        if self.live.scratch.get(old) is not scratch:
+            raise FsError(errno.ENOENT, "")
+        target = self.live.named(new)
+        if target is not None:
+            if not replace:
+                raise FsError(errno.EEXIST, "")
+            await self.replace(target, bytes(scratch.data))
+            # Saved: the name means the live file, through the inode the kernel now has for it.
+            self._drop(scratch)
+            self.ws.tree.drop_node(scratch.inode)
+            self.ws.tree.bind_key(target.key, scratch.inode)
+            target.inode = scratch.inode
+            log.info("live: .slfs/live/%s renamed over %s: saved into it", old, target.name)
+            return target
+        if not is_replacement_name(new):
+            raise FsError(errno.EPERM, f".slfs/live/{old} -> {new}: not a live file; a new file here is saved "
+                          "only by a rename over a live file")
+        other = self.live.scratch.get(new)
+        if other is not None:
+            if not replace:
+                raise FsError(errno.EEXIST, "")
+            self._drop(other)
+        del self.live.scratch[old]
+        scratch.name = new
+        self.live.scratch[new] = scratch
+        return None
+
+    async def _expire(self, scratch: Scratch) -> None:
+        """A new file not renamed over a live file within SCRATCH_GRACE seconds of its last write
+        is given up: what it holds goes to the recovery folder and its name goes."""
+        seen: int | None = None
+        while self.live.scratch.get(scratch.name) is scratch:
+            if scratch.mtime_ns == seen:
+                shown = f".slfs/live/{scratch.name}"
+                self._drop(scratch)
+                scratch.live, scratch.failed, scratch.dirty = "expired", shown, False
+                if scratch.data:
+                    await self.recover(shown, bytes(scratch.data), f"{shown}: not renamed over a live file "
+                                       f"within {SCRATCH_GRACE:g} s; not saved")
+                else:
+                    log.info("live: %s: empty and not renamed within %g s; removed", shown, SCRATCH_GRACE)
+                return
+            seen = scratch.mtime_ns
+            await trio.sleep(SCRATCH_GRACE)
+
+    async def commit_scratch(self, scratch: Scratch) -> None:
+        """flush/fsync of a new file: nothing (it is saved by its rename), unless it was given up
+        and written since: that is kept in the recovery folder too."""
+        if scratch.live == "expired" and scratch.dirty:
+            scratch.dirty = False
+            why = f"{scratch.failed}: written after it was given up (not renamed over a live file); not saved"
+            where = await self.recover(scratch.failed, bytes(scratch.data), why)
+            raise FsError(errno.EIO, f"{why}; your content is in {where}")
+
+    async def keep_unsaved(self) -> None:
+        """The daemon stops: new files never renamed over a live file go to the recovery folder."""
+        for scratch in list(self.live.scratch.values()):
+            if scratch.data:
+                shown = f".slfs/live/{scratch.name}"
+                await self.recover(shown, bytes(scratch.data),
+                                   "daemon stopped before the new file was renamed over a live file")
+        for node in list(self.ws.tree.nodes.values()):
+            if isinstance(node, Scratch) and node.live == "expired" and node.dirty:
+                await self.recover(node.failed, bytes(node.data), "written after it was given up; not saved")
 
     def _vm(self, ls: LiveScript) -> str:
         node = self.ws.tree.by_uuid.get(ls.item_id or "")

@@ -39,6 +39,19 @@ def is_local_name(name: str) -> bool:
     return name.startswith(".") or any(p.search(name) for p in TEMP_PATTERNS)
 
 
+# What editors keep beside the file they edit (swap, backup, auto-save files and vim's probe),
+# rather than write and rename over it.
+_EDITOR_SIDE_FILES = re.compile(r"^4913$|\.sw[a-px]$|~$|^#.*#$|\.kate-swp$")
+
+
+def is_replacement_name(name: str) -> bool:
+    """A temporary name of a tool that writes a new file and renames it over the one it edits
+    (sed -i, perl -pi, mkstemp, rsync's and gedit's dot names): what `.slfs/live/` accepts for a
+    new file. Editors' swap and backup names are not: refused there, editors keep those elsewhere
+    (vim's probe refused keeps vim writing live files in place)."""
+    return is_local_name(name) and not _EDITOR_SIDE_FILES.search(name)
+
+
 @attrs.frozen
 class RemoteName:
     sl_name: str  # the inventory name, without extension, `/` restored

@@ -287,6 +287,13 @@ class Scratch(Node):
     creating: trio.Event | None = None
     # Its path, once its create failed and its name is gone: what is written later is not saved.
     failed: str = ""
+    # A new file of MOUNT/.slfs/live (model/live_writes.py), never created in-world: "named" while
+    # it has its name there, "expired" once it was kept in the recovery folder and its name went.
+    live: str = ""
+
+    @property
+    def attached(self) -> bool:
+        return self.parent is not None or self.live == "named"
 
 
 @attrs.define(eq=False)

@@ -469,6 +469,9 @@ class Writer:
 
     async def commit_scratch(self, scratch: Scratch) -> None:
         """flush/fsync/release of a new file: create the item in-world with what it holds."""
+        if scratch.live:
+            await self.live.commit_scratch(scratch)  # a new file of .slfs/live: saved by its rename
+            return
         if scratch.creating is not None:
             await scratch.creating.wait()  # another flush is creating it: that one answers
             if not (scratch.failed and scratch.dirty):
@@ -635,7 +638,10 @@ class Writer:
                     await self.live.commit(ls)  # the temp file is local: no viewer needed
                 except FsError as exc:  # a failed save leaves a recovery copy itself
                     log.error("unsaved live file %s at shutdown: %s", ls.name, exc.message)
+        await self.live.keep_unsaved()
         for node in list(self.tree.nodes.values()):
+            if isinstance(node, Scratch) and node.live:
+                continue  # the live writer's, just above
             if isinstance(node, Scratch) and node.folder is not None and node.data:
                 path = f"{self.tree.path_of(node.folder)}/{node.name}".lstrip("/")
                 await self.recover(path, bytes(node.data), "daemon stopped before the new file was closed")

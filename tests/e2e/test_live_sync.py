@@ -249,3 +249,62 @@ async def test_slfs_edit_mounts_home_sl_when_no_mount_runs(mount_factory: MountF
     finally:
         await slfs(m, "umount", home / "sl", env=env, check=False)
         await m.thread(force_unmount, home / "sl")
+
+
+async def test_sed_i_and_perl_pi_save_a_live_file(mount_factory: MountFactory, tmp_path: Path) -> None:
+    """sed -i and perl -pi write a temp file beside the live file and rename it over it: the
+    content reaches the viewer's temp file as a write and close of the live file would."""
+    m, argv_log = await live_mount(mount_factory, tmp_path)
+    sid, live = await open_in_viewer(m, INV, argv_log)
+    assert m.sim is not None
+    temp = Path(m.sim.live_editor(sid).path)
+    seen = m.sim.live_changes(sid)
+    await m.run("sed", "-i", "s/good/sedded/", live)
+    await m.sim.live_seen(sid, seen + 1, timeout=15)
+    assert temp.read_text() == GOOD.replace("good", "sedded")
+    assert m.sim.item(INV).content == GOOD.replace("good", "sedded")
+    assert await m.thread(live.read_text) == GOOD.replace("good", "sedded")
+    res = await m.run("perl", "-pi", "-e", "s/sedded/perled/", live)
+    assert res.stderr == b""
+    await m.sim.live_seen(sid, seen + 2, timeout=15)
+    assert temp.read_text() == GOOD.replace("good", "perled")
+    assert m.sim.item(INV).content == GOOD.replace("good", "perled")
+    assert await m.thread(live.read_text) == GOOD.replace("good", "perled")
+    # No temp name is left behind, and the live file is a file of its own again.
+    names = await m.thread(os.listdir, live.parent)
+    assert all(n.startswith(live.name) for n in names), names
+    st = await m.thread(os.stat, live)
+    assert st.st_size == len(GOOD.replace("good", "perled")) and st.st_nlink == 1
+    rc, out, _err = await slfs(m, "diag", "--wait", live, check=False)
+    assert rc == 0 and out == ""
+    # vim still saves in place (its swap file and its probe are not taken here).
+    await m.run("vim", "-Es", "-u", "NONE", "-N", "-c", "%s/perled/vimmed/", "-c", "wq", live)
+    await m.sim.live_seen(sid, seen + 3, timeout=15)
+    assert temp.read_text() == GOOD.replace("good", "vimmed")
+    assert all(n.startswith(live.name) for n in await m.thread(os.listdir, live.parent))
+    # Later saves through the name work as before.
+    await write(m, live, BAD)
+    rc, out, _err = await slfs(m, "diag", "--wait", live, check=False)
+    assert rc == 1 and out.startswith(f"{live}:5:"), out
+
+
+async def test_temp_files_in_the_live_directory_removed_or_left_at_unmount(mount_factory: MountFactory,
+                                                                           tmp_path: Path) -> None:
+    """mktemp there, rm it; one left when the daemon stops goes to the recovery folder; other
+    names are still refused."""
+    m, argv_log = await live_mount(mount_factory, tmp_path)
+    sid, live = await open_in_viewer(m, INV, argv_log)
+    assert m.sim is not None
+    temp = Path(m.sim.live_editor(sid).path)
+    made = Path((await m.out("mktemp", "-p", live.parent)).strip())
+    assert made.parent == live.parent and made.name in await m.thread(os.listdir, live.parent)
+    await m.run("rm", made)
+    assert made.name not in await m.thread(os.listdir, live.parent)
+    left = Path((await m.out("mktemp", "-p", live.parent)).strip())
+    await m.thread(left.write_text, "left behind\n")
+    res = await m.run("touch", live.parent / "notes.txt", check=False)
+    assert res.returncode != 0 and b"Operation not permitted" in res.stderr
+    await m.stop_daemon()
+    recovery = Path(m.env["XDG_STATE_HOME"]) / "slfs" / "recovery"
+    assert [p.read_text() for p in recovery.iterdir()] == ["left behind\n"]
+    assert temp.read_text() == GOOD

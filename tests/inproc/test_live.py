@@ -11,11 +11,12 @@ import pytest
 import trio
 from e2e.worlds import item, u
 
+from slfs.fs.operations import RENAME_NOREPLACE
 from slfs.model.live import ViewerRefused
 from slfs.sim import World
 from slfs.sim.world import world_from_json
 
-from .harness import Driver, fails, fs_against_sim
+from .harness import CTX, Driver, fails, fs_against_sim
 
 VERSIONS = [pytest.param(1, id="v1"), pytest.param(2, id="v2")]
 INV = u(7)
@@ -118,3 +119,130 @@ async def test_a_reconnect_subscribes_again(tmp_path: Path, monkeypatch: pytest.
             while fs.sim.live_editor(sid).holder in (None, first):
                 await trio.sleep(0.02)
         assert sid in fs.ws.live.by_id
+
+
+# --- tools' temp files in .slfs/live (sed -i, perl -pi) --------------------------------------
+
+def recovered(tmp_path: Path) -> list[bytes]:
+    recovery = tmp_path / "xdg_state_home" / "slfs" / "recovery"
+    return sorted(p.read_bytes() for p in recovery.iterdir()) if recovery.exists() else []
+
+
+async def test_a_temp_file_renamed_over_a_live_file_is_saved_into_it(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch,
+                                                                     version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, world(), viewer_version=version) as fs:
+        sid, temp = await subscribed(fs)
+        fh = await fs.create(".slfs/live/sedAb12Cd", os.O_RDWR | os.O_CREAT | os.O_EXCL)
+        await fs.ops.write(fh, 0, BAD.encode())
+        assert "sedAb12Cd" in await fs.entries(".slfs/live")
+        assert (await fs.stat(".slfs/live/sedAb12Cd")).st_size == len(BAD)
+        new_inode = await fs.lookup(".slfs/live/sedAb12Cd")
+        await fs.rename(".slfs/live/sedAb12Cd", ".slfs/live/Pocket.lsl")
+        assert Path(temp).read_text() == BAD  # written as a close of the live file writes it
+        assert await fs.entries(".slfs/live") == ["Pocket.lsl", "Pocket.lsl.diag", "Pocket.lsl.log"]
+        # The live file took the renamed file's inode (the kernel's entry for the name holds it).
+        assert await fs.lookup(".slfs/live/Pocket.lsl") == new_inode
+        assert (await fs.ops.getattr(new_inode, CTX)).st_size == len(BAD)
+        # perl and gedit close (or even write) after the rename: that is the live file's now.
+        await fs.ops.write(fh, len(BAD), b"// more\n")
+        await fs.close(fh)
+        assert Path(temp).read_text() == BAD + "// more\n"
+        assert await fs.read_file(".slfs/live/Pocket.lsl") == (BAD + "// more\n").encode()
+        assert recovered(tmp_path) == []
+        assert fs.sim.live_editor(sid).path == temp
+
+
+async def test_a_refused_save_by_rename_fails_the_rename_as_close_would(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch,
+                                                                        version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, world(), viewer_version=version) as fs:
+        _sid, temp = await subscribed(fs)
+        fh = await fs.create(".slfs/live/XXabcdef")
+        await fs.ops.write(fh, 0, b"\xff not utf-8\n")
+        await fs.close(fh)
+        assert await fails(fs.rename(".slfs/live/XXabcdef", ".slfs/live/Pocket.lsl")) == errno.EILSEQ
+        assert Path(temp).read_text() == GOOD
+        assert await fs.read_file(".slfs/live/Pocket.lsl") == GOOD.encode()
+        assert await fs.read_file(".slfs/live/XXabcdef") == b"\xff not utf-8\n"  # nothing changed
+        assert recovered(tmp_path) == [b"\xff not utf-8\n"]
+        assert "not valid UTF-8" in fs.ws.status()["last_error"]
+
+
+async def test_unlink_of_a_temp_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, world(), viewer_version=version) as fs:
+        _sid, temp = await subscribed(fs)
+        await fs.write_file(".slfs/live/tmpab12cd34", b"scratch\n", create=True)
+        assert "tmpab12cd34" in await fs.entries(".slfs/live")
+        await fs.unlink(".slfs/live/tmpab12cd34")
+        assert "tmpab12cd34" not in await fs.entries(".slfs/live")
+        assert await fails(fs.lookup(".slfs/live/tmpab12cd34")) == errno.ENOENT
+        assert await fails(fs.unlink(".slfs/live/tmpab12cd34")) == errno.ENOENT
+        assert Path(temp).read_text() == GOOD
+        # Live files and their sidecars still cannot be removed.
+        assert await fails(fs.unlink(".slfs/live/Pocket.lsl")) == errno.EPERM
+        assert await fails(fs.unlink(".slfs/live/Pocket.lsl.diag")) == errno.EPERM
+        await fs.svc.writer.keep_unsaved(0, save=False)
+        assert recovered(tmp_path) == []
+
+
+async def test_a_temp_file_renamed_to_a_name_that_is_no_live_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, world(), viewer_version=version) as fs:
+        _sid, temp = await subscribed(fs)
+        await fs.write_file(".slfs/live/sedAAAAAA", b"draft\n", create=True)
+        for name in ("Other.lsl", "notes.txt", "Pocket.lsl~"):
+            assert await fails(fs.rename(".slfs/live/sedAAAAAA", f".slfs/live/{name}")) == errno.EPERM
+        assert await fails(fs.rename(".slfs/live/sedAAAAAA", ".slfs/live/Pocket.lsl.diag")) == errno.EPERM
+        assert await fails(fs.rename(".slfs/live/sedAAAAAA", ".slfs/sedAAAAAA")) == errno.EXDEV
+        assert await fs.entries(".slfs/live") == ["Pocket.lsl", "Pocket.lsl.diag", "Pocket.lsl.log", "sedAAAAAA"]
+        assert await fs.read_file(".slfs/live/sedAAAAAA") == b"draft\n"
+        # To another temp name: a plain rename; over the live file then, a save.
+        await fs.rename(".slfs/live/sedAAAAAA", ".slfs/live/.draft.tmp")
+        assert await fs.read_file(".slfs/live/.draft.tmp") == b"draft\n"
+        assert await fails(fs.lookup(".slfs/live/sedAAAAAA")) == errno.ENOENT
+        assert await fails(fs.rename(".slfs/live/.draft.tmp", ".slfs/live/Pocket.lsl", RENAME_NOREPLACE)) \
+            == errno.EEXIST
+        assert Path(temp).read_text() == GOOD
+
+
+async def test_creates_in_the_live_directory_other_than_temp_names_are_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, world(), viewer_version=version) as fs:
+        await subscribed(fs)
+        for name in ("Other.lsl", "notes.txt", "4913", ".Pocket.lsl.swp", "Pocket.lsl~"):
+            assert await fails(fs.create(f".slfs/live/{name}")) == errno.EPERM, name
+        assert await fails(fs.create(".slfs/live/Pocket.lsl")) == errno.EEXIST
+        assert await fs.entries(".slfs/live") == ["Pocket.lsl", "Pocket.lsl.diag", "Pocket.lsl.log"]
+
+
+async def test_a_temp_file_left_behind_goes_to_the_recovery_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   version: int) -> None:
+    from slfs.model import live_writes
+
+    monkeypatch.setattr(live_writes, "SCRATCH_GRACE", 0.3)
+    async with fs_against_sim(tmp_path, monkeypatch, world(), viewer_version=version) as fs:
+        _sid, temp = await subscribed(fs)
+        fh = await fs.create(".slfs/live/tmp.AbCdE12345")
+        await fs.ops.write(fh, 0, b"never renamed\n")
+        await fs.ops.flush(fh)
+        with trio.fail_after(10):
+            while "tmp.AbCdE12345" in await fs.entries(".slfs/live"):
+                await trio.sleep(0.05)
+        assert recovered(tmp_path) == [b"never renamed\n"]
+        assert "not renamed over a live file" in fs.ws.status()["last_error"]
+        # Written through a handle still open after that: kept too, and close() says so.
+        await fs.ops.write(fh, 0, b"NEVER")
+        assert await fails(fs.close(fh)) == errno.EIO
+        assert recovered(tmp_path) == [b"NEVER renamed\n", b"never renamed\n"]
+        assert Path(temp).read_text() == GOOD
+
+
+async def test_a_temp_file_at_shutdown_goes_to_the_recovery_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, world(), viewer_version=version) as fs:
+        await subscribed(fs)
+        await fs.write_file(".slfs/live/XXq1w2e3", b"half done\n", create=True)
+        await fs.write_file(".slfs/live/XXempty0", b"", create=True)
+        await fs.svc.writer.keep_unsaved(0)
+        assert recovered(tmp_path) == [b"half done\n"]
