@@ -83,7 +83,12 @@ def parse_options(items: list[str]) -> Options:
                 # mean to the user typing them.
                 kw["include"] = tuple(os.path.abspath(os.path.expanduser(d)) for d in value.split(":") if d)
             elif name in _PASSTHROUGH:
-                fuse.append(opt)
+                # libfuse knows these as flags only: `ro=1` would reach fuse_session_new and fail
+                # the mount there ("unknown option(s)"), so it is a usage error here.
+                if sep:
+                    raise ValueError(f"-o {name} takes no value (it is passed to the kernel as -o {name}), "
+                                     f"got {opt!r}")
+                fuse.append(name)
             else:
                 raise ValueError(f"unknown mount option {name!r}")
     return Options(fuse=tuple(fuse), **kw)  # type: ignore[arg-type]

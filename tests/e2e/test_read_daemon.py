@@ -104,6 +104,26 @@ async def test_background_mount_reports_failure(mount_factory: MountFactory) -> 
     assert res.returncode == 1 and b"no such directory" in res.stderr
 
 
+async def test_kernel_flag_with_a_value_is_a_usage_error(mount_factory: MountFactory) -> None:
+    """Found by a black-box probe: `-o ro=1` reached fuse_session_new, which failed the mount (exit
+    1, a libfuse message). It is refused before anything is mounted; `-o ro` still mounts read-only."""
+    m = await mount_factory(start=False)
+    for opt in ("ro=1", "allow_other=yes"):
+        with trio.fail_after(20):
+            res = await m.run(sys.executable, "-m", "slfs", "mount", "-f", "--port", str(m.port), "-o", opt, m.mnt,
+                              check=False)
+        assert res.returncode == 2, res
+        name = opt.partition("=")[0]
+        assert res.stderr.decode().splitlines() == [
+            f"slfs: -o {name} takes no value (it is passed to the kernel as -o {name}), got {opt!r}"]
+        assert not is_mounted(m.mnt)
+    await m.start_daemon(options=["ro"])
+    assert "Hello Cube" in await m.out("ls", m.mnt)
+    with open("/proc/self/mounts") as f:
+        (line,) = [ln for ln in f if ln.split()[1] == os.path.realpath(m.mnt)]
+    assert "ro" in line.split()[3].split(","), line
+
+
 async def test_stale_mountpoint_after_kill_9(mounted: Mount) -> None:
     """`kill -9` of the daemon, then `slfs mount` on the same mount point: the stale mount is
     cleared (the fixture's teardown unmounts whatever is left)."""

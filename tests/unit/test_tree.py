@@ -115,13 +115,21 @@ def test_options() -> None:
                 # found by a black-box probe: a huge prefetch froze the daemon at mount; the others
                 # mounted and failed later
                 "prefetch=99999999999", "prefetch=257", "save_retries=101", "delete_grace=nan",
-                "reconnect_wait=inf", "attr_timeout=1e999", "shutdown_grace=1000001", "open_cmd='vim {path}"):
+                "reconnect_wait=inf", "attr_timeout=1e999", "shutdown_grace=1000001", "open_cmd='vim {path}",
+                # found by a black-box probe: the kernel's flags with a value reached libfuse and
+                # failed the mount (exit 1) instead of being a usage error
+                "ro=1", "allow_other=yes", "rw=", "noatime=0", "auto_unmount=1", "default_permissions=1",
+                "allow_root=1"):
         with pytest.raises(ValueError):
             parse_options([bad])
     top = parse_options(["prefetch=256,save_retries=100,attr_timeout=1000000"])
     assert (top.prefetch, top.save_retries, top.attr_timeout) == (256, 100, 1e6)
     with pytest.raises(ValueError, match="No closing quotation"):
         parse_options(["open_cmd='vim {path}"])
+    with pytest.raises(ValueError, match="-o ro takes no value"):
+        parse_options(["ro=1"])
+    every = parse_options(["allow_other,allow_root,default_permissions", "ro", "rw,noatime,auto_unmount"])
+    assert every.fuse == ("allow_other", "allow_root", "default_permissions", "ro", "rw", "noatime", "auto_unmount")
 
 
 def test_the_echo_of_our_own_save_does_not_make_the_item_stale(tree: tuple[Tree, list[Invalidation]]) -> None:
