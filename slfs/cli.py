@@ -146,7 +146,7 @@ def cmd_mount(args: argparse.Namespace, argv: list[str]) -> int:
 
 def cmd_umount(mountpoint: str) -> int:
     from .daemon import is_mounted, unmount
-    from .registry import read_registry, registry_path
+    from .registry import read_registry, registry_path, remove_dead_entry
 
     real = os.path.realpath(mountpoint)
     entry = next((e for e in read_registry() if e.get("mountpoint") == real), None)
@@ -165,6 +165,9 @@ def cmd_umount(mountpoint: str) -> int:
             except OSError:
                 break
             time.sleep(0.05)
+    # A daemon killed with SIGKILL (the mount answered ENOTCONN) left its registry file: with the
+    # mount gone, so is the entry. A daemon that exited normally removed its own.
+    remove_dead_entry(real)
     return 0
 
 

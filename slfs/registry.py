@@ -17,6 +17,33 @@ def registry_path(mountpoint: str) -> Path:
     return paths.runtime_dir() / "mounts" / f"{paths.mount_key(mountpoint)}.json"
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # EPERM: a process of another user holds that pid
+    return True
+
+
+def remove_dead_entry(mountpoint: str) -> bool:
+    """Remove the registry file of `mountpoint` when its daemon is gone (killed with SIGKILL, so it
+    could not remove it itself), or it is unreadable. True when a file was removed."""
+    p = registry_path(mountpoint)
+    try:
+        entry = json.loads(p.read_text())
+        pid = int(entry["pid"])
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError, KeyError, TypeError):
+        pid = 0
+    if pid > 0 and _alive(pid):
+        return False
+    p.unlink(missing_ok=True)
+    return True
+
+
 def read_registry() -> list[dict[str, Any]]:
     """Running mounts: {pid, mountpoint, endpoint, socket, started}; entries of dead daemons are
     skipped."""

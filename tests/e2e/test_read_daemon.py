@@ -145,6 +145,21 @@ async def test_stale_mountpoint_after_kill_9(mounted: Mount) -> None:
     m.assert_clean_log()
 
 
+async def test_umount_of_a_stale_mount_removes_its_registry_entry(mounted: Mount) -> None:
+    """Found by a black-box probe: `slfs umount` of the stale mount a `kill -9` left unmounted it
+    but kept the dead daemon's registry file."""
+    m = mounted
+    await m.stop_daemon(signal.SIGKILL)
+    assert is_mounted(m.mnt)
+    res = await m.run("ls", m.mnt, check=False)
+    assert b"Transport endpoint is not connected" in res.stderr
+    assert [e["mountpoint"] for e in registry(m)] == [os.path.realpath(m.mnt)]
+    with trio.fail_after(30):
+        await m.run(sys.executable, "-m", "slfs", "umount", m.mnt)
+    assert not is_mounted(m.mnt)
+    assert registry(m) == []
+
+
 async def test_mount_over_a_live_mount_is_refused(mounted: Mount) -> None:
     m = mounted
     res = await m.run(sys.executable, "-m", "slfs", "mount", "-f", "--port", str(m.port), m.mnt, check=False)

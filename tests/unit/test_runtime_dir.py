@@ -156,3 +156,19 @@ def test_background_mount_names_an_unsafe_socket_fallback_dir(
     err = capsys.readouterr().err
     assert f"slfs: {fallback} has mode 0777, open to other users; refusing it" in err
     assert "daemon exited" not in err and not (long_dir / "slfs" / "mounts").exists()
+
+
+def test_remove_dead_entry_keeps_a_live_daemons_file(fallback: Path) -> None:
+    """What `slfs umount` clears after unmounting: only the entry of a daemon that is gone."""
+    folder = paths.runtime_dir(create=True) / "mounts"
+    folder.mkdir()
+    live, dead = registry.registry_path("/mnt/live"), registry.registry_path("/mnt/dead")
+    live.write_text(f'{{"pid": {os.getpid()}, "mountpoint": "/mnt/live"}}')
+    child = os.fork()
+    if child == 0:
+        os._exit(0)
+    os.waitpid(child, 0)  # a pid that is certainly gone
+    dead.write_text(f'{{"pid": {child}, "mountpoint": "/mnt/dead"}}')
+    assert not registry.remove_dead_entry("/mnt/live") and live.exists()
+    assert registry.remove_dead_entry("/mnt/dead") and not dead.exists()
+    assert not registry.remove_dead_entry("/mnt/nothing")
