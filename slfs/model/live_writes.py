@@ -98,8 +98,8 @@ class LiveWriter:
             shown = self._shown_name(ls)
             if ls.gone is not None:
                 ls.local, ls.dirty = None, False
-                where = await self.recover(shown, data, f"{shown}: {ls.gone}; not saved")
-                raise FsError(errno.ENOENT, f"{shown}: {ls.gone}; your content is in {where}")
+                kept = await self.recover(shown, data, f"{shown}: {ls.gone}; not saved")
+                raise FsError(errno.ENOENT, f"{shown}: {ls.gone}; {kept}")
             try:
                 await self._save(ls, data, shown)
             except FsError as exc:

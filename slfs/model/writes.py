@@ -60,6 +60,12 @@ log = logging.getLogger(__name__)
 OWN_UPDATE_WINDOW = 2.0
 
 
+def kept_clause(target: str | None, noun: str = "content") -> str:
+    """How an error message says where the content it did not save went: "your content is in
+    PATH", or, when the recovery copy failed as well, that it did (the log says why)."""
+    return f"your {noun} is in {target}" if target is not None else "the recovery copy failed too (see the log)"
+
+
 def _splice(buf: bytearray, off: int, data: bytes) -> None:
     if off > len(buf):
         buf.extend(b"\0" * (off - len(buf)))
@@ -91,13 +97,14 @@ class Writer:
 
     # --- the recovery folder ---------------------------------------------------------------
 
-    async def recover(self, item_path: str, data: bytes, why: str) -> str:
-        """Keep content the viewer did not take; returns where, for the caller's error message.
-        The status names the file; a disk that refuses the copy is said there too."""
+    async def recover(self, item_path: str, data: bytes, why: str, *, noun: str = "content") -> str:
+        """Keep content the viewer did not take; returns the clause the caller's error message
+        ends with: "your content is in PATH", or, when the copy failed, that it did. The status
+        says the same; a disk that refuses the copy is said there too."""
         target = await self.keeper.keep(RECOVERY, item_path, data, why)
-        where = str(target) if target is not None else "nowhere: the recovery copy failed, see the log"
-        self.ws.note_error(f"{why}; your content is in {where}")
-        return where
+        kept = kept_clause(str(target) if target is not None else None, noun)
+        self.ws.note_error(f"{why}; {kept}")
+        return kept
 
     # Service (model/services.py): the writer's status lines.
 
@@ -287,14 +294,15 @@ class Writer:
         await self._stale(item, data, path, current)
 
     async def _stale(self, item: Item, data: bytes, path: str, current: bytes) -> NoReturn:
-        where = await self.recover(path, data, f"{path} changed in-world since it was read; not saved (conflict)")
+        kept = await self.recover(path, data, f"{path} changed in-world since it was read; not saved (conflict)",
+                                  noun="version")
         # The file now shows the in-world version; the local edits are in the recovery folder.
         self._set_local(item, None)
         item.dirty = False
         self.ws.set_content(item, current, valid=True)
         item.take_base(current)
         self.tree.invalidate_item(item, data=True)
-        raise FsError(errno.ESTALE, f"{path}: changed in-world since it was read; your version is in {where}")
+        raise FsError(errno.ESTALE, f"{path}: changed in-world since it was read; {kept}")
 
     async def _with_retries(self, what: str, method: str, params: RequestParams, result_type: type[Any]) -> Any:
         """Right after a save some viewers report an existing item as not found, and a region may be
@@ -412,8 +420,8 @@ class Writer:
             data = bytes(item.local)
             self._set_local(item, None)
             item.dirty = False
-            where = await self.recover(shown, data, f"{shown}: the item is no longer published; not saved")
-            raise FsError(errno.ENOENT, f"{shown}: no longer published; your content is in {where}")
+            kept = await self.recover(shown, data, f"{shown}: the item is no longer published; not saved")
+            raise FsError(errno.ENOENT, f"{shown}: no longer published; {kept}")
         folder = item.folder
         if folder is not None and folder.tombstones.get(item.name) is item:
             return  # unlinked while open: it goes to the trash, not in-world
@@ -479,10 +487,9 @@ class Writer:
             # Written after its create failed (through a handle still open, or a dentry the kernel
             # had not dropped yet): not saved, and never silently dropped.
             scratch.dirty = False
-            where = await self.recover(scratch.failed, bytes(scratch.data),
-                                       f"{scratch.failed}: written after its create failed; not saved")
-            raise FsError(errno.EIO, f"{scratch.failed}: not created in-world (its create failed); your content "
-                          f"is in {where}")
+            kept = await self.recover(scratch.failed, bytes(scratch.data),
+                                      f"{scratch.failed}: written after its create failed; not saved")
+            raise FsError(errno.EIO, f"{scratch.failed}: not created in-world (its create failed); {kept}")
         folder = scratch.folder
         if not scratch.dirty or folder is None or folder.scratch.get(scratch.name) is not scratch:
             return

@@ -173,6 +173,8 @@ async def test_conflict_is_estale_with_recovery(tmp_path: Path, monkeypatch: pyt
         assert fs.sim.item(NOTE).content == "changed in-world\n"
         assert recovery(tmp_path) == [b"MINE" + NOTE_TEXT.encode()[4:]]
         assert await fs.read_file("Box/Note") == b"changed in-world\n"
+        (copy,) = (tmp_path / "xdg_state_home" / "slfs" / "recovery").iterdir()
+        assert fs.ws.status()["last_error"].endswith(f"not saved (conflict); your version is in {copy}")
 
 
 async def test_bare_truncation_and_truncate_by_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -212,7 +214,31 @@ async def test_recovery_on_a_full_disk_is_reported(tmp_path: Path, monkeypatch: 
         assert getattr(info.value, "errno", None) == errno.EIO
         status = fs.ws.status()
         assert status["disk_errors"] == 1
-        assert "recovery copy failed" in status["last_error"]
+        # Found by a black-box probe: this read "your content is in nowhere: the recovery copy failed".
+        assert status["last_error"].endswith("Internal error: disk full in-world; "
+                                             "the recovery copy failed too (see the log)"), status
+        assert "nowhere" not in status["last_error"]
+
+
+async def test_a_conflict_whose_recovery_copy_fails_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           version: int, caplog: pytest.LogCaptureFixture) -> None:
+    """ESTALE's message names the recovery copy; when the copy failed, it says that instead."""
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+        (tmp_path / "xdg_state_home" / "slfs").mkdir(parents=True, exist_ok=True)
+        (tmp_path / "xdg_state_home" / "slfs" / "recovery").write_text("not a folder")
+        fh = await fs.open("Box/Note", os.O_RDWR)
+        await fs.ops.write(fh, 0, b"MINE")
+        node = fs.ws.tree.by_uuid[NOTE]
+        assert isinstance(node, Item)
+        seen = node.generation
+        await fs.sim.set_content(NOTE, "changed in-world\n")
+        assert await fs.ws.wait_for_world(lambda: node.generation != seen, 5)
+        assert await fails(fs.ops.flush(fh)) == errno.ESTALE
+        await fs.ops.release(fh)
+        messages = [r.getMessage() for r in caplog.records]
+        assert "flush: Box/Note: changed in-world since it was read; the recovery copy failed too (see the log)" \
+            in messages, messages
+        assert not any("nowhere" in m for m in messages), messages
 
 
 async def test_reconnect_wait_lets_a_save_land(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
