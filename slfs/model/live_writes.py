@@ -252,8 +252,8 @@ class LiveWriter:
         if scratch.live == "expired" and scratch.dirty:
             scratch.dirty = False
             why = f"{scratch.failed}: written after it was given up (not renamed over a live file); not saved"
-            where = await self.recover(scratch.failed, bytes(scratch.data), why)
-            raise FsError(errno.EIO, f"{why}; your content is in {where}")
+            kept = await self.recover(scratch.failed, bytes(scratch.data), why)
+            raise FsError(errno.EIO, f"{why}; {kept}")
 
     async def keep_unsaved(self) -> None:
         """The daemon stops: new files never renamed over a live file go to the recovery folder."""
