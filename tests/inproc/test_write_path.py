@@ -157,17 +157,29 @@ async def test_unpublished_while_open_goes_to_recovery(tmp_path: Path, monkeypat
         assert recovery(tmp_path) == [b"mine\n"]
 
 
+async def _edit_changed_in_world(fs: Driver) -> int:
+    """A handle of Box/Note with unsaved writes, then an in-world change of it, applied."""
+    fh = await fs.open("Box/Note", os.O_RDWR)
+    await fs.ops.write(fh, 0, b"MINE")
+    node = fs.ws.tree.by_uuid[NOTE]
+    assert isinstance(node, Item)
+    seen = node.generation
+    await fs.sim.set_content(NOTE, "changed in-world\n")
+    # The update arrives (and a background refetch may follow it at once).
+    assert await fs.ws.wait_for_world(lambda: node.generation != seen, 5)
+    return fh
+
+
+def _block_recovery(tmp_path: Path) -> None:
+    """The state dir cannot take a recovery copy (a file where the folder should be)."""
+    (tmp_path / "xdg_state_home" / "slfs").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "xdg_state_home" / "slfs" / "recovery").write_text("not a folder")
+
+
 async def test_conflict_is_estale_with_recovery(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                 version: int) -> None:
     async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
-        fh = await fs.open("Box/Note", os.O_RDWR)
-        await fs.ops.write(fh, 0, b"MINE")
-        node = fs.ws.tree.by_uuid[NOTE]
-        assert isinstance(node, Item)
-        seen = node.generation
-        await fs.sim.set_content(NOTE, "changed in-world\n")
-        # The update arrives (and a background refetch may follow it at once).
-        assert await fs.ws.wait_for_world(lambda: node.generation != seen, 5)
+        fh = await _edit_changed_in_world(fs)
         assert await fails(fs.ops.flush(fh)) == errno.ESTALE
         await fs.ops.release(fh)
         assert fs.sim.item(NOTE).content == "changed in-world\n"
@@ -205,9 +217,7 @@ async def test_a_background_job_failure_leaves_the_mount_serving(tmp_path: Path,
 async def test_recovery_on_a_full_disk_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                    version: int) -> None:
     async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
-        # The state dir cannot take the copy (a file where the folder should be).
-        (tmp_path / "xdg_state_home" / "slfs").mkdir(parents=True, exist_ok=True)
-        (tmp_path / "xdg_state_home" / "slfs" / "recovery").write_text("not a folder")
+        _block_recovery(tmp_path)
         fs.sim.fail_next("object.content.save", RpcError(-32603, "Internal error: disk full in-world"))
         with pytest.raises(Exception) as info:
             await fs.write_file("Box/Note", b"precious\n")
@@ -224,15 +234,8 @@ async def test_a_conflict_whose_recovery_copy_fails_says_so(tmp_path: Path, monk
                                                            version: int, caplog: pytest.LogCaptureFixture) -> None:
     """ESTALE's message names the recovery copy; when the copy failed, it says that instead."""
     async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
-        (tmp_path / "xdg_state_home" / "slfs").mkdir(parents=True, exist_ok=True)
-        (tmp_path / "xdg_state_home" / "slfs" / "recovery").write_text("not a folder")
-        fh = await fs.open("Box/Note", os.O_RDWR)
-        await fs.ops.write(fh, 0, b"MINE")
-        node = fs.ws.tree.by_uuid[NOTE]
-        assert isinstance(node, Item)
-        seen = node.generation
-        await fs.sim.set_content(NOTE, "changed in-world\n")
-        assert await fs.ws.wait_for_world(lambda: node.generation != seen, 5)
+        _block_recovery(tmp_path)
+        fh = await _edit_changed_in_world(fs)
         assert await fails(fs.ops.flush(fh)) == errno.ESTALE
         await fs.ops.release(fh)
         messages = [r.getMessage() for r in caplog.records]
