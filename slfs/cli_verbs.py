@@ -278,12 +278,15 @@ def _per_file(args: argparse.Namespace, kind: str, show: Callable[[dict[str, Any
     entry = find_mount(args.mount, args.files[0])
     with connect(entry) as c:
         for f in args.files:
+            sent = mount_path(entry, f)
             try:
-                results.append(c.request(kind, path=mount_path(entry, f)))
+                results.append(c.request(kind, path=sent))
             except ControlError as exc:
                 if exc.code in ("ECONNRESET", "ESHUTDOWN"):
                     raise
-                _err(f"{kind} {f}: {exc.message}")
+                # The daemon's message names the path it was sent: say it once, as the user wrote it.
+                why = exc.message.removeprefix(f"{sent}: ")
+                _err(f"{kind} {f}: {why}")
                 failed.append({"path": f, "error": exc.message, "code": exc.code})
     if args.json:
         _emit_json({"results": results, "failed": failed})

@@ -156,7 +156,8 @@ async def test_run_stop_reset(mounted: Mount) -> None:
     assert text == f"{hello}: stopped\n"
     # a failing file among good ones: the others still act, exit 1, the error on stderr
     rc, out, err = await slfs(m, "run", "--json", hello, m.path(CUBE, "nope.lsl"), check=False)
-    assert rc == 1 and "nope.lsl" in err
+    assert rc == 1 and err.count("nope.lsl") == 1, err  # the path once, as given
+    assert err.startswith(f"slfs: run {m.path(CUBE, 'nope.lsl')}: "), err
     data = json.loads(out)
     assert data["results"][0]["state"] == "running" and data["failed"][0]["code"] == "ENOENT"
     # not a script
