@@ -146,7 +146,7 @@ def cmd_mount(args: argparse.Namespace, argv: list[str]) -> int:
 
 def cmd_umount(mountpoint: str) -> int:
     from .daemon import is_mounted, unmount
-    from .registry import read_registry, registry_path, remove_dead_entry
+    from .registry import daemon_alive, read_registry, registry_path, remove_dead_entry
 
     real = os.path.realpath(mountpoint)
     entry = next((e for e in read_registry() if e.get("mountpoint") == real), None)
@@ -159,11 +159,7 @@ def cmd_umount(mountpoint: str) -> int:
     if entry is not None:
         # Wait for the daemon to finish its pending saves and exit.
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and registry_path(real).exists():
-            try:
-                os.kill(int(entry["pid"]), 0)
-            except OSError:
-                break
+        while time.monotonic() < deadline and registry_path(real).exists() and daemon_alive(int(entry["pid"])):
             time.sleep(0.05)
     # A daemon killed with SIGKILL (the mount answered ENOTCONN) left its registry file: with the
     # mount gone, so is the entry. A daemon that exited normally removed its own.

@@ -17,13 +17,13 @@ def registry_path(mountpoint: str) -> Path:
     return paths.runtime_dir() / "mounts" / f"{paths.mount_key(mountpoint)}.json"
 
 
-def _alive(pid: int) -> bool:
+def daemon_alive(pid: int) -> bool:
+    """Whether our daemon `pid` still runs. A pid another user's process holds (EPERM) is not
+    ours: the daemon runs as the user who mounted."""
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
     except OSError:
-        return True  # EPERM: a process of another user holds that pid
+        return False
     return True
 
 
@@ -38,7 +38,7 @@ def remove_dead_entry(mountpoint: str) -> bool:
         return False
     except (OSError, ValueError, KeyError, TypeError):
         pid = 0
-    if pid > 0 and _alive(pid):
+    if pid > 0 and daemon_alive(pid):
         return False
     p.unlink(missing_ok=True)
     return True
@@ -52,9 +52,9 @@ def read_registry() -> list[dict[str, Any]]:
     for p in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         try:
             entry = json.loads(p.read_text())
-            os.kill(int(entry["pid"]), 0)
+            alive = daemon_alive(int(entry["pid"]))
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        if isinstance(entry, dict):
+        if alive and isinstance(entry, dict):
             out.append(entry)
     return out

@@ -71,7 +71,7 @@ class Workspace:
                  **session_kw: Any) -> None:
         self.options = options or Options()
         self.invalidations = PendingInvalidations()
-        self.tree = Tree(on_invalidate=self._invalidate, on_stale=self._on_stale)
+        self.tree = Tree(on_invalidate=self._invalidate, on_stale=self.confirm_content)
         session_kw.setdefault("live_sync", True)  # scripts open in the viewer's editor (model/live.py)
         self.session = ViewerSession(self, host, port, **session_kw)
         self.info: SessionInfo | None = None
@@ -454,12 +454,9 @@ class Workspace:
             self.tree.shown(item)
 
     def confirm_content(self, item: Item) -> None:
-        """Fetch the item at its current revision in the background (Item.content_current)."""
-        self._fetch_send.send_nowait(item)
-
-    def _on_stale(self, item: Item) -> None:
-        # Refetch items someone has read, so sizes stay exact without a stat waiting on the viewer;
-        # and confirm our own save's content at the revision its echo brought.
+        """Fetch the item in the background until its content is current (Item.content_current):
+        items someone has read, so sizes stay exact without a stat waiting on the viewer, and our
+        own save's content at the revision its echo brought. The tree's on_stale."""
         self._fetch_send.send_nowait(item)
 
     async def _fetch_worker(self) -> None:
