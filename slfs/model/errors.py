@@ -18,6 +18,11 @@ class FsError(Exception):
         self.rpc_code = rpc_code  # the viewer's error code, when the viewer refused
 
 
+class CallCut(FsError):
+    """The link to the viewer dropped with the call sent or about to be: whether the viewer acted
+    on it is unknown (EIO unless the caller finds out: Writer._resend_cut_save)."""
+
+
 def from_rpc(exc: RpcError, what: str) -> FsError:
     """Map a viewer error to an errno (see _map); the error keeps the viewer's code."""
     err = _map(exc, what)

@@ -38,7 +38,7 @@ from ..protocol.types import (
 from ..session import CONNECTED, NotConnected, SessionInfo, ViewerSession
 from ..sources import envelope
 from .compiles import CompileReport, compiled_report, event_fields
-from .errors import FsError, from_rpc, region_down, transient_read_error
+from .errors import CallCut, FsError, from_rpc, region_down, transient_read_error
 from .invalidations import PendingInvalidations
 from .live import LIVE_DIR_KEY, LiveScripts
 from .options import Options
@@ -335,7 +335,7 @@ class Workspace:
                 if idempotent and not resent and await self.await_viewer():
                     resent = True  # cut by a drop and the session is back: asking again is safe
                     continue
-                raise FsError(errno.EIO, f"{what}: not connected to the viewer ({exc.message})") from None
+                raise CallCut(errno.EIO, f"{what}: not connected to the viewer ({exc.message})") from None
             except RpcError as exc:
                 if attempt >= retries or not transient(exc):
                     err = from_rpc(exc, what)
@@ -371,18 +371,19 @@ class Workspace:
 
     # --- content ----------------------------------------------------------------------------
 
-    async def read_content(self, item: Item, *, current: bool = False) -> bytes:
+    async def read_content(self, item: Item, *, current: bool = False, fresh: bool = False) -> bytes:
         """The item's content, fetched once and cached. Offline, the last known content.
         `current`: known at the item's current revision, which our own save's content is not
-        until a fetch confirms it (Item.content_current); a read shows it meanwhile."""
+        until a fetch confirms it (Item.content_current); a read shows it meanwhile. `fresh`:
+        fetched now, whatever is cached (what a save cut by a drop left in-world)."""
         for _attempt in range(4):
-            if item.content is not None and (item.content_current if current else item.content_valid):
+            if item.content is not None and not fresh and (item.content_current if current else item.content_valid):
                 return item.content
             if not item.readable:
                 raise FsError(errno.EACCES, f"{self.tree.path_of(item)}: script is not readable "
                               "(needs copy and modify permission)")
             if not self.connected and not await self.await_viewer():
-                if item.content is not None:
+                if item.content is not None and not fresh:
                     return item.content
                 raise FsError(errno.EIO, f"{self.tree.path_of(item)}: not connected to the viewer "
                               f"({self.session.state_detail})")
@@ -395,6 +396,7 @@ class Workspace:
             fetch = self._fetches[item.uuid] = _Fetch()
             try:
                 await self._fetch(item)
+                fresh = False
             except FsError as exc:
                 fetch.error = exc
                 raise

@@ -45,7 +45,7 @@ from ..protocol.types import (
 )
 from . import names
 from .compiles import CompileReport, failure_report, has_nul
-from .errors import FsError, region_down, transient_save_error
+from .errors import CallCut, FsError, region_down, transient_save_error
 from .keep import RECOVERY, TRASH, Keeper
 from .live_writes import LiveWriter
 from .naming_rules import RemoteName, is_local_name, parse_remote_name, size_limit
@@ -179,25 +179,15 @@ class Writer:
         assert item.folder is not None
         inworld = build.inworld if build is not None else text
         params = ContentSaveParams(prim_id=item.folder.uuid, item_id=item.uuid, content=inworld)
-        # The viewer answers our save with an inventory update that says nothing of whose change
-        # it was; the first one after our save is presumably ours, and must not make the file look
-        # stale (on newer viewers a fetch at its revision confirms it: Tree._content_may_have_changed).
-        item.expect_own_update = time.monotonic() + OWN_UPDATE_WINDOW
-        revision_before = item.info.revision
         try:
-            res: ContentSaveResponse = await self._with_retries(
-                f"save {path}", "object.content.save", params, ContentSaveResponse)
+            res, revision_before = await self._send_save(item, params, data, path)
         except FsError as exc:
-            item.expect_own_update = 0.0
             if item.is_script and exc.rpc_code == codes.INTERNAL_ERROR:
                 # Some builds answer a failed LSL compile with "Internal error: stoi": whether and
                 # what the viewer stored is unknown, so show what it holds now.
                 self._garbled_compile(item, path, exc.message)
                 raise FsError(errno.EIO, f"{path}: the viewer failed the save without diagnostics "
                               f"({exc.message})") from None
-            raise
-        except BaseException:
-            item.expect_own_update = 0.0
             raise
         if item.is_script and has_nul(res.diagnostics):
             item.expect_own_update = 0.0
@@ -228,6 +218,48 @@ class Writer:
             log.info("saved %s (%d bytes of source, %d in-world)", path, len(data), len(inworld.encode()))
         else:
             log.info("saved %s (%d bytes)", path, len(data))
+
+    async def _send_save(self, item: Item, params: ContentSaveParams, data: bytes,
+                         path: str) -> tuple[ContentSaveResponse, int | None]:
+        """object.content.save, and the item's revision before it. A save cut by a drop (CallCut)
+        is sent once more when the session is back within reconnect_wait and the item then holds
+        what the file was read from or what we sent: the same content again loses nothing, and
+        the second answer brings the compile verdict the first one lost."""
+        for attempt in range(2):
+            # The viewer answers our save with an inventory update that says nothing of whose
+            # change it was; the first one after our save is presumably ours, and must not make the
+            # file look stale (on newer viewers a fetch at its revision confirms it:
+            # Tree._content_may_have_changed).
+            item.expect_own_update = time.monotonic() + OWN_UPDATE_WINDOW
+            revision_before = item.info.revision
+            try:
+                res: ContentSaveResponse = await self._with_retries(
+                    f"save {path}", "object.content.save", params, ContentSaveResponse)
+                return res, revision_before
+            except CallCut:
+                item.expect_own_update = 0.0
+                if attempt or not await self._resend_cut_save(item, data, params.content or "", path):
+                    raise
+            except BaseException:
+                item.expect_own_update = 0.0
+                raise
+        raise AssertionError("unreachable")
+
+    async def _resend_cut_save(self, item: Item, data: bytes, inworld: str, path: str) -> bool:
+        """Whether a save the drop cut may go again: the session is back and the item holds its
+        base (the save did not land) or what we sent (it did). Anything else is someone else's
+        change, which a resend would overwrite: ESTALE, the edits in the recovery folder."""
+        if not await self.ws.await_viewer():
+            return False
+        current = await self.ws.read_content(item, fresh=True)
+        if current == data or current == inworld.encode("utf-8"):
+            log.info("%s: the link to the viewer dropped during the save, which landed; saving again "
+                     "for the viewer's answer", path)
+        elif item.base is None or current == item.base:
+            log.info("%s: the link to the viewer dropped during the save, which did not land; saving again", path)
+        else:
+            await self._stale(item, data, path, current)
+        return True
 
     def _shown_unchanged(self, item: Item, data: bytes, text: str) -> bool:
         """A source the file shows already, of a script that is built (so saving it again would

@@ -427,7 +427,10 @@ async def test_sixteen_writers_through_five_drops(mount_factory: MountFactory) -
             finally:
                 stop.set()
     ok, failed = check_outcomes(m, outcomes)
-    assert failed >= 1 and ok >= 16, (ok, failed)
+    # The drops cut something: a close that failed, or a save sent again after the reconnect.
+    resent = m.log_text().count("the link to the viewer dropped during the save")
+    print(f"closes: {ok} returned 0, {failed} failed; saves sent again after a drop: {resent}")
+    assert failed + resent >= 1 and ok >= 16, (ok, failed, resent)
 
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -276,6 +278,63 @@ async def test_a_read_cut_by_a_drop_is_asked_again(tmp_path: Path, monkeypatch: 
         assert got == [NOTE_TEXT.encode()]
         # Asked again after the reconnect (older viewers' object.list may then cause a refetch).
         assert calls(fs, "object.content.get") >= 2
+
+
+def cut_after(fs: Driver, monkeypatch: pytest.MonkeyPatch, method: str,
+              act: Callable[[dict[str, Any], Any], Awaitable[Any]]) -> None:
+    """The viewer's next `method` call runs `act` (the real handler, or something else) and then
+    drops every connection before it answers: the client cannot know what happened."""
+    handlers = fs.sim._handlers
+    real = handlers[method]
+
+    async def cut(params: dict[str, Any], ctx: Any) -> Any:
+        handlers[method] = real
+        await act(params, ctx)
+        await fs.sim.disconnect_all()
+
+    monkeypatch.setitem(handlers, method, cut)
+
+
+@pytest.mark.parametrize("landed", [pytest.param(True, id="landed"), pytest.param(False, id="lost")])
+async def test_a_save_cut_by_a_drop_is_sent_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int,
+                                                  landed: bool) -> None:
+    """A save the drop cut, landed in-world or not: the item holds what we sent or what the file
+    was read from, so the save goes again once the session is back and the close returns 0."""
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+        fs.ws.session.backoff_min = fs.ws.session.backoff_max = 0.05
+        assert await fs.read_file("Box/Note") == NOTE_TEXT.encode()
+        real = fs.sim._handlers["object.content.save"]
+
+        async def lost(params: dict[str, Any], ctx: Any) -> None:
+            pass
+
+        cut_after(fs, monkeypatch, "object.content.save", real if landed else lost)
+        await fs.write_file("Box/Note", b"saved through a drop\n")
+        assert fs.sim.item(NOTE).content == "saved through a drop\n"
+        assert saves(fs, NOTE) == ["saved through a drop\n"] * 2
+        assert recovery(tmp_path) == []
+        assert await fs.read_file("Box/Note") == b"saved through a drop\n"
+
+
+async def test_a_save_cut_by_a_drop_does_not_overwrite_a_change_made_meanwhile(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int) -> None:
+    """The drop cut our save, and the item now holds neither its base nor our text: someone else's
+    change, which a second save would overwrite. ESTALE, our text in the recovery folder."""
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+        fs.ws.session.backoff_min = fs.ws.session.backoff_max = 0.05
+        assert await fs.read_file("Box/Note") == NOTE_TEXT.encode()
+
+        async def changed_elsewhere(params: dict[str, Any], ctx: Any) -> None:
+            item = fs.sim.item(NOTE)
+            item.content = "changed in-world meanwhile\n"
+            item.revision = fs.sim.world.next_revision()
+
+        cut_after(fs, monkeypatch, "object.content.save", changed_elsewhere)
+        assert await fails(fs.write_file("Box/Note", b"ours\n")) == errno.ESTALE
+        assert fs.sim.item(NOTE).content == "changed in-world meanwhile\n"
+        assert saves(fs, NOTE) == ["ours\n"]
+        assert recovery(tmp_path) == [b"ours\n"]
+        assert await fs.read_file("Box/Note") == b"changed in-world meanwhile\n"
 
 
 async def test_a_handle_opened_before_a_change_reads_the_new_content(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
