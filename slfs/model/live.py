@@ -313,6 +313,11 @@ class LiveScripts:
         ls = self.by_id.get(msg.script_id.lower())
         if ls is None:
             return False
+        if ls.compiled_since_write:
+            # No write of ours awaits a compile: this one is of text saved in the viewer's own
+            # editor, whose rows are its own, not our build's (research/live-sync.md: the viewer
+            # then rewrites the temp file, read again at the next access).
+            ls.inworld_places = None
         report = compiled_report(msg, "live", ls.inworld_places)
         ls.running = msg.running
         ls.compiled_since_write = True

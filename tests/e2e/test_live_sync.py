@@ -192,7 +192,7 @@ async def test_a_preprocessed_source_through_live_sync(mount_factory: MountFacto
     include.mkdir()
     (include / "say.lsl").write_text("say(string s)\n{\n    llOwnerSay(s);\n}\n")
     m, argv_log = await live_mount(mount_factory, tmp_path, f"include={include}")
-    _sid, live = await open_in_viewer(m, INV, argv_log)
+    sid, live = await open_in_viewer(m, INV, argv_log)
     assert m.sim is not None
     source = '#include "say.lsl"\n' + GOOD.replace('llOwnerSay("good")', 'say("built")')
     await write(m, live, source)
@@ -207,6 +207,21 @@ async def test_a_preprocessed_source_through_live_sync(mount_factory: MountFacto
     await write(m, live, source + "// again\n")
     rc, out, _err = await slfs(m, "diag", "--wait", live, check=False)
     assert rc == 1 and out.startswith(f"{include / 'say.lsl'}:3:"), out
+    # Then the user saves other text in the viewer's own editor: its compile is of that text, not
+    # of our build, so its rows are the live file's own (not mapped through our build's lines).
+    await m.sim.viewer_save_live(sid, BAD)
+
+    async def diag_of_the_viewers_save() -> bool:
+        diag = await m.thread(m.path(".slfs", "live", live.name + ".diag").read_text)
+        return not diag.startswith(f"{include / 'say.lsl'}:3:")
+
+    await m.wait_for(diag_of_the_viewers_save, 10, "the compile of the viewer's own save")
+    diag = await m.thread(m.path(".slfs", "live", live.name + ".diag").read_text)
+    assert diag.startswith(f"{live}:5:"), diag
+    assert await m.thread(live.read_text) == BAD
+    events = [json.loads(line) for line in (await m.thread(m.path(".slfs", "events").read_text)).splitlines()]
+    last = [e for e in events if e["type"] == "compile"][-1]
+    assert (last["source"], last["preprocessed"], last["diagnostics"][0]["row"]) == ("live", False, 5), json.dumps(last)
 
 
 async def test_a_refused_subscription_exits_1_with_the_viewers_message(mount_factory: MountFactory,
