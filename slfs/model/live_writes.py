@@ -31,6 +31,7 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
+from . import buffers
 from .errors import FsError
 from .live import POLL_MARGIN, VIEWER_POLL, LiveScript, LiveScripts
 from .naming_rules import is_replacement_name, size_limit
@@ -70,18 +71,11 @@ class LiveWriter:
             ls.dirty = True
 
     def write(self, ls: LiveScript, off: int, data: bytes) -> None:
-        buf = self._buffer(ls)
-        if off > len(buf):
-            buf.extend(b"\0" * (off - len(buf)))
-        buf[off:off + len(data)] = data
+        buffers.splice(self._buffer(ls), off, data, self._shown_name(ls))
         ls.dirty = True
 
     def resize(self, ls: LiveScript, size: int) -> None:
-        buf = self._buffer(ls)
-        if size < len(buf):
-            del buf[size:]
-        else:
-            buf.extend(b"\0" * (size - len(buf)))
+        buffers.resize(self._buffer(ls), size, self._shown_name(ls))
         ls.dirty = True
 
     def _buffer(self, ls: LiveScript) -> bytearray:

@@ -43,7 +43,7 @@ from ..protocol.types import (
     ItemModifyParams,
     ObjectModifyParams,
 )
-from . import names
+from . import buffers, names
 from .compiles import CompileReport, failure_report, has_nul
 from .errors import CallCut, FsError, region_down, transient_save_error
 from .keep import RECOVERY, TRASH, Keeper
@@ -64,19 +64,6 @@ def kept_clause(target: str | None, noun: str = "content") -> str:
     """How an error message says where the content it did not save went: "your content is in
     PATH", or, when the recovery copy failed as well, that it did (the log says why)."""
     return f"your {noun} is in {target}" if target is not None else "the recovery copy failed too (see the log)"
-
-
-def _splice(buf: bytearray, off: int, data: bytes) -> None:
-    if off > len(buf):
-        buf.extend(b"\0" * (off - len(buf)))
-    buf[off : off + len(data)] = data
-
-
-def _resize(buf: bytearray, size: int) -> None:
-    if size < len(buf):
-        del buf[size:]
-    else:
-        buf.extend(b"\0" * (size - len(buf)))
 
 
 class Writer:
@@ -424,17 +411,19 @@ class Writer:
 
     async def write_item(self, item: Item, off: int, data: bytes) -> None:
         local = await self._editable(item)
-        self.check_size(item.info.type, off + len(data), self.tree.path_of(item))
-        _splice(local, off, data)
+        shown = self.tree.path_of(item)
+        self.check_size(item.info.type, off + len(data), shown)
+        buffers.splice(local, off, data, shown)
         item.dirty = True
         item.mtime_ns = time.time_ns()
 
     async def resize_item(self, item: Item, size: int, *, by_path: bool) -> None:
         """truncate(2)/ftruncate(2). By path no close follows, so the change is saved at once."""
         local = await self._editable(item)
-        self.check_size(item.info.type, size, self.tree.path_of(item))
+        shown = self.tree.path_of(item)
+        self.check_size(item.info.type, size, shown)
         if size != len(local):
-            _resize(local, size)
+            buffers.resize(local, size, shown)
             item.dirty = True
             item.mtime_ns = time.time_ns()
         if by_path and item.dirty and item.attached:
@@ -484,16 +473,22 @@ class Writer:
             scratch.dirty = True
 
     def write_scratch(self, scratch: Scratch, off: int, data: bytes) -> None:
-        if scratch.folder is not None and not is_local_name(scratch.name):
-            self.check_size(parse_remote_name(scratch.name).type, off + len(data), scratch.name)
-        _splice(scratch.data, off, data)
+        self._check_scratch_size(scratch, off + len(data))
+        buffers.splice(scratch.data, off, data, scratch.name)
         scratch.dirty = True
         scratch.mtime_ns = time.time_ns()
 
     def resize_scratch(self, scratch: Scratch, size: int) -> None:
-        _resize(scratch.data, size)
+        self._check_scratch_size(scratch, size)
+        buffers.resize(scratch.data, size, scratch.name)
         scratch.dirty = True
         scratch.mtime_ns = time.time_ns()
+
+    def _check_scratch_size(self, scratch: Scratch, size: int) -> None:
+        """A new file that will be an item holds no more than the item may (EFBIG where the write
+        or truncation crosses it, as for the item itself)."""
+        if scratch.folder is not None and not is_local_name(scratch.name):
+            self.check_size(parse_remote_name(scratch.name).type, size, scratch.name)
 
     def set_scratch_mode(self, scratch: Scratch, mode: int) -> None:
         scratch.mode = mode & 0o777

@@ -86,6 +86,16 @@ async def test_efbig_at_the_crossing_write(wm: Mount) -> None:
     assert await m.thread(errno_of, os.truncate, m.path("Box", "Note"), 65537) == errno.EFBIG
 
 
+async def test_truncate_of_a_new_file_far_past_the_limit(wm: Mount) -> None:
+    """`truncate -s 100G` of a new file in an object: EFBIG at once (the daemon once zero-filled
+    that much memory for the new file), and the mount goes on serving."""
+    m = wm
+    res = await m.run("truncate", "-s", "100G", m.path("Box", "Huge"), check=False)
+    assert res.returncode != 0 and b"File too large" in res.stderr, res
+    assert await m.read_bytes("Box", "Note") == NOTE_TEXT.encode()
+    assert (await m.status())["state"] == "connected"
+
+
 @pytest.mark.parametrize("name,err", [
     ("Ünïcödé", errno.EINVAL), ("a|b", errno.EINVAL), ("x" * 64, errno.ENAMETOOLONG),
     ("   ", errno.EINVAL), ("tab\there", errno.EINVAL), ("x" * 64 + ".lsl", errno.ENAMETOOLONG),

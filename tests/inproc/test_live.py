@@ -12,6 +12,7 @@ import trio
 from e2e.worlds import item, u
 
 from slfs.fs.operations import RENAME_NOREPLACE
+from slfs.model.buffers import HELD_MAX
 from slfs.model.live import ViewerRefused
 from slfs.sim import World
 from slfs.sim.world import world_from_json
@@ -151,6 +152,26 @@ async def test_a_temp_file_renamed_over_a_live_file_is_saved_into_it(tmp_path: P
         assert await fs.read_file(".slfs/live/Pocket.lsl") == (BAD + "// more\n").encode()
         assert recovered(tmp_path) == []
         assert fs.sim.live_editor(sid).path == temp
+
+
+async def test_live_files_hold_no_more_than_the_viewer_can_be_sent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    version: int) -> None:
+    """A write at a huge offset or a truncation far past the end of a live file or a temporary
+    file beside it: EFBIG, before the daemon allocates anything (it used to zero-fill the gap in
+    memory: `truncate -s 100G` was the OOM killer's)."""
+    async with fs_against_sim(tmp_path, monkeypatch, world(), viewer_version=version) as fs:
+        await subscribed(fs)
+        past = HELD_MAX + 1
+        fh = await fs.open(".slfs/live/Pocket.lsl", os.O_RDWR)
+        assert await fails(fs.ops.write(fh, past - 1, b"x")) == errno.EFBIG
+        await fs.ops.write(fh, HELD_MAX - 1, b"x")  # up to the bound is held
+        await fs.ops.release(fh)
+        assert await fails(fs.truncate(".slfs/live/Pocket.lsl", past)) == errno.EFBIG
+        tmp = await fs.create(".slfs/live/sedAb12Cd", os.O_RDWR | os.O_CREAT | os.O_EXCL)
+        assert await fails(fs.ops.write(tmp, past, b"x")) == errno.EFBIG
+        assert await fails(fs.truncate(".slfs/live/sedAb12Cd", past)) == errno.EFBIG
+        assert (await fs.stat(".slfs/live/sedAb12Cd")).st_size == 0
+        await fs.ops.release(tmp)
 
 
 async def test_a_refused_save_by_rename_fails_the_rename_as_close_would(tmp_path: Path,

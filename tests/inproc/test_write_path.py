@@ -280,6 +280,20 @@ async def test_a_read_cut_by_a_drop_is_asked_again(tmp_path: Path, monkeypatch: 
         assert calls(fs, "object.content.get") >= 2
 
 
+async def test_a_new_file_is_bounded_by_its_items_limit_at_a_truncation_too(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int) -> None:
+    """`truncate -s` of a new file before its first flush (no item yet): EFBIG past the limit of
+    the item it will be, as a write there is; before, the daemon zero-filled any size in memory."""
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+        fh = await fs.create("Box/Fresh")
+        assert await fails(fs.truncate("Box/Fresh", 65_537)) == errno.EFBIG
+        assert await fails(fs.truncate("Box/Fresh", 16 << 20)) == errno.EFBIG
+        await fs.truncate("Box/Fresh", 65_536)
+        await fs.close(fh)
+        assert calls(fs, "object.item.create") == 1
+        assert (await fs.stat("Box/Fresh")).st_size == 65_536
+
+
 def cut_after(fs: Driver, monkeypatch: pytest.MonkeyPatch, method: str,
               act: Callable[[dict[str, Any], Any], Awaitable[Any]]) -> None:
     """The viewer's next `method` call runs `act` (the real handler, or something else) and then
