@@ -247,6 +247,36 @@ async def test_viewer_killed_mid_save(mount_factory: MountFactory) -> None:
         assert content(m, NOTE) == again.decode()
 
 
+async def test_viewer_killed_mid_save_and_back_at_once(mount_factory: MountFactory) -> None:
+    """The viewer dies with our save in flight (it never stored it) and is started again a moment
+    later, within reconnect_wait: the save goes once more and close() returns 0."""
+    m = await write_mount(mount_factory, sim_kwargs={"method_latency_ms": {"object.content.save": 2000}})
+    world = sim_of(m).world
+    assert await m.read_bytes("Box", "Note") == NOTE_TEXT.encode()
+    mine = b"written as the viewer died and came back\n"
+    outcome: list[int] = []
+
+    async def save() -> None:
+        outcome.append(await m.thread(errno_of, write_file, m.path("Box", "Note"), mine))
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as n:
+            n.start_soon(save)
+
+            async def save_sent() -> bool:
+                return any(meth == "object.content.save" for meth, _ in sim_of(m).calls)
+
+            await m.wait_for(save_sent, 10, "the save reached the viewer")
+            m.stop_sim()
+            await trio.sleep(0.5)  # the viewer's restart takes a moment
+            await m.start_sim(world)
+    assert outcome == [0]
+    assert content(m, NOTE) == mine.decode()
+    assert recovery_files(m) == []
+    assert "Box/Note: the link to the viewer dropped during the save, which did not land; saving again" \
+        in m.log_text()
+
+
 # --- 4. 30 viewer restarts, a save between each -----------------------------------------------
 
 
