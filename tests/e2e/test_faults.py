@@ -211,26 +211,37 @@ async def test_failing_background_job_leaves_the_mount_serving(mount_factory: Mo
 # --- 3. the viewer killed mid-save ------------------------------------------------------------
 
 
+async def save_as_the_viewer_dies(m: Mount, data: bytes, *, back_after: float | None = None) -> int:
+    """Write Box/Note and close it; once its save reached the viewer, kill the viewer (and start
+    it again with the same world `back_after` seconds later). The close's errno."""
+    world = sim_of(m).world
+    outcome: list[int] = []
+
+    async def save() -> None:
+        outcome.append(await m.thread(errno_of, write_file, m.path("Box", "Note"), data))
+
+    async def save_sent() -> bool:
+        return any(meth == "object.content.save" for meth, _ in sim_of(m).calls)
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as n:
+            n.start_soon(save)
+            await m.wait_for(save_sent, 10, "the save reached the viewer")
+            m.stop_sim()
+            if back_after is not None:
+                await trio.sleep(back_after)  # the viewer's restart takes a moment
+                await m.start_sim(world)
+    [err] = outcome
+    return err
+
+
 async def test_viewer_killed_mid_save(mount_factory: MountFactory) -> None:
     m = await write_mount(mount_factory, sim_kwargs={"method_latency_ms": {"object.content.save": 2000}})
     world = sim_of(m).world
     assert await m.read_bytes("Box", "Main.lsl") == MAIN_TEXT.encode()  # known before the viewer dies
     mine = b"written as the viewer died\n"
-    outcome: list[int] = []
-
-    async def save() -> None:
-        outcome.append(await m.thread(errno_of, write_file, m.path("Box", "Note"), mine))
-
     with trio.fail_after(30):
-        async with trio.open_nursery() as n:
-            n.start_soon(save)
-
-            async def save_sent() -> bool:
-                return any(meth == "object.content.save" for meth, _ in sim_of(m).calls)
-
-            await m.wait_for(save_sent, 10, "the save reached the viewer")
-            m.stop_sim()
-        assert outcome == [errno.EIO]
+        assert await save_as_the_viewer_dies(m, mine) == errno.EIO
         assert [r.read_bytes() for r in recovery_files(m)] == [mine]
         status = await m.status()
         assert status["state"] != "connected" and status["last_recovery"] != "none", status
@@ -251,26 +262,9 @@ async def test_viewer_killed_mid_save_and_back_at_once(mount_factory: MountFacto
     """The viewer dies with our save in flight (it never stored it) and is started again a moment
     later, within reconnect_wait: the save goes once more and close() returns 0."""
     m = await write_mount(mount_factory, sim_kwargs={"method_latency_ms": {"object.content.save": 2000}})
-    world = sim_of(m).world
     assert await m.read_bytes("Box", "Note") == NOTE_TEXT.encode()
     mine = b"written as the viewer died and came back\n"
-    outcome: list[int] = []
-
-    async def save() -> None:
-        outcome.append(await m.thread(errno_of, write_file, m.path("Box", "Note"), mine))
-
-    with trio.fail_after(30):
-        async with trio.open_nursery() as n:
-            n.start_soon(save)
-
-            async def save_sent() -> bool:
-                return any(meth == "object.content.save" for meth, _ in sim_of(m).calls)
-
-            await m.wait_for(save_sent, 10, "the save reached the viewer")
-            m.stop_sim()
-            await trio.sleep(0.5)  # the viewer's restart takes a moment
-            await m.start_sim(world)
-    assert outcome == [0]
+    assert await save_as_the_viewer_dies(m, mine, back_after=0.5) == 0
     assert content(m, NOTE) == mine.decode()
     assert recovery_files(m) == []
     assert "Box/Note: the link to the viewer dropped during the save, which did not land; saving again" \
