@@ -5,12 +5,17 @@ script's object, prim and item ids). `.slfs/F.diag`, the root `diagnostics` and 
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
 import attrs
 
+from ..protocol.compile_output import compile_rows
+from ..protocol.text import one_line
 from ..protocol.types import CompilationResult, Diagnostic
+
+log = logging.getLogger(__name__)
 
 
 @attrs.frozen
@@ -43,14 +48,9 @@ class CompileReport:
 def failure_report(message: str, note: str = "") -> CompileReport:
     """A save the viewer failed without diagnostics (`Internal error: stoi`, an answer of NUL bytes):
     one line with its message at row 1, column 1, so `F.diag` and `vim -q` show why."""
-    text = " ".join(message.replace("\0", " ").split()) or "the viewer answered the save with an unreadable message"
+    text = one_line(message, 2000) or "the viewer answered the save with an unreadable message"
     return CompileReport(compiled=False, diagnostics=(Diagnostic(row=1, column=1, level="ERROR", message=text),),
                          at=time.time(), note=note)
-
-
-def has_nul(diagnostics: Any) -> bool:
-    """A compile answer holding NUL bytes is garbled (seen from one viewer build), not a verdict."""
-    return any("\0" in d.message or "\0" in d.level for d in diagnostics or ())
 
 
 def event_fields(report: CompileReport) -> dict[str, Any]:
@@ -82,13 +82,14 @@ def diagnostic_rows(report: CompileReport, own_path: str) -> list[dict[str, obje
 
 def compiled_report(msg: CompilationResult, source: str,
                     places: tuple[Place | None, ...] | None = None) -> CompileReport:
-    """A `script.compiled` as a report: NUL bytes (seen from one viewer build) taken out of the
-    messages, what a failed compile means in-world, and, for a build of ours (`places`: the source
-    place of every in-world row), where each diagnostic's row came from."""
-    diagnostics = tuple(msg.diagnostics or ())
-    if has_nul(diagnostics):
-        diagnostics = tuple(attrs.evolve(d, message=" ".join(d.message.replace("\0", " ").split())
-                                         or "unreadable diagnostic (NUL bytes)") for d in diagnostics)
+    """A `script.compiled` as a report: its rows in whatever shape the viewer sent them
+    (`diagnostics` or G1's `errors`; protocol/compile_output.py), what a failed compile means
+    in-world, and, for a build of ours (`places`: the source place of every in-world row), where
+    each diagnostic's row came from."""
+    verdict = compile_rows(msg.diagnostics, msg.errors)
+    for problem in verdict.problems:
+        log.warning("script.compiled for %s: %s", msg.script_id, problem)
+    diagnostics = verdict.rows
     note = "" if msg.success else ("the previously compiled version keeps running" if msg.running
                                    else "the script is not running")
     if places is None:

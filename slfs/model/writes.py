@@ -34,6 +34,7 @@ import trio
 
 from ..protocol import errors as codes
 from ..protocol.codec import RequestParams
+from ..protocol.compile_output import CompileRows, compile_rows
 from ..protocol.types import (
     ContentSaveParams,
     ContentSaveResponse,
@@ -44,7 +45,7 @@ from ..protocol.types import (
     ObjectModifyParams,
 )
 from . import buffers, names
-from .compiles import CompileReport, failure_report, has_nul
+from .compiles import CompileReport, failure_report
 from .errors import CallCut, FsError, region_down, transient_save_error
 from .keep import RECOVERY, TRASH, Keeper
 from .live_writes import LiveWriter
@@ -141,7 +142,7 @@ class Writer:
             try:
                 await self._save(item, data, path)
             except FsError as exc:
-                if exc.errno != errno.ESTALE:
+                if exc.errno != errno.ESTALE and data:  # an empty text refused: nothing to keep
                     await self.recover(path, data, f"saving {path} failed: {exc.message}")
                 if exc.errno == errno.EACCES and "embedded items" in exc.message:
                     # The viewer knows the notecard embeds items we were not told of: read-only now.
@@ -165,21 +166,24 @@ class Writer:
         await self._check_conflict(item, data, path)
         assert item.folder is not None
         inworld = build.inworld if build is not None else text
-        params = ContentSaveParams(prim_id=item.folder.uuid, item_id=item.uuid, content=inworld)
+        if not inworld:
+            self._refuse_empty(item, path)
+        # `running` always, as the item runs now: G1 uploads a save without it as stopped
+        # (viewer-source.md §2, object.content.save), later viewers keep the state.
+        params = ContentSaveParams(prim_id=item.folder.uuid, item_id=item.uuid, content=inworld,
+                                   running=item.info.running if item.is_script else None)
+        revision_before = item.info.revision
         try:
             res, revision_before = await self._send_save(item, params, data, path)
         except FsError as exc:
-            if item.is_script and exc.rpc_code == codes.INTERNAL_ERROR:
-                # Some builds answer a failed LSL compile with "Internal error: stoi": whether and
-                # what the viewer stored is unknown, so show what it holds now.
-                self._garbled_compile(item, path, exc.message)
-                raise FsError(errno.EIO, f"{path}: the viewer failed the save without diagnostics "
-                              f"({exc.message})") from None
-            raise
-        if item.is_script and has_nul(res.diagnostics):
+            if not (item.is_script and exc.rpc_code == codes.INTERNAL_ERROR):
+                raise
+            res = await self._stored_without_verdict(item, inworld, path, exc.message)
+        verdict = compile_rows(res.diagnostics, res.errors) if item.is_script else None
+        if verdict is not None and verdict.garbled:
             item.expect_own_update = 0.0
             self._garbled_compile(item, path, "the viewer's compile answer holds NUL bytes: "
-                                  + " ".join(d.message for d in res.diagnostics or ()))
+                                  + " ".join(d.message for d in verdict.rows))
             raise FsError(errno.EIO, f"{path}: the viewer's compile answer is unreadable (NUL bytes)")
         echo_came = not item.expect_own_update
         if not echo_came:
@@ -199,8 +203,8 @@ class Writer:
         item.echo_unconfirmed = echo_came and revision_before is None and not confirmed
         if not item.content_current:
             self.ws.confirm_content(item)  # the echo (or what passed for it) came before the answer
-        if item.is_script:
-            self._record_compile(item, res, path, build)
+        if verdict is not None:
+            self._record_compile(item, res, verdict, path, build)
         if build is not None:
             log.info("saved %s (%d bytes of source, %d in-world)", path, len(data), len(inworld.encode()))
         else:
@@ -276,6 +280,36 @@ class Writer:
                 self._end()
             return "saved"
 
+    def _refuse_empty(self, item: Item, path: str) -> NoReturn:
+        """G1-G3 refuse an empty `content` ("Invalid params: content is required", checked before
+        anything else; viewer-source.md §2), so slfs never sends one: the file shows the in-world
+        text again (nothing written is lost: there was nothing) and the error says what to do."""
+        self._set_local(item, None)
+        item.dirty = False
+        self.tree.invalidate_item(item, data=True)
+        why = (f"{path}: the viewer cannot store an empty {item.info.type} (older viewers refuse it); "
+               "nothing was saved. Write at least one character, or rm the item")
+        self.ws.note_error(why)
+        raise FsError(errno.EINVAL, why)
+
+    async def _stored_without_verdict(self, item: Item, inworld: str, path: str, message: str) -> ContentSaveResponse:
+        """-32603 "Internal error: stoi" (G1's and one G2 copy's JSON-RPC layer) or a bare "Internal
+        error" (G3's) answering a script save: the viewer threw while converting the compiler's
+        answer (viewer-source.md §3, "stoi"), after the upload. When the item now holds what we
+        sent, that is a failed compile without detail: the save stands. Anything else leaves what
+        the viewer stored unknown: F.diag says so, the item is fetched again, and EIO."""
+        try:
+            await self.ws.read_content(item, fresh=True)
+        except FsError as exc:
+            log.warning("%s: cannot read back after %r: %s", path, message, exc.message)
+        stored = item.inworld if item.inworld is not None else item.content
+        if stored != inworld.encode("utf-8"):
+            self._garbled_compile(item, path, message)
+            raise FsError(errno.EIO, f"{path}: the viewer failed the save without diagnostics ({message})")
+        log.warning("%s: stored, but the viewer answered %r: a failed compile without detail", path, message)
+        return ContentSaveResponse(success=True, prim_id=item.folder.uuid if item.folder else None, item_id=item.uuid,
+                                   compiled=False, errors=[f"the viewer failed the compile without detail ({message})"])
+
     def _garbled_compile(self, item: Item, path: str, message: str) -> None:
         """A save answered without a usable verdict: `F.diag` says what the viewer said, the local
         edits go (save() keeps them in the recovery folder) and the item is fetched again."""
@@ -329,7 +363,8 @@ class Writer:
         return await self.ws.call(what, method, params, result_type, retries=self.ws.options.save_retries,
                                   transient=transient_save_error)
 
-    def _record_compile(self, item: Item, res: ContentSaveResponse, path: str, build: Build | None) -> None:
+    def _record_compile(self, item: Item, res: ContentSaveResponse, verdict: CompileRows, path: str,
+                        build: Build | None) -> None:
         compiled = res.compiled is not False
         if compiled:
             self._never_compiled.discard(item.uuid)
@@ -338,12 +373,15 @@ class Writer:
             note = "the script has never compiled, so nothing of it runs"
         else:
             note = "the previously compiled version keeps running"
-        diagnostics = tuple(res.diagnostics or ())
+        for problem in verdict.problems:
+            log.warning("%s: the viewer's compile answer: %s", path, problem)
+        diagnostics = verdict.rows
         if build is None:
             report = CompileReport(compiled=compiled, diagnostics=diagnostics, at=time.time(), note=note)
         else:
             report = CompileReport(compiled=compiled, diagnostics=diagnostics, at=time.time(), note=note,
-                                   places=tuple(build.place_of(d.row) for d in diagnostics), preprocessed=True,
+                                   places=tuple(build.place_of(d.row) if d.row > 0 else None for d in diagnostics),
+                                   preprocessed=True,
                                    includes=build.expansion.includes)
         self.ws.record_compile(item, report, path)
 

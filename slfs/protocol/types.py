@@ -222,7 +222,10 @@ class CompilationResult:
     script_id: str
     success: bool
     running: bool = False
-    diagnostics: list[Diagnostic] | None = None
+    # The verdict's rows: `diagnostics` (G2-G4) or `errors` (G1), of any shape; read them with
+    # protocol.compile_output.compile_rows, which never fails on them.
+    diagnostics: Any = None
+    errors: Any = None
     # Newer viewers: the script's place, when it is in an object (a save made in the viewer).
     object_id: str | None = None
     prim_id: str | None = None
@@ -242,10 +245,14 @@ class ItemRef:
 
 @attrs.frozen(kw_only=True)
 class RuntimeDebug:
-    object_id: str
-    prim_id: str
-    item_id: str
-    message: str
+    """runtime.debug. Every field is optional (viewer-source.md §4, §7.7): G1 names only
+    `script_id`, the speaking prim as `object_id`, `object_name` and `message`; G3 sends the null
+    UUID for a script it cannot name; G2/G4 send all of them."""
+
+    object_id: str = ""
+    prim_id: str = ""
+    item_id: str = ""
+    message: str = ""
     object_name: str = ""
     channel: str = "debug"
     script_id: str | None = None
@@ -255,12 +262,14 @@ class RuntimeDebug:
 
 @attrs.frozen(kw_only=True)
 class RuntimeError_:
-    """runtime.error (named with a trailing underscore to keep clear of the builtin)."""
+    """runtime.error (named with a trailing underscore to keep clear of the builtin). Every field
+    optional, as for RuntimeDebug; G1's `error` is always "", its `line` 0, and `stack` comes only
+    when there is one."""
 
-    object_id: str
-    prim_id: str
-    item_id: str
-    message: str
+    object_id: str = ""
+    prim_id: str = ""
+    item_id: str = ""
+    message: str = ""
     object_name: str = ""
     error: str = ""
     line: int = 0
@@ -480,7 +489,10 @@ class ContentSaveResponse:
     prim_id: str | None = None
     item_id: str | None = None
     compiled: bool | None = None
-    diagnostics: list[Diagnostic] | None = None
+    # A failed compile's rows: `diagnostics` (objects, G2-G4) or `errors` (the compiler's raw
+    # lines, G1's explorer), of any shape; read them with protocol.compile_output.compile_rows.
+    diagnostics: Any = None
+    errors: Any = None
     extra: dict[str, Any] = _extra()
 
 

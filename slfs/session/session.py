@@ -50,6 +50,7 @@ from slfs.protocol.jsonrpc import (
     parse_message,
     parse_message_steps,
 )
+from slfs.protocol.text import one_line
 from slfs.protocol.types import (
     DISCONNECT_EDITOR_CLOSED,
     CompilationResult,
@@ -762,8 +763,13 @@ class ViewerSession:
                 conn.nursery.start_soon(self._after_session_ok, conn, ok)
             elif method == "session.disconnect":
                 dis = self.decode(SessionDisconnect, msg.params, method)
-                conn.disconnect_note = f"viewer disconnected us (reason {dis.reason}: {dis.message})"
-                log.warning("%s", conn.disconnect_note)
+                conn.disconnect_note = f"viewer disconnected us (reason {dis.reason}: {one_line(dis.message, 200)})"
+                if dis.reason == DISCONNECT_EDITOR_CLOSED:
+                    # G1 ends the whole connection when its last live-sync editor closes, explorer
+                    # and all (viewer-source.md §2, unsubscribeEditor): not an end, a reconnect.
+                    log.info("%s: its last live-sync editor closed; reconnecting", conn.disconnect_note)
+                else:
+                    log.warning("%s", conn.disconnect_note)
             elif method == "object.publish":
                 self._listen("on_publish", self.decode(ObjectPublish, msg.params, method).object)
             elif method == "object.unpublish":

@@ -197,8 +197,14 @@ async def test_bare_truncation_and_truncate_by_path(tmp_path: Path, monkeypatch:
         fh = await fs.open("Box/Note", os.O_WRONLY | os.O_TRUNC)
         await fs.ops.flush(fh)  # bash's `>` closes a duplicate before it writes: nothing yet
         assert saves(fs, NOTE) == []
-        await fs.ops.release(fh)  # never written: the bare truncation is stored
-        assert fs.sim.item(NOTE).content == ""
+        # Never written: the bare truncation would save an empty text, which G1-G3 refuse
+        # (viewer-source.md §2): refused before anything is sent, and the file shows the item again.
+        assert await fails(fs.ops.release(fh)) == errno.EINVAL
+        assert saves(fs, NOTE) == []
+        assert fs.sim.item(NOTE).content == NOTE_TEXT
+        assert await fs.read_file("Box/Note") == NOTE_TEXT.encode()
+        assert "cannot store an empty notecard" in fs.ws.status()["last_error"]
+        assert recovery(tmp_path) == []
         await fs.write_file("Box/Note", b"0123456789")
         await fs.truncate("Box/Note", 4)
         assert fs.sim.item(NOTE).content == "0123"

@@ -264,9 +264,9 @@ def test_a_failing_payload_reports_only_what_comes_before_its_failure() -> None:
             {"item_id": "c", "name": "n", "type": "notecard", "later": 1}]}, on_ignored=lambda f, why: seen.append(f))
     assert seen == ["link_description", "inventory[].hint"]
     seen.clear()
-    with pytest.raises(ProtocolError, match=r"^message: must be a string$"):
-        from_json(t.RuntimeDebug, {"object_id": "o", "prim_id": "p", "item_id": "i", "message": None,
-                                   "item": {"item_id": True, "zz": 1}}, on_ignored=lambda f, why: seen.append(f))
+    with pytest.raises(ProtocolError, match=r"^content: must be a string$"):
+        from_json(t.ContentGetResponse, {"content": None, "encoding": 5, "zz": 1},
+                  on_ignored=lambda f, why: seen.append(f))
     assert seen == []
 
 
