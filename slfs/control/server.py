@@ -37,9 +37,12 @@ from ..model.scripts import Scripts
 from ..model.tree import ROOT_INODE, Folder, Item, Node
 from ..model.workspace import Workspace
 from ..model.writes import Writer
+from ..protocol.errors import METHOD_NOT_FOUND
 from ..protocol.types import (
     VIEWER_COMMANDS,
     CommandExecuteParams,
+    CommandInfo,
+    CommandListResponse,
     ObjectRequestParams,
     ObjectUnpublishParams,
     ScriptList,
@@ -70,6 +73,7 @@ class ControlServer:
         self.writer = writer  # and so are builds
         self.events = events
         self.socket_path = socket_path
+        self._offered: tuple[Any, dict[str, CommandInfo]] | None = None  # (session info, command.list)
         self.commands: dict[str, Handler] = {
             "status": self._status,
             "stats": self._stats,
@@ -446,18 +450,44 @@ class ControlServer:
         params = dict(p.get("params") or {})
         if p.get("path"):
             params.setdefault("object_id", self._object(p["path"]).uuid)
-        info = self.ws.info
-        if info is not None and not info.features.get("commands", False):
-            raise FsError(errno.EOPNOTSUPP, "the viewer does not accept commands")
-        missing = [k for k in VIEWER_COMMANDS.get(command, ()) if k not in params]
+        offered = await self._offered_commands()
+        spec = offered.get(command)
+        if spec is None:
+            names = ", ".join(sorted(offered)) or "none"
+            raise FsError(errno.EOPNOTSUPP, f"the viewer does not offer {command} (its command.list offers: {names})")
+        required = {name for name, param in (spec.params or {}).items() if param.required}
+        missing = sorted(k for k in required.union(VIEWER_COMMANDS.get(command, ())) if k not in params)
         if missing:
             raise FsError(errno.EINVAL, f"{command} needs {', '.join(missing)}")
         result = await self.ws.call(command, "command.execute",
                                     CommandExecuteParams(command=command, params=params))
         return {"command": command, "result": result}
 
+    async def _offered_commands(self) -> dict[str, CommandInfo]:
+        """The viewer's command.list, asked once per session: what a command is checked against
+        before anything is sent. The handshake's `commands` feature is not asked: no viewer
+        consults its features (viewer-source.md §2), and G1 has no command.list at all."""
+        info = self.ws.info
+        if info is not None and self._offered is not None and self._offered[0] is info:
+            return self._offered[1]
+        try:
+            res: CommandListResponse = await self.ws.call("commands", "command.list", {}, CommandListResponse)
+        except FsError as exc:
+            if exc.rpc_code == METHOD_NOT_FOUND:
+                raise FsError(errno.EOPNOTSUPP, "the viewer offers no commands (it has no command.list; "
+                              "viewers before Alchemy's explorer have none)") from None
+            raise
+        offered = {c.command: c for c in res.commands}
+        self._offered = (info, offered)
+        return offered
+
     async def _commands(self, p: dict[str, Any]) -> Any:
-        return await self.ws.call("commands", "command.list", {})
+        try:
+            return await self.ws.call("commands", "command.list", {})
+        except FsError as exc:
+            if exc.rpc_code == METHOD_NOT_FOUND:
+                return {"commands": []}  # G1: no command.list, so no commands
+            raise
 
     async def _find(self, p: dict[str, Any]) -> Any:
         uuid = str(p.get("uuid") or "").lower()

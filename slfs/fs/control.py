@@ -1,9 +1,10 @@
 """The hidden `.slfs/` control directory of every folder, and what lives in it.
 
 `.slfs` is never listed (so ls -a, find, grep -r, cp -r and git never see it) but resolves by
-explicit path. At the mount root it holds `status`, `stats`, `by-id/`, `diagnostics`, `events` and
-`syntax/` and `live/` (scripts open in the viewer's editor, model/live.py); in every folder it
-holds sidecars per item file (`F.diag`, `F.inworld`; scripts also `F.state` and `F.log`).
+explicit path. At the mount root it holds `status`, `stats`, `by-id/`, `diagnostics`, `events`, `log` (runtime
+output naming no published object), `syntax/` and `live/` (scripts open in the viewer's editor,
+model/live.py); in an object's, `log` (the object's runtime output); in every folder, sidecars per
+item file (`F.diag`, `F.inworld`; scripts also `F.state` and `F.log`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ..stats import STATS, render
 
 DIR, FILE, LINK = "dir", "file", "link"
 LIVE = "live"  # the kind of MOUNT/.slfs/live
+OBJECT_LOG = "log"  # MOUNT/.slfs/log and OBJECT/.slfs/log: runtime output no script's F.log holds
 
 
 @attrs.define(eq=False)
@@ -71,6 +73,7 @@ class Control:
             "diagnostics": lambda parent: self._file(parent, "diagnostics", self.render_all_diagnostics,
                                                      direct_io=True),
             "events": lambda parent: self._file(parent, "events", self.events.render, direct_io=True),
+            "log": lambda parent: self._file(parent, "log", self.events.render_mount_log, direct_io=True),
             "syntax": lambda parent: self._dir(parent, "syntax", "syntax"),
             "live": lambda parent: self._get(LIVE_DIR_KEY, lambda ino: Virtual(ino, LIVE, "live", parent)),
         }
@@ -110,6 +113,8 @@ class Control:
                 for name, make in self.root_files.items():
                     if only is None or only == name:
                         yield make(vdir.inode)
+            elif not folder.is_child and only in (None, OBJECT_LOG):
+                yield self._object_log(vdir.inode, folder)
             for file_name, node in list(folder.entries.items()):
                 if not isinstance(node, Item):
                     continue
@@ -241,6 +246,11 @@ class Control:
         node = self._file(vdir.inode, f"{file_name}.inworld", render, direct_io=True)
         node.prepare = fetch
         return node
+
+    def _object_log(self, parent: int, folder: Folder) -> Virtual:
+        """`OBJECT/.slfs/log`: the runtime output of every script of the object, and what the viewer
+        said the object (or one of its prims) spoke without naming a script of it."""
+        return self._file(parent, OBJECT_LOG, lambda: self.events.object_log(folder.uuid), direct_io=True)
 
     def _log_node(self, vdir: Virtual, file_name: str, item: Item) -> Virtual | None:
         if not item.is_script:

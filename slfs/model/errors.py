@@ -16,6 +16,7 @@ class FsError(Exception):
         self.errno = err
         self.message = message
         self.rpc_code = rpc_code  # the viewer's error code, when the viewer refused
+        self.rpc_message = ""  # and its message as the viewer wrote it
 
 
 class CallCut(FsError):
@@ -27,6 +28,7 @@ def from_rpc(exc: RpcError, what: str) -> FsError:
     """Map a viewer error to an errno (see _map); the error keeps the viewer's code."""
     err = _map(exc, what)
     err.rpc_code = exc.code
+    err.rpc_message = exc.message
     return err
 
 

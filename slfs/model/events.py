@@ -100,6 +100,8 @@ class EventLog:
         self.seq = 0
         self.log_path = log_path
         self.script_logs: dict[str, collections.deque[str]] = {}
+        self.object_logs: dict[str, collections.deque[str]] = {}
+        self.mount_log: collections.deque[str] = collections.deque(maxlen=MAX_LOG_LINES)
         self._subscribers: list[trio.MemorySendChannel[dict[str, Any]]] = []
         # Lines the log file did not get, and why the last one did not ("" if none): for the status.
         self.write_errors = 0
@@ -120,8 +122,8 @@ class EventLog:
         self.events.append(event)
         text = json.dumps(event, default=str)
         self._lines.append(text.encode() + b"\n")
-        if event.get("type") in ("runtime.debug", "runtime.error") and event.get("item_id"):
-            self._script_line(event)
+        if event.get("type") in ("runtime.debug", "runtime.error"):
+            self._runtime_lines(event)
         self._write(text)
         for chan in list(self._subscribers):
             try:
@@ -138,17 +140,35 @@ class EventLog:
     def status(self) -> dict[str, Any]:
         return {"event_log_errors": self.write_errors, "event_log_error": self.last_write_error or "none"}
 
-    def _script_line(self, event: dict[str, Any]) -> None:
-        lines = self.script_logs.setdefault(event["item_id"], collections.deque(maxlen=MAX_LOG_LINES))
-        text = str(event.get("message", "")).replace("\n", " ")
-        if event["type"] == "runtime.error":
-            where = f" (line {event['line']})" if event.get("line") else ""
-            detail = event.get("error") or text
-            lines.append(f"{_stamp(event['time'])} error{where}: {detail}")
-            for frame in event.get("stack") or []:
-                lines.append(f"    {frame}")
+    def _runtime_lines(self, event: dict[str, Any]) -> None:
+        """A runtime line goes to its script's log (`F.log`), its object's (`OBJECT/.slfs/log`, every
+        script of the object, each line naming it) or, naming no object of the mount, the mount's
+        (`MOUNT/.slfs/log`); see model/runtime.py for how the speaker is found."""
+        scope = event.get("scope")
+        lines = self._render_runtime(event)
+        if scope == "item":
+            self._log_for(self.script_logs, event["item_id"]).extend(lines)
+        if scope in ("item", "object"):
+            who = f"{event.get('item_name') or event.get('object_name') or '?'}: "
+            self._log_for(self.object_logs, event["object_id"]).extend(who + line for line in lines)
         else:
-            lines.append(f"{_stamp(event['time'])} {event.get('channel', 'debug')}: {text}")
+            who = f"{event.get('object_name') or event.get('object_id') or 'unknown object'}: "
+            self.mount_log.extend(who + line for line in lines)
+
+    @staticmethod
+    def _log_for(logs: dict[str, collections.deque[str]], key: str) -> collections.deque[str]:
+        return logs.setdefault(key, collections.deque(maxlen=MAX_LOG_LINES))
+
+    @staticmethod
+    def _render_runtime(event: dict[str, Any]) -> list[str]:
+        # The texts were made terminal-safe when the event was made (Workspace); lines stay lines.
+        text = str(event.get("message", "")).replace("\n", " ")
+        stamp = _stamp(event["time"])
+        if event["type"] != "runtime.error":
+            return [f"{stamp} {event.get('channel', 'debug')}: {text}"]
+        where = f" (line {event['line']})" if event.get("line") else ""
+        detail = event.get("error") or text
+        return [f"{stamp} error{where}: {detail}"] + [f"    {frame}" for frame in event.get("stack") or []]
 
     def _write(self, text: str) -> None:
         """Hand the line to the writer thread; never blocks."""
@@ -215,5 +235,14 @@ class EventLog:
         return b"".join(self._lines)
 
     def script_log(self, item_id: str) -> bytes:
-        lines = self.script_logs.get(item_id)
-        return ("\n".join(lines) + "\n").encode("utf-8", "replace") if lines else b""
+        return _lines_text(self.script_logs.get(item_id))
+
+    def object_log(self, object_id: str) -> bytes:
+        return _lines_text(self.object_logs.get(object_id))
+
+    def render_mount_log(self) -> bytes:
+        return _lines_text(self.mount_log)
+
+
+def _lines_text(lines: collections.deque[str] | None) -> bytes:
+    return ("\n".join(lines) + "\n").encode("utf-8", "replace") if lines else b""

@@ -23,6 +23,7 @@ import trio
 from ..backoff import Backoff
 from ..protocol.codec import RequestParams, encode_params
 from ..protocol.errors import RpcError
+from ..protocol.text import clean
 from ..protocol.types import (
     CompilationResult,
     ContentGetParams,
@@ -42,6 +43,7 @@ from .errors import CallCut, FsError, from_rpc, region_down, transient_read_erro
 from .invalidations import PendingInvalidations
 from .live import LIVE_DIR_KEY, LiveScripts
 from .options import Options
+from .runtime import attribute
 from .services import Service
 from .tree import EntryChanged, Folder, Invalidation, Item, Tree
 
@@ -53,6 +55,11 @@ STATUS_ORDER = (
     "content_fetches", "last_error", "pending_saves", "last_recovery", "region_unavailable",
     "background_errors", "disk_errors", "event_log_errors", "event_log_error", "kernel_refs",
 )
+
+# Runtime output is other residents' text: each message is bounded (a script can say 16 MB in one
+# event on viewers with no frame limit) and kept terminal-safe.
+MAX_RUNTIME_TEXT = 16384
+MAX_STACK = 64
 
 # Tests: the name of a background job (a function's __name__) to fail with an injected exception.
 JOB_FAULT_ENV = "SLFS_INJECT_JOB_FAULT"
@@ -214,13 +221,31 @@ class Workspace:
         self._changed()
 
     def on_runtime_debug(self, msg: RuntimeDebug) -> None:
-        self.emit("runtime.debug", object_id=msg.object_id, prim_id=msg.prim_id, item_id=msg.item_id,
-                  object_name=msg.object_name, channel=msg.channel, message=msg.message)
+        self.emit("runtime.debug", **self._speaker_fields(msg), channel=clean(msg.channel, 40),
+                  message=clean(msg.message, MAX_RUNTIME_TEXT, keep_newlines=True))
 
     def on_runtime_error(self, msg: RuntimeError_) -> None:
-        self.emit("runtime.error", object_id=msg.object_id, prim_id=msg.prim_id, item_id=msg.item_id,
-                  object_name=msg.object_name, message=msg.message, error=msg.error, line=msg.line,
-                  column=msg.column, stack=list(msg.stack))
+        stack = [clean(str(frame), 1000) for frame in msg.stack[:MAX_STACK]]
+        self.emit("runtime.error", **self._speaker_fields(msg), channel=clean(msg.channel, 40),
+                  message=clean(msg.message, MAX_RUNTIME_TEXT, keep_newlines=True),
+                  error=clean(msg.error, 2000), line=msg.line, column=msg.column, stack=stack)
+
+    def _speaker_fields(self, msg: RuntimeDebug | RuntimeError_) -> dict[str, Any]:
+        """Who spoke, as far as any reference the viewer sent resolves (model/runtime.py): the
+        item's ids and path, else its object's, else what the viewer sent; `scope` says which."""
+        who = attribute(self.tree, self.live, object_id=msg.object_id, prim_id=msg.prim_id, item_id=msg.item_id,
+                        script_id=msg.script_id, ref=msg.item)
+        fields: dict[str, Any] = {"scope": who.scope, "object_id": msg.object_id, "prim_id": msg.prim_id,
+                                  "item_id": msg.item_id, "object_name": clean(msg.object_name, 200)}
+        if msg.script_id:
+            fields["script_id"] = clean(msg.script_id, 64)
+        if who.item is not None and who.item.folder is not None:
+            fields.update(item_id=who.item.uuid, prim_id=who.item.folder.uuid, path=self.tree.path_of(who.item),
+                          item_name=who.item.info.name)
+        if who.obj is not None:
+            fields.update(object_id=who.obj.uuid, object_name=who.obj.link_name)
+            fields.setdefault("path", self.tree.path_of(who.obj))
+        return fields
 
     def on_syntax_change(self, msg: SyntaxChange) -> None:
         self.emit("syntax.change", id=msg.id)

@@ -178,7 +178,7 @@ class Writer:
         except FsError as exc:
             if not (item.is_script and exc.rpc_code == codes.INTERNAL_ERROR):
                 raise
-            res = await self._stored_without_verdict(item, inworld, path, exc.message)
+            res = await self._stored_without_verdict(item, inworld, path, exc.rpc_message or exc.message)
         verdict = compile_rows(res.diagnostics, res.errors) if item.is_script else None
         if verdict is not None and verdict.garbled:
             item.expect_own_update = 0.0

@@ -286,12 +286,19 @@ async def test_garbled_compile_answer(mount_factory: MountFactory, failure: str)
     m = await newer_mount(mount_factory, compile_failure=failure)
     sim = sim_of(m)
     assert await m.read_bytes("Box", "Main.lsl") == GOOD_LSL.encode()
+    if failure == "stoi":
+        # The viewer threw converting the compiler's answer, after the upload (viewer-source.md
+        # §3): the text is stored, so the save stands as a failed compile without detail.
+        assert await m.thread(errno_of, write_file, m.path("Box", "Main.lsl"), BAD_LSL.encode()) == 0
+        assert sim.item(MAIN).content == BAD_LSL
+        diag = (await m.thread(m.path("Box", ".slfs", "Main.lsl.diag").read_text)).splitlines()
+        assert diag == [f"{m.mnt}/Box/Main.lsl:0:0: error: the viewer failed the compile without detail "
+                        "(Internal error: stoi)"]
+        return
     assert await m.thread(errno_of, write_file, m.path("Box", "Main.lsl"), BAD_LSL.encode()) == errno.EIO
     assert any(r.read_bytes() == BAD_LSL.encode() for r in recovery_files(m))
     diag = (await m.thread(m.path("Box", ".slfs", "Main.lsl.diag").read_text)).splitlines()
     assert len(diag) == 1 and diag[0].startswith(f"{m.mnt}/Box/Main.lsl:1:1: error: ")
-    if failure == "stoi":
-        assert diag[0].endswith("Internal error: stoi")
     assert "\0" not in diag[0]
     # Then the file shows what the viewer stored.
     stored = sim.item(MAIN).content.encode()

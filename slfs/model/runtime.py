@@ -1,0 +1,86 @@
+"""Whose runtime output is this: a `runtime.debug` / `runtime.error` attributed to an item, else to
+its object, else to the mount.
+
+Each generation names the speaker differently (`../shared/research/viewer-source.md` §4, §7.7):
+- G2/G4 send `item_id`, `prim_id`, the root as `object_id` and an `item` {root_id, prim_id,
+  item_id, name, language};
+- G3 sends the null UUID as `item_id` for a plain line (it cannot name the script), with the object;
+- G1 sends only `script_id` (its live-sync subscription, the md5 of "<prim uuid>_<item uuid>"),
+  `object_id` = the prim that spoke (not the root) and `object_name`.
+So every reference is tried, none is required, and the null UUID means unknown. Nothing is dropped
+for a field one generation omits: what names no item of the mount goes to its object's log, and
+what names no object to the mount's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import attrs
+
+from ..protocol.types import ItemRef
+from .live import LiveScripts
+from .tree import Folder, Item, Tree
+
+NULL_UUID = "00000000-0000-0000-0000-000000000000"
+
+ITEM, OBJECT, MOUNT = "item", "object", "mount"  # the scope of an attributed line
+
+
+@attrs.frozen
+class Speaker:
+    scope: str
+    item: Item | None = None
+    obj: Folder | None = None
+
+
+def _known(uuid: Any) -> str | None:
+    if not isinstance(uuid, str) or not uuid:
+        return None
+    uuid = uuid.lower()
+    return None if uuid == NULL_UUID else uuid
+
+
+def script_id_of(item: Item) -> str | None:
+    """The live-sync script_id the viewer gives a script: md5 of "<prim uuid>_<item uuid>"."""
+    if item.folder is None:
+        return None
+    return hashlib.md5(f"{item.folder.uuid.lower()}_{item.uuid.lower()}".encode()).hexdigest()
+
+
+def attribute(tree: Tree, live: LiveScripts, *, object_id: Any, prim_id: Any, item_id: Any, script_id: Any,
+              ref: ItemRef | None) -> Speaker:
+    def item_named(uuid: str | None) -> Item | None:
+        node = tree.by_uuid.get(uuid) if uuid else None
+        return node if isinstance(node, Item) and node.attached and node.is_script else None
+
+    def folder_named(uuid: str | None) -> Folder | None:
+        node = tree.by_uuid.get(uuid) if uuid else None
+        return node if isinstance(node, Folder) and node.attached else None
+
+    for uuid in (_known(item_id), _known(ref.item_id) if ref else None):
+        found = item_named(uuid)
+        if found is not None:
+            return Speaker(ITEM, found, found.folder.object_folder if found.folder else None)
+    prims = [f for f in (folder_named(_known(u)) for u in (
+        prim_id, ref.prim_id if ref else None, object_id, ref.root_id if ref else None)) if f is not None]
+    sid = script_id.lower() if isinstance(script_id, str) and script_id else None
+    if sid is not None:
+        ls = live.by_id.get(sid)
+        found = live.item_of(ls) if ls is not None else None
+        # Else the md5 of each script of the prims named: a bounded search, never the whole mount.
+        for prim in prims:
+            if found is not None:
+                break
+            found = next((i for i in prim.items.values() if i.is_script and script_id_of(i) == sid), None)
+        if found is not None:
+            return Speaker(ITEM, found, found.folder.object_folder if found.folder else None)
+    if ref is not None and ref.name:
+        for prim in prims:
+            found = next((i for i in prim.items.values() if i.is_script and i.info.name == ref.name), None)
+            if found is not None:
+                return Speaker(ITEM, found, prim.object_folder)
+    if prims:
+        return Speaker(OBJECT, None, prims[0].object_folder)
+    return Speaker(MOUNT)
