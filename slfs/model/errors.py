@@ -55,6 +55,10 @@ def _map(exc: RpcError, what: str) -> FsError:
         return FsError(errno.EFBIG, f"{what}: {detail}")
     if exc.code == codes.INVALID_PARAMS:
         return FsError(errno.EINVAL, f"{what}: {detail}")
+    if exc.code == codes.METHOD_NOT_FOUND:
+        # G1 has no command.list, object.list, set_running or reset (viewer-source.md §2).
+        return FsError(errno.EOPNOTSUPP, f"{what}: this viewer cannot do that (it has no such method: "
+                       "an older viewer)")
     return FsError(errno.EIO, f"{what}: viewer error {exc.code}: {exc.message}")
 
 

@@ -32,7 +32,7 @@ async def test_slfs_hidden_but_reachable(mounted: Mount) -> None:
     # stat works on it, and ls of it explicitly
     assert (await m.out("stat", "-c", "%F", m.path(".slfs"))).strip() == "directory"
     listed = sorted((await m.out("ls", m.path(".slfs"))).split())
-    assert listed == ["by-id", "diagnostics", "events", "live", "stats", "status", "syntax"]
+    assert listed == ["by-id", "diagnostics", "events", "live", "log", "stats", "status", "syntax"]
 
 
 async def test_by_id_links(mounted: Mount) -> None:
