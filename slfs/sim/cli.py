@@ -10,7 +10,9 @@ import sys
 
 import trio
 
+from .generation import GENERATIONS
 from .server import SimViewer
+from .winpaths import WINDOWS_MODES
 from .world import load_world, sample_world
 
 
@@ -25,12 +27,36 @@ def build_parser() -> argparse.ArgumentParser:
         "--viewer-version",
         type=int,
         choices=(1, 2),
-        default=1,
-        help="1: as documented; 2: newer viewer behaviour",
+        default=None,
+        help="1: as documented (default); 2: newer viewer behaviour",
     )
     p.add_argument(
-        "--handshake-timeout", type=float, default=30.0, help="seconds to wait for a handshake answer"
+        "--viewer-generation",
+        choices=GENERATIONS,
+        default=None,
+        help="play one generation of the viewer's shipped C++ (research viewer-source.md): G1-G3 "
+        "build on --viewer-version 1, G4 is version 2",
     )
+    p.add_argument(
+        "--handshake-timeout",
+        type=float,
+        default=None,
+        help="seconds to wait for a handshake answer (default 30; G1/G2: for ever)",
+    )
+    p.add_argument(
+        "--windows-paths",
+        choices=WINDOWS_MODES,
+        default=None,
+        help="play a Windows viewer: under Wine (wine) or on Windows with the client in WSL2 (wsl); "
+        "every path the viewer names is a Windows path",
+    )
+    p.add_argument(
+        "--wine-prefix", metavar="DIR", default=None, help="wine: the Wine prefix (default $WINEPREFIX, else ~/.wine)"
+    )
+    p.add_argument(
+        "--windows-mount", metavar="DIR", default=None, help="wsl: where Windows' drives are mounted (default /mnt)"
+    )
+    p.add_argument("--windows-user", metavar="NAME", default="resident", help="the Windows user (default resident)")
     p.add_argument(
         "--compile-failure",
         choices=("stoi", "nul"),
@@ -105,6 +131,11 @@ def build_sim(args: argparse.Namespace) -> SimViewer:
     return SimViewer(
         world,
         viewer_version=args.viewer_version,
+        generation=args.viewer_generation,
+        windows_paths=args.windows_paths,
+        wine_prefix=args.wine_prefix,
+        windows_mount=args.windows_mount,
+        windows_user=args.windows_user,
         latency_ms=args.latency_ms,
         handshake_timeout=args.handshake_timeout,
         properties_delay=args.properties_delay if args.properties_delay >= 0 else None,
@@ -130,8 +161,12 @@ def resolve_items(sim: SimViewer, names: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, stream=sys.stderr)
-    sim = build_sim(args)
+    try:
+        sim = build_sim(args)
+    except ValueError as exc:  # e.g. --viewer-version 2 with --viewer-generation G1
+        parser.error(str(exc))
     trio.run(_run, sim, args.port, resolve_items(sim, args.open_editor))
     return 0

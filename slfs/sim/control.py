@@ -16,7 +16,8 @@ from typing import Any
 import trio
 
 from .compiler import compile_source, runtime_events
-from .world import NULL_UUID, Item, Prim, SimObject, World, item_from_json, prim_from_json
+from .generation import Generation
+from .world import NULL_UUID, Item, Prim, SimObject, World, item_from_json, prim_from_json, script_id_for
 
 NOTECARD_LIMIT = 65536
 
@@ -47,6 +48,7 @@ class WorldControl:
     _last_inventory: dict[tuple[str, str], str]
     _refuse_create: dict[str, list[str]]
     _world_deferred_scheduled: bool
+    profile: Generation
 
     @property
     def v2(self) -> bool:
@@ -55,6 +57,11 @@ class WorldControl:
     # Transport's (annotations only, so that no stub shadows them whatever the order of the bases)
     broadcast: Callable[[str, dict[str, Any]], Awaitable[None]]
     _spawn_deferred: Callable[[Callable[[], Awaitable[None]], str], None]
+    # LiveSync's (live.py): the connection holding a live-sync subscription of a script (G1 runtime
+    # output, viewer-source.md §4), whether a script is subscribed, and a directed notification
+    _runtime_subscriber: Callable[[str, str], tuple[str, Any] | None]
+    _is_subscribed: Callable[[str, str], bool]
+    _send_to: Callable[[Any, str, dict[str, Any]], Awaitable[None]]
     # LiveSync's (live.py): where a viewer-side compile's script.compiled goes
     _send_compiled: Callable[[SimObject | None, Prim | None, Item, list[dict[str, Any]]], Awaitable[None]]
 
@@ -62,7 +69,7 @@ class WorldControl:
         """After each session.ok: objects the world file publishes with deferred properties (V2)
         get them properties_delay after the first client is in (a viewer publishes only while a
         client is connected)."""
-        if self.v2 and not self._world_deferred_scheduled:
+        if self.profile.deferred_properties and not self._world_deferred_scheduled:
             self._world_deferred_scheduled = True
             for obj in self.world.objects.values():
                 if obj.published and obj.deferred_properties:
@@ -89,16 +96,17 @@ class WorldControl:
 
     def _wire_object(self, obj: SimObject) -> dict[str, Any]:
         return obj.to_wire(
-            revision=self.v2,
+            revision=self.profile.revision,
             owner_id=self.world.agent_id,
-            placeholders=self.v2 and obj.deferred_properties,
+            placeholders=self.profile.deferred_properties and obj.deferred_properties,
             placeholder_owner=NULL_UUID if self.deferred_owner_id == "null" else None,
+            uuid_names=self.profile.name_fallback == "uuid",
         )
 
     def _remember_inventories(self, obj: SimObject) -> None:
         for prim in obj.prims():
             self._last_inventory[(obj.object_id, prim.prim_id)] = dumps(
-                [i.to_wire(revision=self.v2) for i in prim.explorable()]
+                [i.to_wire(revision=self.profile.revision) for i in prim.explorable()]
             )
 
     async def publish(self, object_id: str) -> None:
@@ -109,7 +117,7 @@ class WorldControl:
         obj.published = True
         self._remember_inventories(obj)
         await self.broadcast("object.publish", {"object": self._wire_object(obj)})
-        if self.v2 and obj.deferred_properties:
+        if self.profile.deferred_properties and obj.deferred_properties:
             self._schedule_properties(obj.object_id)
 
     def _schedule_properties(self, object_id: str) -> None:
@@ -134,7 +142,7 @@ class WorldControl:
         if not obj.deferred_properties:
             return
         obj.deferred_properties = False
-        if not (self.v2 and obj.published):
+        if not (self.profile.deferred_properties and obj.published):
             return
         # Newer protocol document, ObjectUpdate: "Root prim properties changed: object_id, plus any
         # changed subset of object_name, object_description, owner_id, permissions, can_save_back";
@@ -221,11 +229,11 @@ class WorldControl:
         """Root: {object_id, inventory}; child: changes.linked_objects.modified[{link_id, inventory}]."""
         if not obj.published:
             return
-        inventory = [i.to_wire(revision=self.v2) for i in prim.explorable()]
+        inventory = [i.to_wire(revision=self.profile.revision) for i in prim.explorable()]
         key = (obj.object_id, prim.prim_id)
         text = dumps(inventory)
-        if self.v2 and self._last_inventory.get(key) == text:
-            return  # V2 suppresses an update identical to the last one sent
+        if self.profile.suppress_identical_inventory and self._last_inventory.get(key) == text:
+            return  # V2 / G4 suppress an update identical to the last one sent (viewer-source.md §2)
         self._last_inventory[key] = text
         if prim is obj.root:
             await self.broadcast("object.update", {"object_id": obj.object_id, "inventory": inventory})
@@ -264,7 +272,11 @@ class WorldControl:
         if not obj.published:
             return
         self._remember_inventories(obj)
-        linked = obj.linked_wire(revision=self.v2, placeholders=self.v2 and obj.deferred_properties)
+        linked = obj.linked_wire(
+            revision=self.profile.revision,
+            placeholders=self.profile.deferred_properties and obj.deferred_properties,
+            uuid_names=self.profile.name_fallback == "uuid",
+        )
         await self.broadcast("object.update", {"object_id": obj.object_id, "linked_objects": linked})
 
     async def set_content(self, item_id: str, text: str) -> None:
@@ -368,11 +380,10 @@ class WorldControl:
         return new
 
     async def emit_debug(self, item_id: str, message: str, channel: str = "owner_say") -> None:
-        """A line said by a script (runtime.debug); lost unless the object is published."""
+        """A line said by a script (runtime.debug), in the shape and to the connections of the
+        generation played (see `_runtime`); lost when nobody is to hear it."""
         obj, prim, item = self._find(item_id)
-        if obj.published:
-            params = self._runtime_base(obj, prim, item, message, channel)
-            await self.broadcast("runtime.debug", params)
+        await self._runtime(obj, prim, item, message, channel, None)
 
     async def emit_error(
         self,
@@ -385,15 +396,66 @@ class WorldControl:
         stack: list[str] | None = None,
         channel: str = "debug",
     ) -> None:
-        """A runtime error (runtime.error); lost unless the object is published."""
+        """A runtime error (runtime.error); same rules as emit_debug. `message` is the text the
+        script's error says in chat (LSL "Script run-time error\n<error>"); `line` and `column` its
+        place (1-based; 0: unknown)."""
         obj, prim, item = self._find(item_id)
-        if not obj.published:
+        extra = {
+            "error": error if error is not None else message,
+            "line": line,
+            "column": column,
+            "stack": list(stack or []),
+        }
+        await self._runtime(obj, prim, item, message, channel, extra)
+
+    async def _runtime(
+        self,
+        obj: SimObject,
+        prim: Prim,
+        item: Item,
+        message: str,
+        channel: str,
+        error: dict[str, Any] | None,
+    ) -> None:
+        """Runtime output as the profile's `runtime_shape` says (viewer-source.md §4)."""
+        shape = self.profile.runtime_shape
+        method = "runtime.debug" if error is None else "runtime.error"
+        if shape == "g1":
+            await self._runtime_g1(prim, item, message)
+            return
+        if shape == "doc":
+            # V1/V2: every connection, only while the object is published
+            if not obj.published:
+                return
+            params = self._runtime_base(obj, prim, item, message, channel)
+            if error is not None:
+                params.update(error)
+            await self.broadcast(method, params)
+            return
+        # G2-G4: "every connection (G2 including unauthenticated, G3/G4 only authenticated) when
+        # the root is published or the script subscribed" (broadcast applies the auth gate)
+        if not (obj.published or self._is_subscribed(prim.prim_id, item.item_id)):
             return
         params = self._runtime_base(obj, prim, item, message, channel)
-        params.update(
-            error=error if error is not None else message, line=line, column=column, stack=list(stack or [])
-        )
-        await self.broadcast("runtime.error", params)
+        params["script_id"] = script_id_for(prim.prim_id, item.item_id)
+        if shape == "aggregator" and error is None:
+            # G3 (LL aggregator): "a plain debug/owner-say line has no script name, so item_id
+            # and item.item_id are the null UUID, item.name "", language "lsl", script_id absent"
+            params["item_id"] = NULL_UUID
+            params["item"].update(item_id=NULL_UUID, name="", language="lsl")
+            del params["script_id"]
+        if error is not None:
+            extra = dict(error)
+            if item.language == "luau":
+                extra["column"] = 0  # the Luau pattern has no column (§4: "row as is, column 0")
+            if shape == "aggregator" and item.language == "lsl" and not extra["line"]:
+                # G3: "LSL errors without location take the first plain line (e.g. "Math Error")
+                # as error"
+                lines = message.split("\n")
+                if len(lines) > 1 and lines[1].strip():
+                    extra["error"] = lines[1].strip()
+            params.update(extra)
+        await self.broadcast(method, params)
 
     def _runtime_base(
         self, obj: SimObject, prim: Prim, item: Item, message: str, channel: str
@@ -413,6 +475,32 @@ class WorldControl:
                 "language": item.language,
             },
         }
+
+    async def _runtime_g1(self, prim: Prim, item: Item, message: str) -> None:
+        """G1 (viewer-source.md §4): forwarded only for a prim holding a live-sync subscription,
+        only to that subscriber; fields script_id (the subscription; the script's own when it is
+        subscribed, as the error header's script name re-picks it), object_id = the speaking prim,
+        object_name, message. A text whose first line ends "Script run-time error" is a
+        runtime.error with error "", line 0 and stack = the other lines (only if any); anything
+        else is a runtime.debug. No prim_id, item_id, item, channel, column."""
+        found = self._runtime_subscriber(prim.prim_id, item.item_id)
+        if found is None:
+            return
+        script_id, conn = found
+        params: dict[str, Any] = {
+            "script_id": script_id,
+            "object_id": prim.prim_id,
+            "object_name": prim.name,
+            "message": message,
+        }
+        lines = message.split("\n")
+        if lines[0].rstrip().endswith("Script run-time error"):
+            params.update(error="", line=0)
+            if len(lines) > 1:
+                params["stack"] = lines[1:]
+            await self._send_to(conn, "runtime.error", params)
+        else:
+            await self._send_to(conn, "runtime.debug", params)
 
     async def run_script(self, item_id: str) -> None:
         """What a (re)started script says: owner-says and the SIM_RUNTIME_ERROR marker."""

@@ -29,7 +29,6 @@ lists and `script.subscribe` attaches to); the *holder* is the connection attach
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import shlex
@@ -41,11 +40,14 @@ from typing import Any
 import attrs
 import trio
 
+from .compile_output import parse_line, raw_lines
 from .control import WorldControl
 from .transport import CallContext, Connection, SyncError
-from .world import NULL_UUID, Item, Prim, SimObject
+from .world import NULL_UUID, Item, Prim, SimObject, script_id_for
 
 log = logging.getLogger("slfs.sim")
+
+__all__ = ["EditorLaunch", "LiveEditor", "LiveSync", "editor_argv", "script_id_for"]
 
 # ScriptSubscribeResponse.status and its fixed message (protocol document, both revisions).
 SUBSCRIBE_OK = 0
@@ -65,12 +67,6 @@ EDITOR_CLOSED_MESSAGE = "Editor closed"
 # live-sync.md: "<name> has <>:"\/|?* removed".
 _NAME_DROP = str.maketrans("", "", '<>:"\\/|?*')
 LIVE_POLL_INTERVAL = 1.0  # "The viewer polls the temp file once a second"
-
-
-def script_id_for(prim_id: str, item_id: str) -> str:
-    """The viewer's script id: the hex MD5 of "<prim uuid>_<item uuid>" (the null UUID as the prim
-    of a script in the agent's inventory; live-sync.md)."""
-    return hashlib.md5(f"{prim_id.lower()}_{item_id.lower()}".encode("ascii")).hexdigest()
 
 
 def editor_argv(command: str, path: str) -> list[str]:
@@ -122,14 +118,17 @@ class LiveEditor:
 
     @property
     def live_holder(self) -> Connection | None:
+        # not closed; authenticated where the viewer has an auth gate, as it was to subscribe
+        # (G1/G2 serve script.subscribe before session.ok: viewer-source.md §6)
         h = self.holder
-        return h if h is not None and h.authenticated and not h.closed else None
+        return h if h is not None and not h.closed else None
 
 
 class LiveSync(WorldControl):
     """The live-sync part of SimViewer; the attributes annotated below are SimViewer's."""
 
     tmpdir: str
+    viewer_path: Callable[[str], str]
     external_editor: str | None
     live_poll_interval: float | None
     _conns: list[Connection]
@@ -201,7 +200,8 @@ class LiveSync(WorldControl):
         if not command:
             return
         try:
-            argv = editor_argv(command, path)
+            # a Windows viewer passes its own (Windows) name of the file
+            argv = editor_argv(command, self.viewer_path(path))
         except ValueError as exc:
             self.editor_launches.append(EditorLaunch(sid, [], None, f"bad command: {exc}"))
             return
@@ -413,9 +413,20 @@ class LiveSync(WorldControl):
         ed = self._editors.get(sid)
         holder = ed.live_holder if ed is not None and ed.tracked else None
         note: dict[str, Any] = {"script_id": sid, "success": not diagnostics, "running": item.running}
-        if diagnostics:
-            note["diagnostics"] = diagnostics
-        if not self.v2:
+        profile = self.profile
+        if profile.is_generation:
+            # viewer-source.md §3: the raw compiler lines converted on the live-sync path (an
+            # unparsed LSL line keeps format "lsl"); G1 needs exactly one space in the Luau pattern
+            luau = item.language == "luau"
+            lines = raw_lines(diagnostics, item.name, item.language)
+            strict = profile.compiled_shape == "errors"
+            diagnostics = [parse_line(x, luau=luau, live=True, strict_luau=strict) for x in lines]
+        if profile.compiled_shape == "errors":
+            if diagnostics:
+                note["errors"] = diagnostics  # G1: `errors:[Diagnostic]`, not `diagnostics`
+        elif diagnostics or profile.compiled_diagnostics_always:
+            note["diagnostics"] = diagnostics  # G4: always (empty on success); else when any
+        if not profile.compiled_ids_and_broadcast:
             if holder is not None and ed is not None and ed.panel_alive:
                 await self._send_to(holder, "script.compiled", note)
             return
@@ -427,6 +438,23 @@ class LiveSync(WorldControl):
             await self._send_to(holder, "script.compiled", note)
         elif obj is not None and obj.published:
             await self.broadcast("script.compiled", note)
+
+    def _runtime_subscriber(self, prim_id: str, item_id: str) -> tuple[str, Connection] | None:
+        """G1 runtime output (viewer-source.md §4): the live-sync subscription of the speaking prim
+        and its holder; the script's own when it is subscribed, else the prim's first."""
+        held = [
+            ed for ed in self._editors.values() if ed.tracked and ed.prim_id == prim_id and ed.live_holder is not None
+        ]
+        held.sort(key=lambda ed: ed.item_id != item_id)
+        if not held:
+            return None
+        holder = held[0].live_holder
+        assert holder is not None
+        return held[0].script_id, holder
+
+    def _is_subscribed(self, prim_id: str, item_id: str) -> bool:
+        ed = self._editors.get(script_id_for(prim_id, item_id))
+        return ed is not None and ed.tracked and ed.live_holder is not None
 
     # ============================================================================================
     # entries and connections
@@ -444,7 +472,7 @@ class LiveSync(WorldControl):
     async def _editor_closed(self, holder: Connection | None) -> None:
         """V1: a connection that has just lost its last subscription is sent session.disconnect
         {1, "Editor closed"} and closed (older viewers; V2 keeps it)."""
-        if self.v2 or holder is None or holder.closed:
+        if not self.profile.editor_closed_disconnect or holder is None or holder.closed:
             return
         if any(e.tracked and e.holder is holder for e in self._editors.values()):
             return
@@ -533,7 +561,7 @@ class LiveSync(WorldControl):
         subscription found" likewise means no entry.) The viewer's own handler lists every entry of
         its subscription map."""
         ids = [sid for sid, ed in self._editors.items() if ed.tracked]
-        return {"temp_dir": self.tmpdir, "script_ids": ids, "success": True}
+        return {"temp_dir": self.viewer_path(self.tmpdir), "script_ids": ids, "success": True}
 
 
 def _write_text(path: str, text: str) -> None:

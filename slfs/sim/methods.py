@@ -30,8 +30,10 @@ from slfs.protocol.errors import (
 )
 
 from . import syntax
+from .compile_output import parse_line, raw_lines
 from .compiler import compile_source
 from .control import NOTECARD_LIMIT, WorldControl, cut_bytes
+from .generation import Generation
 from .transport import CallContext, Handler, invalid
 from .world import (
     SCRIPT_VMS,
@@ -96,6 +98,8 @@ class MethodHandlers(WorldControl):
     apply_delay: float
     create_delay: float
     compile_failure: str | None
+    profile: Generation
+    internal_error: Callable[[str], RpcError]
     _creating: set[str]
     _handlers: dict[str, Handler]
 
@@ -107,6 +111,14 @@ class MethodHandlers(WorldControl):
     _m_script_list: Handler
 
     def _method_table(self) -> dict[str, Handler]:
+        table = self._full_method_table()
+        # viewer-source.md §2: G1 has no command.*, object.list, object.script.set_running/reset;
+        # the JSON-RPC layer answers them -32601 like any unknown method
+        for name in self.profile.missing_methods:
+            table.pop(name, None)
+        return table
+
+    def _full_method_table(self) -> dict[str, Handler]:
         return {
             "system.ping": self._m_ping,
             "system.getVersion": self._m_get_version,
@@ -169,7 +181,9 @@ class MethodHandlers(WorldControl):
             raise invalid("Item not found in prim inventory")
         if item.type not in ("script", "notecard"):
             raise invalid("Item is not a script or notecard")
-        if read_script and item.is_script and not (item.permissions.can_copy and item.permissions.can_modify):
+        # Scripts need copy+modify to be read; G1 asked the same of notecards (viewer-source.md §2)
+        strict = item.is_script or (item.type == "notecard" and self.profile.notecard_read_needs_copy_modify)
+        if read_script and strict and not (item.permissions.can_copy and item.permissions.can_modify):
             raise denied("Insufficient permissions")
         if write:
             if not item.permissions.can_modify:
@@ -197,7 +211,7 @@ class MethodHandlers(WorldControl):
         return obj, prim, item
 
     def _check_region(self, obj: SimObject) -> None:
-        if self.v2 and not obj.region_connected:
+        if self.profile.newer_doc_errors and not obj.region_connected:
             raise RpcError(SERVICE_UNAVAILABLE, REGION_DOWN)
 
     # ============================================================================================
@@ -297,29 +311,34 @@ class MethodHandlers(WorldControl):
             "item_id": item.item_id,
             "content": content,
         }
-        if self.v2:
+        if self.profile.content_encoding:  # viewer-source.md §2: "encoding from G2"
             out["encoding"] = "utf-8"
-            if item.type == "notecard":
-                # Newer document, ObjectContentGetResponse: `embedded_items?: number`, how many
-                # inventory items the notecard holds beside its text. (The older one has no field.)
-                out["embedded_items"] = item.embedded_items
+        if self.profile.newer_doc_errors and item.type == "notecard":  # G4 / V2
+            # Newer document, ObjectContentGetResponse: `embedded_items?: number`, how many
+            # inventory items the notecard holds beside its text. (The older one has no field.)
+            out["embedded_items"] = item.embedded_items
         return out
 
     async def _m_content_save(self, params: dict[str, Any], ctx: CallContext) -> Any:
-        obj, prim, item = self._common(params, write=True)
+        profile = self.profile
         content = params.get("content")
+        if profile.empty_content_rejected and (not isinstance(content, str) or not content):
+            # viewer-source.md §2: "G1-G3 reject an empty content with -32602 'Invalid params:
+            # content is required' (checked first, before the item checks)"
+            raise invalid("content is required")
+        obj, prim, item = self._common(params, write=True)
         if not isinstance(content, str):
             raise invalid("content is required")
         vm = params.get("vm")
         running = params.get("running")
-        if self.v2 and item.is_script and vm is not None and vm not in SCRIPT_VMS:
+        if profile.newer_doc_errors and item.is_script and vm is not None and vm not in SCRIPT_VMS:
             raise invalid("vm must be 'luau', 'mono', or 'lsl2'")
         if item.type == "notecard":
-            if self.v2 and item.embedded_items:
+            if profile.newer_doc_errors and item.embedded_items:
                 # Newer document, ObjectContentSave "Notecards with embedded items": refused, as
                 # the text alone would be saved without them. Nothing is stored.
                 raise denied(EMBEDDED_ITEMS_REFUSED)
-            if self.v2 and len(content.encode("utf-8")) > NOTECARD_LIMIT:
+            if profile.newer_doc_errors and len(content.encode("utf-8")) > NOTECARD_LIMIT:
                 raise invalid(f"Notecard is too large (more than {NOTECARD_LIMIT} bytes)")
             self._store_content(item, content)
             # V1: the older document is silent, and the viewer saved the text alone: the embedded
@@ -342,20 +361,36 @@ class MethodHandlers(WorldControl):
             # newer-viewers research: "Some viewer builds answer a failed LSL compile with -32603
             # 'Internal error: stoi' instead of diagnostics". The source was stored all the same,
             # and the inventory update follows as for any save.
+            # G1/G2 append the exception text, G3 answers a bare "Internal error" (viewer-source.md §3)
             self._later(ctx, self.apply_delay, lambda: self._send_item_update(item_id))
-            raise RpcError.standard(INTERNAL_ERROR, "stoi")
+            raise self.internal_error("stoi")
+        lines = raw_lines(diagnostics, item.name, item.language)
         if diagnostics and item.language == "lsl" and self.compile_failure == "nul":
-            # "... one answered with NUL bytes": a diagnostic of NUL characters, in the shape the
-            # viewer gives a compiler line it cannot parse (row 0, column 0).
+            # "... one answered with NUL bytes": a compiler line of NUL characters, which the viewer
+            # cannot parse (row 0, column 0; the documents' viewers say format "lsl", the
+            # generations' content.save path gives no format, viewer-source.md §3).
             message = "\x00" * max(1, len(diagnostics[0]["message"]))
+            lines = [message]
             diagnostics = [{"row": 0, "column": 0, "level": "ERROR", "message": message, "format": "lsl"}]
-        if diagnostics:
+        if diagnostics and profile.failed_save_shape == "errors":
+            # viewer-source.md §3: "G1 explorer (1d7ee10e, 3a4fed47) -> compiled:false, errors:[raw strings]"
+            out["errors"] = lines
+        elif diagnostics and profile.save_diagnostics == "parsed":
+            # G2-G4: each raw line converted by the §3 rules (content.save path: no format for an
+            # unparsed line)
+            luau = item.language == "luau"
+            out["diagnostics"] = [parse_line(line, luau=luau, live=False) for line in lines]
+        elif diagnostics:
             out["diagnostics"] = diagnostics
         else:
             item.compiled_content = item.content
             item.faulted = False
             if isinstance(running, bool):
                 item.running = running
+            elif profile.save_running == "stop":
+                # viewer-source.md §2: "G1 uploads with running forced false (a save through the
+                # explorer stops the script)"; G2+ keep the current state unless running is given
+                item.running = False
         restart = not diagnostics and item.running
 
         async def after() -> None:
@@ -389,7 +424,7 @@ class MethodHandlers(WorldControl):
             raise invalid("vm must be 'luau', 'mono', or 'lsl2'")
         if not obj.published:
             raise denied("Object is not published")
-        if self.v2:
+        if self.profile.newer_doc_errors:
             # The newer document's error table, in its order: modify on the prim, then the region.
             if not prim.permissions.can_modify:
                 raise denied("No modify permission on prim")
@@ -402,7 +437,7 @@ class MethodHandlers(WorldControl):
             refusals = self._refuse_create.get(prim.prim_id)
             if refusals:
                 reason = refusals.pop(0)
-                if self.v2:
+                if self.profile.newer_doc_errors:
                     raise RpcError.standard(INTERNAL_ERROR, f"Item creation failed: {reason}")
                 raise RpcError(REQUEST_TIMEOUT, "Timed out waiting for item creation")
             taken = {i.name for i in prim.inventory}
@@ -432,7 +467,7 @@ class MethodHandlers(WorldControl):
         finally:
             self._creating.discard(prim.prim_id)
         await self.send_inventory_update(obj, prim)
-        out = item.to_wire(revision=self.v2)
+        out = item.to_wire(revision=self.profile.revision)
         if not self.v2:  # older viewers answer without the run state and revision
             for key in ("running", "faulted", "revision"):
                 out.pop(key, None)
@@ -499,7 +534,7 @@ class MethodHandlers(WorldControl):
             if found is None:
                 return
             o, p, it = found
-            if it.running != running or not self.v2:
+            if it.running != running or not self.profile.suppress_identical_inventory:
                 it.running = running
                 await self.send_inventory_update(o, p)
 
@@ -580,6 +615,8 @@ class MethodHandlers(WorldControl):
         object_id = self._str(args, "object_id")
         if object_id is None:
             raise invalid("object_id is required")
+        if self.profile.command_answers == "source":
+            return await self._command_source(command, object_id, args, ctx)
         found = self.world.find_prim(object_id)
         # Newer document, known viewer commands: "an in-world object in a published linkset. Any
         # other object is refused with -32003" (no message given; this one is chosen here).
@@ -597,46 +634,99 @@ class MethodHandlers(WorldControl):
                 raise denied("Permission denied")
             oid = obj.object_id
 
-            async def recompile() -> None:
-                await trio.sleep(self.apply_delay)
-                for prim in obj.prims():
-                    touched = False
-                    for it in prim.inventory:
-                        if not it.is_script or not it.permissions.can_modify:
-                            continue
-                        if target == "luau":
-                            it.vm = "luau"
-                        elif target in ("lsl2", "mono") and it.subtype != SUBTYPE_LUAU:
-                            it.vm = target
-                        if not compile_source(it.content, it.language):
-                            it.compiled_content = it.content
-                            it.faulted = False
-                            it.running = True
-                        it.revision = self.world.next_revision()
-                        touched = True
-                    if touched and oid in self.world.objects:
-                        await self.send_inventory_update(obj, prim)
-
-            ctx.after.append(recompile)
+            ctx.after.append(lambda: self._recompile_all(obj, oid, target))
             return {"success": True}
         if command == "viewer.script.reset_all":
             if not obj.root.permissions.can_modify:
                 raise denied("Permission denied")
-
-            async def reset_all() -> None:
-                await trio.sleep(self.apply_delay)
-                for prim in obj.prims():
-                    for it in prim.inventory:
-                        if it.is_script and it.running:
-                            await self.run_script(it.item_id)
-
-            ctx.after.append(reset_all)
+            ctx.after.append(lambda: self._reset_all(obj))
             return {"success": True}
         if command == "viewer.object.save_back_to_contents":
             if not obj.root.permissions.can_modify:
                 raise denied("Permission denied")
             return {"success": True, "result": {"object_id": obj.object_id}}
         return {"success": True}
+
+    async def _recompile_all(self, obj: SimObject, oid: str, target: str) -> None:
+        await trio.sleep(self.apply_delay)
+        for prim in obj.prims():
+            touched = False
+            for it in prim.inventory:
+                if not it.is_script or not it.permissions.can_modify:
+                    continue
+                if target == "luau":
+                    it.vm = "luau"
+                elif target in ("lsl2", "mono") and it.subtype != SUBTYPE_LUAU:
+                    it.vm = target
+                if not compile_source(it.content, it.language):
+                    it.compiled_content = it.content
+                    it.faulted = False
+                    it.running = True
+                it.revision = self.world.next_revision()
+                touched = True
+            if touched and oid in self.world.objects:
+                await self.send_inventory_update(obj, prim)
+
+    async def _reset_all(self, obj: SimObject) -> None:
+        await trio.sleep(self.apply_delay)
+        for prim in obj.prims():
+            for it in prim.inventory:
+                if it.is_script and it.running:
+                    await self.run_script(it.item_id)
+
+    async def _command_source(self, command: str, object_id: str, args: dict[str, Any], ctx: CallContext) -> Any:
+        """The viewer commands as the generations' C++ answers them (viewer-source.md §5; G2+)."""
+        found = self.world.find_prim(object_id)
+        if command in ("viewer.teleport", "viewer.camera.focus"):
+            # "G2/G3: any object in view; G4: must be in a published linkset"
+            if self.profile.teleport_needs_published and (found is None or not found[0].published):
+                raise denied("Object is not in a published linkset")
+            if found is None:
+                raise invalid("object_id not found")
+            return {"success": True}
+        if command == "viewer.object.save_back_to_contents":
+            # "{success, result:{object_id}}; not published -32602; not available -32003"
+            if found is None or not found[0].published:
+                raise invalid("Object is not published")
+            obj = found[0]
+            if self.profile.deferred_properties and obj.deferred_properties:
+                # what the publish says (can_save_back false until the properties arrive); the
+                # message is chosen here
+                raise denied("Save back to contents is not available for this object")
+            return {"success": True, "result": {"object_id": obj.object_id}}
+        if command == "viewer.script.reset_all":
+            # "{success, object_id, queued:true}; any prim of a published object; -32602 'Prim
+            # contains no scripts', -32003 'No modify permission on prim'" (unpublished: chosen here)
+            if found is None or not found[0].published:
+                raise denied("Object is not published")
+            obj, prim = found
+            if not any(i.is_script for p in obj.prims() for i in p.inventory):
+                raise invalid("Prim contains no scripts")
+            if not prim.permissions.can_modify:
+                raise denied("No modify permission on prim")
+
+            async def reset_all() -> None:
+                for p in obj.prims():
+                    for it in p.inventory:
+                        if it.is_script and it.faulted:
+                            it.faulted = False
+                            await self.send_inventory_update(obj, p)
+                await self._reset_all(obj)
+
+            ctx.after.append(reset_all)
+            return {"success": True, "object_id": object_id, "queued": True}
+        # viewer.script.recompile_all: "{object_id (must be the root), target luau|lsl2|mono|auto}
+        # -> {success, object_id, target, queued:true}; a child id answers -32003 'Object is not
+        # published'"
+        target = args.get("target")
+        if target not in RECOMPILE_TARGETS:
+            raise invalid("target must be 'luau', 'lsl2', 'mono', or 'auto'")
+        root = self.world.objects.get(object_id)
+        if root is None or not root.published:
+            raise denied("Object is not published")
+        oid = root.object_id
+        ctx.after.append(lambda: self._recompile_all(root, oid, str(target)))
+        return {"success": True, "object_id": oid, "target": target, "queued": True}
 
 
 DEFAULT_LSL = """default

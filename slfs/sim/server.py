@@ -12,12 +12,16 @@ control.py (`WorldControl`: the world-editing API and the notifications it sends
 
 from __future__ import annotations
 
+import os
 import tempfile
+from pathlib import Path
 
 from .control import WorldControl
+from .generation import GENERATIONS, Generation, profile_for
 from .live import LIVE_POLL_INTERVAL, LiveSync
 from .methods import COMPILE_FAILURES, DEFAULT_LSL, DEFAULT_LUAU, MethodHandlers, correct_name
 from .transport import SyncError, Transport
+from .winpaths import WINDOWS_MODES, WindowsPaths
 from .world import World
 
 # Importable from here as before the split.
@@ -30,11 +34,11 @@ class SimViewer(Transport, LiveSync, MethodHandlers, WorldControl):
     def __init__(
         self,
         world: World,
-        viewer_version: int = 1,
+        viewer_version: int | None = None,
         latency_ms: float = 0,
         method_latency_ms: dict[str, float] | None = None,
         *,
-        handshake_timeout: float = 30.0,
+        handshake_timeout: float | None = None,
         publish_delay: float = 0.05,
         apply_delay: float = 0.05,
         create_delay: float = 0.02,
@@ -46,22 +50,56 @@ class SimViewer(Transport, LiveSync, MethodHandlers, WorldControl):
         compile_failure: str | None = None,
         external_editor: str | None = None,
         live_poll_interval: float | None = LIVE_POLL_INTERVAL,
+        generation: str | None = None,
+        windows_paths: str | None = None,
+        wine_prefix: Path | str | None = None,
+        windows_mount: Path | str | None = None,
+        windows_user: str = "resident",
+        windows_drive: str = "C",
     ) -> None:
+        if generation is not None and generation not in GENERATIONS:
+            raise ValueError("generation must be None, 'G1', 'G2', 'G3' or 'G4'")
+        implied = None if generation is None else (2 if generation == "G4" else 1)
+        if viewer_version is None:
+            viewer_version = implied or 1
         if viewer_version not in (1, 2):
             raise ValueError("viewer_version must be 1 or 2")
+        if implied is not None and viewer_version != implied:
+            raise ValueError(f"generation {generation} is viewer_version {implied}")
+        if windows_paths is not None and windows_paths not in WINDOWS_MODES:
+            raise ValueError("windows_paths must be None, 'wine' or 'wsl'")
+        if windows_paths is not None and tmpdir is not None:
+            raise ValueError("tmpdir and windows_paths exclude each other (the temp dir is the Windows one)")
         if deferred_owner_id not in ("absent", "null"):
             raise ValueError("deferred_owner_id must be 'absent' or 'null'")
         if compile_failure is not None and compile_failure not in COMPILE_FAILURES:
             raise ValueError("compile_failure must be None, 'stoi' or 'nul'")
         self.world = world
         self.viewer_version = viewer_version
+        # None, or "G1".."G4": which generation of the viewer's C++ the sim plays (generation.py)
+        self.generation = generation
+        self.profile: Generation = profile_for(viewer_version, generation)
         self.latency_ms = latency_ms
         self.method_latency_ms: dict[str, float] = dict(method_latency_ms or {})
-        self.handshake_timeout = handshake_timeout
+        # None: the generation's (30 s; G1/G2 wait for ever, viewer-source.md §5)
+        if handshake_timeout is None:
+            handshake_timeout = 30.0 if self.profile.handshake_timeout == "default" else None
+        self.handshake_timeout: float | None = handshake_timeout
         self.publish_delay = publish_delay
         self.apply_delay = apply_delay
         self.create_delay = create_delay
-        self.tmpdir = tmpdir or tempfile.gettempdir()
+        # Windows path forms (winpaths.py): the temp dir is the Windows viewer's, and every local
+        # path the viewer names goes out in its Windows form (viewer_path)
+        self.windows: WindowsPaths | None = None
+        self.windows_drive = windows_drive
+        if windows_paths is not None:
+            self.windows = WindowsPaths(
+                windows_paths, wine_prefix=wine_prefix, windows_mount=windows_mount, user=windows_user
+            )
+            self.tmpdir = self.windows.prepare()
+            self.viewer_path(self.tmpdir)  # a drive that does not reach the temp dir fails here
+        else:
+            self.tmpdir = tmpdir or tempfile.gettempdir()
         self.viewer_version_string = viewer_version_string
         self.client_ping_interval = client_ping_interval
         # V2, objects with deferred_properties: seconds from publish (or, for an object published in
@@ -89,3 +127,26 @@ class SimViewer(Transport, LiveSync, MethodHandlers, WorldControl):
     @property
     def v2(self) -> bool:
         return self.viewer_version >= 2
+
+    @property
+    def windows_paths(self) -> str | None:
+        """None, "wine" or "wsl"."""
+        return self.windows.mode if self.windows is not None else None
+
+    def windows_path(self, local_path: str | os.PathLike[str], drive: str = "C") -> str:
+        """The Windows name of a local path as the simulated Windows viewer would write it: through
+        `drive` C: (the prefix's drive_c under Wine, MOUNT/c under WSL) or, under Wine, Z: (the
+        Unix root). ValueError when the sim plays no Windows viewer or the drive does not reach it."""
+        if self.windows is None:
+            raise ValueError("the sim plays no Windows viewer (windows_paths is None)")
+        return self.windows.to_windows(local_path, drive)
+
+    def local_path(self, viewer_path: str) -> str:
+        """The local path behind a path the viewer names (itself when no Windows viewer is played)."""
+        return viewer_path if self.windows is None else self.windows.to_local(viewer_path)
+
+    def viewer_path(self, local_path: str) -> str:
+        """How the viewer names a local file: its Windows form through `windows_drive`, or as is."""
+        if self.windows is None:
+            return local_path
+        return self.windows.to_windows(local_path, self.windows_drive)

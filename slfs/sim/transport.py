@@ -46,6 +46,7 @@ from slfs.protocol.errors import (
 from slfs.protocol.jsonrpc import Notification, Request, Response, parse_object
 
 from .control import dumps
+from .generation import DOC_ASYNC_METHODS, Generation
 from .world import World
 
 log = logging.getLogger("slfs.sim")
@@ -68,8 +69,10 @@ SESSION_FEATURES = {
     "commands": True,
     "unified_diagnostics": True,
 }
-# Methods the viewer handles asynchronously; calling them as a notification is an Invalid Request.
-ASYNC_METHODS = {"object.content.get", "object.content.save", "object.item.create"}
+# Methods the documents' viewer handles asynchronously; calling them as a notification is an
+# Invalid Request (V1/V2; the generations have their own lists, generation.py).
+ASYNC_METHODS = set(DOC_ASYNC_METHODS)
+CHALLENGE_FIXED_NAME = "sl_script_challenge.tmp"  # G1 (viewer-source.md §6)
 SYNC_TIMEOUT = 10.0  # default bound of sync() and idle()
 
 
@@ -187,8 +190,10 @@ class Transport:
     syntax_id: str
     latency_ms: float
     method_latency_ms: dict[str, float]
-    handshake_timeout: float
+    handshake_timeout: float | None
     tmpdir: str
+    profile: Generation
+    viewer_path: Callable[[str], str]
     client_ping_interval: float | None
     _handlers: dict[str, Handler]
 
@@ -347,9 +352,30 @@ class Transport:
             await conn.send(self._error_text(None, RpcError.standard(PARSE_ERROR, "Invalid JSON")))
             return
         if isinstance(obj, list):
+            if self.profile.batches == "each":
+                # viewer-source.md §5: "G1 accepts batches: each element is processed separately
+                # (no array answer); an empty array gets -32600 'Invalid Request: Empty batch'".
+                if not obj:
+                    await conn.send(self._error_text(None, RpcError.standard(INVALID_REQUEST, "Empty batch")))
+                for element in obj:
+                    await self._on_message(conn, element)
+                return
             err = RpcError.standard(INVALID_REQUEST, "Batch requests are not supported")
             await conn.send(self._error_text(None, err))
             return
+        await self._on_message(conn, obj)
+
+    def _gated(self, conn: Connection) -> bool:
+        """Whether calls of this connection are refused for now: not authenticated, and the viewer
+        has an auth gate (G1/G2 have none: viewer-source.md §6, "requests served and explorer
+        notifications sent before session.ok")."""
+        return self.profile.auth_gate and not conn.authenticated
+
+    def _is_async(self, method: str) -> bool:
+        sync = self.profile.sync_methods
+        return method in ASYNC_METHODS if sync is None else method not in sync
+
+    async def _on_message(self, conn: Connection, obj: Any) -> None:
         try:
             msg = parse_object(obj)
         except ProtocolError as exc:
@@ -374,20 +400,24 @@ class Transport:
             if msg.method == "session.disconnect":
                 await conn.close(1000)
                 return
-            if not conn.authenticated or msg.method not in self._handlers:
+            if self._gated(conn) or msg.method not in self._handlers:
                 return
-            if msg.method in ASYNC_METHODS:
-                if self.v2:
+            if self._is_async(msg.method):
+                if self.profile.async_notification == "drop":
                     # Newer protocol document: "A method that must be called with an id, called as
                     # a notification, is neither run nor answered."
                     return
-                err = RpcError.standard(INVALID_REQUEST, f"{msg.method} must be called as a request")
-                await conn.send(self._error_text(None, err))
+                if self.profile.is_generation:
+                    # viewer-source.md §2 "Dispatch": each generation's list of async methods
+                    detail = f"Method {msg.method} cannot be called as a notification"
+                else:
+                    detail = f"{msg.method} must be called as a request"
+                await conn.send(self._error_text(None, RpcError.standard(INVALID_REQUEST, detail)))
                 return
             self._start_dispatch(conn, msg.method, msg.params, None, False)
             return
         assert isinstance(msg, Request)
-        if not conn.authenticated:
+        if self._gated(conn):
             await conn.send(self._error_text(msg.id, RpcError(AUTH_REQUIRED, "Authentication required")))
             return
         self._start_dispatch(conn, msg.method, msg.params, msg.id, True)
@@ -406,6 +436,14 @@ class Transport:
         if not isinstance(obj, dict):
             return True
         return "method" in obj or not ("result" in obj or "error" in obj)
+
+    def internal_error(self, detail: str) -> RpcError:
+        """-32603 for a C++ exception: "Internal error: <what>" (G1/G2 and the documents' viewers
+        append the exception text), plain "Internal error" in G3 (viewer-source.md §3: "G3's
+        JSON-RPC layer hides details")."""
+        if self.profile.internal_error_detail:
+            return RpcError.standard(INTERNAL_ERROR, detail)
+        return RpcError(INTERNAL_ERROR, "Internal error")
 
     def _error_text(self, rid: Any, err: RpcError) -> str:
         return dumps({"jsonrpc": "2.0", "id": rid, "error": err.to_json()})
@@ -440,7 +478,7 @@ class Transport:
                 text = self._error_text(rid, err)
             except Exception as exc:  # a bug in the sim: answer like the viewer would
                 log.exception("handler for %s failed", method)
-                text = self._error_text(rid, RpcError.standard(INTERNAL_ERROR, str(exc)))
+                text = self._error_text(rid, self.internal_error(str(exc)))
             if answer:
                 await conn.send(text)
             for action in ctx.after:
@@ -595,68 +633,116 @@ class Transport:
         await conn.send(dumps(out))
 
     async def broadcast(self, method: str, params: dict[str, Any]) -> None:
-        """Send a notification to every authenticated connection."""
+        """Send a notification to every authenticated connection (G1/G2, which have no auth gate:
+        to every open connection, authenticated or not; viewer-source.md §2 and §6)."""
         self.notifications_sent.append((method, params))
         for conn in list(self._conns):
-            if conn.authenticated and not conn.closed:
+            if not conn.closed and not self._gated(conn):
                 await self._notify(conn, method, params)
 
     # ============================================================================================
     # handshake
     # ============================================================================================
 
-    async def _handshake(self, conn: Connection) -> None:
-        challenge = str(uuid.uuid4())
-        fd, path = tempfile.mkstemp(prefix="sl_script_challenge_", suffix=".tmp", dir=self.tmpdir)
+    def _write_challenge(self, challenge: str) -> str:
+        """Write the challenge file as the profile says; its local path (OSError if it cannot be).
+
+        viewer-source.md §6: G1 a fixed name `sl_script_challenge.tmp`, default permissions (so
+        concurrent handshakes overwrite each other's secret); G2 `sl_script_challenge_<secret>.tmp`
+        (the path holds the answer), default permissions; G3/G4 a name made of another random
+        UUID, created exclusively with mode 0600. V1/V2: `sl_script_challenge_<random>.tmp`, 0600
+        (viewer-behaviour.md). The content is always the bare lower-case UUID, no newline."""
+        naming = self.profile.challenge_naming
+        data = challenge.encode("ascii")
+        if naming == "mkstemp":
+            fd, path = tempfile.mkstemp(prefix="sl_script_challenge_", suffix=".tmp", dir=self.tmpdir)
+            self.challenge_files.append(path)
+            with os.fdopen(fd, "wb") as f:
+                os.fchmod(f.fileno(), 0o600)
+                f.write(data)
+            return path
+        if naming == "uuid":
+            path = os.path.join(self.tmpdir, f"sl_script_challenge_{uuid.uuid4()}.tmp")
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            self.challenge_files.append(path)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            return path
+        name = CHALLENGE_FIXED_NAME if naming == "fixed" else f"sl_script_challenge_{challenge}.tmp"
+        path = os.path.join(self.tmpdir, name)
+        with open(path, "wb") as f:  # default permissions (0666 less the umask)
+            f.write(data)
         self.challenge_files.append(path)
+        return path
+
+    async def _handshake(self, conn: Connection) -> None:
+        profile = self.profile
+        challenge = str(uuid.uuid4())
+        path: str | None = None
         try:
-            os.fchmod(fd, 0o600)
-            os.write(fd, challenge.encode("ascii"))
-            os.close(fd)
+            path = self._write_challenge(challenge)
+        except OSError as exc:
+            if profile.unwritable_challenge == "refuse":
+                # viewer-source.md §6: G3/G4 disconnect {4, "Unable to issue a challenge"}
+                await self._disconnect(conn, 4, "Unable to issue a challenge")
+                return
+            if profile.unwritable_challenge != "open":
+                raise
+            # G2: "if the file cannot be written no challenge is sent and any answer is accepted"
+            log.info("challenge file not written (%s): handshake without a challenge", exc)
+        answered = False
+        try:
             params: dict[str, Any] = {
                 "server_version": "1.0.0",
                 "protocol_version": "1.0",
                 "viewer_name": "Second Life Simulated",
                 "viewer_version": self.viewer_version_string,
-                "challenge": path,
                 "languages": ["lsl", "luau"],
                 "syntax_id": self.syntax_id,
-                "features": dict(SESSION_FEATURES),
+                "features": {name: True for name in profile.features},
             }
-            if not self.v2:
+            if path is not None:
+                params["challenge"] = self.viewer_path(path)
+            if profile.agent_in_handshake:
                 params["agent_id"] = self.world.agent_id
                 params["agent_name"] = self.world.agent_name
-            response = await self.call_client(
-                conn, "session.handshake", params, timeout=self.handshake_timeout
-            )
+            timeout = self.handshake_timeout if self.handshake_timeout is not None else math.inf
+            response = await self.call_client(conn, "session.handshake", params, timeout=timeout)
+            answered = response.error is None and not conn.closed
         finally:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
+            # G1/G2 delete the file only when the answer arrives; G3+ (and V1/V2) whatever happens
+            if path is not None and (answered or profile.challenge_always_deleted):
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
         if conn.closed:
             return
         err = response.error
         if err is not None and err.code == -32001:
             await self._disconnect(conn, 3, "Handshake timed out")
             return
-        if err is not None and self.v2:
+        if err is not None and profile.handshake_failed_on_error:
             await self._disconnect(conn, 2, "Handshake failed")
             return
         result = response.result if isinstance(response.result, dict) else {}
         self.client_handshakes.append(result)
         answer = result.get("challenge_response")
-        if err is not None or not isinstance(answer, str) or answer != challenge:
+        if profile.is_generation and isinstance(answer, str):
+            answer = answer.lower()  # viewer-source.md §6: "Answer compared as a UUID (case-insensitive)"
+        accepted = err is None and (path is None or (isinstance(answer, str) and answer == challenge))
+        if not accepted:
             await self._disconnect(conn, 2, "Invalid challenge response")
             return
         conn.authenticated = True
         if self.v2:
             conn.ws._max_message_size = V2_MESSAGE_LIMIT
+        if profile.agent_in_session_ok:
             await self._notify(
                 conn, "session.ok", {"agent_id": self.world.agent_id, "agent_name": self.world.agent_name}
             )
         else:
-            await self._notify(conn, "session.ok")
+            await self._notify(conn, "session.ok")  # G1-G3: no params (viewer-source.md §2)
         self._on_session_ok()
         if self.client_ping_interval and conn.nursery is not None:
             conn.nursery.start_soon(self._ping_client, conn, self.client_ping_interval)

@@ -7,6 +7,7 @@ mutable state; the server (server.py) owns the rules about who may change what a
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 from importlib import resources
 from pathlib import Path
@@ -28,6 +29,14 @@ DEFAULT_NEXT_OWNER = PERM_MOVE | PERM_COPY | PERM_MODIFY | PERM_TRANSFER
 AGENT_RIGHTS = PERM_MODIFY | PERM_COPY | PERM_TRANSFER | PERM_MOVE
 PLACEHOLDER_OBJECT_NAME = "Object"
 NULL_UUID = "00000000-0000-0000-0000-000000000000"
+
+
+
+def script_id_for(prim_id: str, item_id: str) -> str:
+    """The viewer's script id: the hex MD5 of "<prim uuid>_<item uuid>" (the null UUID as the prim
+    of a script in the agent's inventory; live-sync.md)."""
+    return hashlib.md5(f"{prim_id.lower()}_{item_id.lower()}".encode("ascii")).hexdigest()
+
 
 SUBTYPE_LSL = 0
 SUBTYPE_LUAU = 1
@@ -167,7 +176,13 @@ class SimObject:
         return self.children.index(prim) + 2
 
     def to_wire(
-        self, *, revision: bool, owner_id: str, placeholders: bool = False, placeholder_owner: str | None = None
+        self,
+        *,
+        revision: bool,
+        owner_id: str,
+        placeholders: bool = False,
+        placeholder_owner: str | None = None,
+        uuid_names: bool = False,
     ) -> dict[str, Any]:
         """The PublishedObject form.
 
@@ -176,7 +191,9 @@ class SimObject:
         fields"): `object_name` "Object", each child's `link_name` "Link #<link_number>", empty
         descriptions, `permissions.owner` derived from the agent's rights and no `next_owner`,
         `owner_id` absent (`placeholder_owner` None) or `placeholder_owner` (the null UUID), and
-        `can_save_back` false."""
+        `can_save_back` false. `uuid_names`: names not known yet are the prims' UUID strings instead
+        of "Object" / "Link #n" (viewer-source.md §2: "the prim's UUID string (G2, G4) or 'Object' /
+        'Link #n' (G3 only)")."""
         out: dict[str, Any] = {
             "object_id": self.object_id,
             "object_name": self.root.name,
@@ -188,7 +205,7 @@ class SimObject:
             "inventory": [i.to_wire(revision=revision) for i in self.root.explorable()],
         }
         if placeholders:
-            out["object_name"] = PLACEHOLDER_OBJECT_NAME
+            out["object_name"] = self.object_id if uuid_names else PLACEHOLDER_OBJECT_NAME
             out["object_description"] = ""  # not known yet either
             out["permissions"] = {"owner": self.root.permissions.owner & AGENT_RIGHTS}
             out["can_save_back"] = False
@@ -197,10 +214,14 @@ class SimObject:
             else:
                 out["owner_id"] = placeholder_owner
         if self.children:
-            out["linked_objects"] = self.linked_wire(revision=revision, placeholders=placeholders)
+            out["linked_objects"] = self.linked_wire(
+                revision=revision, placeholders=placeholders, uuid_names=uuid_names
+            )
         return out
 
-    def linked_wire(self, *, revision: bool, placeholders: bool = False) -> list[dict[str, Any]]:
+    def linked_wire(
+        self, *, revision: bool, placeholders: bool = False, uuid_names: bool = False
+    ) -> list[dict[str, Any]]:
         out = []
         for n, c in enumerate(self.children, start=2):
             link: dict[str, Any] = {
@@ -212,7 +233,7 @@ class SimObject:
                 "inventory": [i.to_wire(revision=revision) for i in c.explorable()],
             }
             if placeholders:
-                link["link_name"] = f"Link #{n}"
+                link["link_name"] = c.prim_id if uuid_names else f"Link #{n}"
                 link["link_description"] = ""
                 link["permissions"] = {"owner": c.permissions.owner & AGENT_RIGHTS}
             out.append(link)
