@@ -12,9 +12,11 @@ in-process simulated viewer (implementation: tests/e2e/harness.py).
 The sim runs in the test's trio nursery, so anything touching the mount must not block the trio
 thread: use `m.run(...)` (a subprocess) or `m.thread(fn, ...)` (a worker thread).
 Every test that uses these fixtures runs once per simulated viewer version (`viewer_version`,
-ids `v1`/`v2`; `SLFS_TEST_VIEWERS=1`, `=2` or `=1,2` (the default) picks which). The version is the
-default of every `start_sim` of the mount, a restart included; `sim_kwargs={"viewer_version": N}`
-overrides it. A test that depends on a difference between the versions says so:
+ids `v1`/`v2`), and, in modules marked `pytestmark = pytest.mark.generations`, once per viewer
+generation too (ids `g1`-`g4`: the sim's `generation`, `viewer_generation` in the test);
+`SLFS_TEST_VIEWERS` (default `1,2,G1,G2,G3,G4`) picks which. The viewer is the default of every
+`start_sim` of the mount, a restart included; `sim_kwargs={"viewer_version": N}` overrides it. A
+test that depends on a difference between the versions says so:
 
     @pytest.mark.viewer(2, reason="V2 refuses notecards over 64 KiB; V1 truncates them")
 
@@ -38,6 +40,12 @@ from e2e.harness import Mount, MountFactory, free_port, is_mounted, new_mountpoi
 from slfs.sim import World
 
 VIEWER_VERSIONS = (1, 2)
+# The viewers the e2e suite runs against: the two protocol documents' readings ("1", "2") and the
+# four generations of the shipped C++ (../shared/research/viewer-source.md §1). A generation runs
+# only the modules marked `generations` (session, read, save, compile, runtime), to keep CI short.
+VIEWERS = ("1", "2", "G1", "G2", "G3", "G4")
+GENERATIONS = ("G1", "G2", "G3", "G4")
+BASE_VERSION = {"1": 1, "2": 2, "G1": 1, "G2": 1, "G3": 1, "G4": 2}  # the sim's viewer_version of each
 
 # Every daemon and in-process Operations of the suite checks each attribute a listing replays
 # against a fresh one (slfs/fs/operations.py CHECK_LISTINGS_ENV): a change the model does not
@@ -45,57 +53,69 @@ VIEWER_VERSIONS = (1, 2)
 os.environ.setdefault("SLFS_CHECK_LISTINGS", "1")
 
 
-def selected_viewers() -> list[int]:
-    """The simulated viewer versions the e2e tests run against: `$SLFS_TEST_VIEWERS` (default all)."""
+def selected_viewers() -> list[str]:
+    """The simulated viewers the e2e tests run against: `$SLFS_TEST_VIEWERS` (default all)."""
     raw = os.environ.get("SLFS_TEST_VIEWERS", "").strip()
     if not raw:
-        return list(VIEWER_VERSIONS)
-    try:
-        chosen = sorted({int(v) for v in raw.replace(" ", ",").split(",") if v})
-    except ValueError:
-        chosen = []
-    if not chosen or any(v not in VIEWER_VERSIONS for v in chosen):
-        raise pytest.UsageError(f"SLFS_TEST_VIEWERS={raw!r}: expected a comma-separated subset of {VIEWER_VERSIONS}")
-    return chosen
+        return list(VIEWERS)
+    chosen = {v.strip().upper() for v in raw.replace(" ", ",").split(",") if v.strip()}
+    if not chosen or any(v not in VIEWERS for v in chosen):
+        raise pytest.UsageError(f"SLFS_TEST_VIEWERS={raw!r}: expected a comma-separated subset of {VIEWERS}")
+    return [v for v in VIEWERS if v in chosen]
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "viewer(*versions, reason): the test depends on a difference between simulated viewer versions and "
-        "runs only against these",
+        "runs only against these (1: the older document and G1-G3, 2: the newer document and G4)",
     )
+    config.addinivalue_line(
+        "markers", "generations: the module's tests also run against every viewer generation G1-G4")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """`viewer_version` (used by mount_factory): one test per selected version, narrowed by `viewer(...)`."""
+    """`viewer_version` (used by mount_factory): one test per selected viewer, narrowed by `viewer(...)`;
+    the generations only for tests marked `generations`."""
     if "viewer_version" not in metafunc.fixturenames:
         return
-    versions = selected_viewers()
+    viewers = selected_viewers()
+    if metafunc.definition.get_closest_marker("generations") is None:
+        viewers = [v for v in viewers if v not in GENERATIONS]
     marker = metafunc.definition.get_closest_marker("viewer")
     if marker is not None:
         if not marker.args or any(v not in VIEWER_VERSIONS for v in marker.args) or not marker.kwargs.get("reason"):
             raise pytest.UsageError(f"{metafunc.definition.nodeid}: use @pytest.mark.viewer(N, ..., reason='...')")
-        versions = [v for v in versions if v in marker.args]
-    if versions:
-        params = [pytest.param(v, id=f"v{v}") for v in versions]
+        viewers = [v for v in viewers if BASE_VERSION[v] in marker.args]
+    if viewers:
+        params = [pytest.param(v, id=f"v{v}" if v.isdigit() else v.lower()) for v in viewers]
     else:
-        assert marker is not None
-        wanted = ",".join(str(v) for v in marker.args)
-        reason = f"viewer {wanted} only ({marker.kwargs['reason']}); SLFS_TEST_VIEWERS excludes it"
-        skip = pytest.mark.skip(reason=reason)
-        params = [pytest.param(marker.args[0], id=f"v{marker.args[0]}", marks=skip)]
+        wanted = ",".join(str(v) for v in marker.args) if marker is not None else "?"
+        why = marker.kwargs["reason"] if marker is not None else "no viewer selected"
+        skip = pytest.mark.skip(reason=f"viewer {wanted} only ({why}); SLFS_TEST_VIEWERS excludes it")
+        first = str(marker.args[0]) if marker is not None else "1"
+        params = [pytest.param(first, id=f"v{first}", marks=skip)]
     metafunc.parametrize("viewer_version", params, indirect=True)
 
 
 @pytest.fixture
 def viewer_version(request: pytest.FixtureRequest) -> int:
-    """The simulated viewer version of this run of the test (see pytest_generate_tests)."""
-    return int(request.param)
+    """The simulated viewer version of this run of the test (see pytest_generate_tests): 1 or 2, the
+    base of its generation when it runs against one."""
+    return BASE_VERSION[str(request.param)]
 
 
 @pytest.fixture
-async def mount_factory(nursery: trio.Nursery, tmp_path: Path, viewer_version: int) -> AsyncIterator[MountFactory]:
+def viewer_generation(request: pytest.FixtureRequest) -> str | None:
+    """The generation (G1-G4) this run of the test plays, None for the documents' readings."""
+    callspec = getattr(request.node, "callspec", None)
+    viewer = str(callspec.params.get("viewer_version", "1")) if callspec is not None else "1"
+    return viewer if viewer in GENERATIONS else None
+
+
+@pytest.fixture
+async def mount_factory(nursery: trio.Nursery, tmp_path: Path, viewer_version: int,
+                        viewer_generation: str | None) -> AsyncIterator[MountFactory]:
     """`await mount_factory(world=None, sim=True, sim_kwargs={}, args=(), env={}, wait_state=...,
     allow_traceback=False, start=True)` -> Mount."""
     require_fuse()
@@ -126,7 +146,8 @@ async def mount_factory(nursery: trio.Nursery, tmp_path: Path, viewer_version: i
         full_env.update(env or {})
         logdir = tmp_path / f"logs{len(mounts)}"
         logdir.mkdir()
-        m = Mount(nursery, None, mnt, free_port(), full_env, args, allow_traceback, logdir, viewer_version)
+        m = Mount(nursery, None, mnt, free_port(), full_env, args, allow_traceback, logdir, viewer_version,
+                  viewer_generation)
         mounts.append(m)
         if sim:
             await m.start_sim(world, **(sim_kwargs or {}))

@@ -34,12 +34,16 @@ class Scripts:
             raise FsError(errno.EINVAL, f"{self.tree.path_of(item)}.state: write run, stop or reset (not {word!r})")
         assert item.folder is not None
         what = f"{word} {self.tree.path_of(item)}"
-        if word == "reset":
-            reset = ScriptResetParams(prim_id=item.folder.uuid, item_id=item.uuid)
-            await self.ws.call(what, "object.script.reset", reset)
-        else:
-            running = SetRunningParams(prim_id=item.folder.uuid, item_id=item.uuid, running=word == "run")
-            await self.ws.call(what, "object.script.set_running", running)
+        try:
+            if word == "reset":
+                reset = ScriptResetParams(prim_id=item.folder.uuid, item_id=item.uuid)
+                await self.ws.call(what, "object.script.reset", reset)
+            else:
+                running = SetRunningParams(prim_id=item.folder.uuid, item_id=item.uuid, running=word == "run")
+                await self.ws.call(what, "object.script.set_running", running)
+        except FsError as exc:
+            self.ws.note_error(exc.message)  # the writer of F.state sees only an errno
+            raise
         self.ws.emit("script.state_requested", path=self.tree.path_of(item), item_id=item.uuid, action=word)
 
     def abspath(self, node: Node) -> str:

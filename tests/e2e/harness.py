@@ -101,6 +101,7 @@ class Mount:
         allow_traceback: bool,
         logdir: Path,
         viewer_version: int = 1,
+        generation: str | None = None,
     ) -> None:
         self.nursery = nursery
         self.sim = sim
@@ -116,12 +117,15 @@ class Mount:
         # The version every start_sim uses unless told otherwise; a start_sim with its own version
         # makes that the default for later restarts, so a restarted viewer stays the same viewer.
         self.viewer_version = viewer_version
+        self.generation = generation  # G1-G4, or None: the documents' readings
 
     # --- the simulated viewer ----------------------------------------------------------------
 
     async def start_sim(self, world: World | None = None, **kwargs: Any) -> SimViewer:
         """Start (or replace) the sim on this mount's port (same viewer version as before unless given)."""
-        kwargs.setdefault("viewer_version", self.viewer_version)
+        if "viewer_version" not in kwargs:
+            kwargs["viewer_version"] = self.viewer_version
+            kwargs.setdefault("generation", self.generation)
         kwargs.setdefault("latency_ms", 0)
         kwargs.setdefault("publish_delay", 0.01)
         kwargs.setdefault("apply_delay", 0.01)
@@ -142,6 +146,7 @@ class Mount:
             raise RuntimeError(f"could not listen on port {self.port}")
         self.sim = sim
         self.viewer_version = sim.viewer_version
+        self.generation = getattr(sim, "generation", None)
         return sim
 
     def stop_sim(self) -> None:

@@ -1,0 +1,233 @@
+"""Every generation of the viewer's shipped C++ (G1-G4 of ../shared/research/viewer-source.md), one
+client: a real mount over the simulated viewer playing each generation, and over the two protocol
+documents' readings. What each generation sends differently (failed compiles as raw `errors` lines
+or as `diagnostics`, runtime output with or without item references, no commands in G1, empty
+content refused, a save without `running` stopping the script in G1) reaches the same files."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from e2e.harness import Mount, MountFactory
+from e2e.test_control_cli import slfs
+from e2e.test_live_sync import BAD, GOOD, IN_OBJ, OBJ, live_mount, open_in_viewer, write
+from e2e.test_write_support import errno_of
+
+pytestmark = [pytest.mark.fuse, pytest.mark.generations]
+
+CUBE = "Hello Cube"
+QF_LINE = re.compile(r"^(/.+):(\d+):(\d+): ([a-z]+): (.+)$")
+BAD_LSL = 'default\n{\n    state_entry()\n    {\n        llOwnerSay("oops" @);\n    }\n}\n'
+GOOD_LSL = 'default\n{\n    state_entry()\n    {\n        llOwnerSay("fine");\n    }\n}\n'
+BAD_LUAU = "local function f()\n    print('x')\n"
+
+
+async def explore_all(m: Mount) -> Mount:
+    """G1 has no object.list (viewer-source.md §2): what it published before slfs connected is
+    unknown to slfs until the user explores it again. Do that for each published object."""
+    assert m.sim is not None
+    if m.generation == "G1":
+        for obj in list(m.sim.world.objects.values()):
+            if obj.published:
+                await m.sim.publish(obj.object_id)
+                name = obj.name
+
+                async def shown(name: str = name) -> bool:
+                    return await m.thread(os.path.isdir, m.path(name))
+                await m.wait_for(shown, 10, f"{name} published")
+    return m
+
+
+@pytest.fixture
+async def gm(mounted: Mount) -> Mount:
+    return await explore_all(mounted)
+
+
+def item_named(m: Mount, name: str) -> Any:
+    assert m.sim is not None
+    for obj in m.sim.world.objects.values():
+        for prim in obj.prims():
+            for item in prim.inventory:
+                if item.name == name:
+                    return item
+    raise KeyError(name)
+
+
+async def save(m: Mount, *parts: str, text: str) -> int:
+    def run() -> int:
+        try:
+            with open(m.path(*parts), "w") as f:
+                f.write(text)
+        except OSError as exc:
+            return exc.errno or -1
+        return 0
+    return await m.thread(run)
+
+
+def events(m: Mount) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in m.path(".slfs", "events").read_text().splitlines()]
+
+
+async def test_the_session_starts_and_reads(gm: Mount, viewer_generation: str | None) -> None:
+    m = gm
+    status = await m.status()
+    assert status["state"] == "connected"
+    # The agent comes from session.handshake (G1-G3) or session.ok (G4).
+    assert status["agent"] == "Simulated Resident", status
+    hello = item_named(m, "Hello")
+    assert await m.read_bytes(CUBE, "Hello.lsl") == hello.content.encode()
+
+
+async def test_a_failed_compile_reaches_every_surface(gm: Mount) -> None:
+    m = gm
+    hello = item_named(m, "Hello")
+    assert await save(m, CUBE, "Hello.lsl", text=BAD_LSL) == 0  # stored, though it does not compile
+    assert m.sim is not None and m.sim.item(hello.item_id).content == BAD_LSL
+    diag = (await m.thread(m.path(CUBE, ".slfs", "Hello.lsl.diag").read_text)).splitlines()
+    assert diag, "no diagnostics"
+    row = QF_LINE.match(diag[0])
+    assert row and row[1] == str(m.path(CUBE, "Hello.lsl")) and row[2] == "5" and row[4] == "error", diag
+    rc, out, _err = await slfs(m, "diag", m.path(CUBE, "Hello.lsl"), check=False)
+    assert rc == 1 and out.splitlines()[0] == diag[0], out
+    assert diag[0] in await m.thread(m.path(".slfs", "diagnostics").read_text)
+    compile_event = [e for e in events(m) if e["type"] == "compile"][-1]
+    assert compile_event["compiled"] is False and compile_event["diagnostics"][0]["row"] == 5
+    # Luau: rows as the compiler counts them (1-based), no column.
+    assert await save(m, CUBE, "Counter.luau", text=BAD_LUAU) == 0
+    luau = (await m.thread(m.path(CUBE, ".slfs", "Counter.luau.diag").read_text)).splitlines()
+    got = QF_LINE.match(luau[0]) if luau else None
+    assert got and int(got[2]) >= 1 and got[4] == "error", luau
+    # Fixed: no rows, exit 0.
+    assert await save(m, CUBE, "Hello.lsl", text=GOOD_LSL) == 0
+    rc, out, _err = await slfs(m, "diag", m.path(CUBE, "Hello.lsl"), check=False)
+    assert rc == 0 and out == ""
+
+
+async def test_a_save_keeps_the_script_running(gm: Mount) -> None:
+    # G1 uploads a save that does not say `running` as stopped: slfs always says it.
+    m = gm
+    assert m.sim is not None
+    hello = item_named(m, "Hello")
+    assert hello.running is True
+    mark = m.sim.mark()
+    assert await save(m, CUBE, "Hello.lsl", text=GOOD_LSL) == 0
+    [(_method, params)] = m.sim.calls_since(mark, "object.content.save")
+    assert params["running"] is True
+    assert m.sim.item(hello.item_id).running is True
+    assert (await m.thread(m.path(CUBE, ".slfs", "Hello.lsl.state").read_text)) == "running\n"
+
+
+async def test_an_empty_text_is_refused_before_it_is_sent(gm: Mount) -> None:
+    m = gm
+    assert m.sim is not None
+    hello = item_named(m, "Hello")
+    before = hello.content
+    mark = m.sim.mark()
+    assert await m.thread(errno_of, os.truncate, m.path(CUBE, "Hello.lsl"), 0) == errno.EINVAL
+    # `> F`: the kernel does not pass on what the last release says; the status does.
+    assert await save(m, CUBE, "Hello.lsl", text="") == 0
+    assert m.sim.calls_since(mark, "object.content.save") == []
+
+    async def refused() -> bool:  # the release that refuses it comes after close() returned
+        return await m.read_bytes(CUBE, "Hello.lsl") == before.encode()
+    await m.wait_for(refused, 10, "the file showing the in-world text again")
+    assert "cannot store an empty script" in (await m.status())["last_error"]
+    assert m.sim.item(hello.item_id).content == before
+    assert await m.read_bytes(CUBE, "Hello.lsl") == before.encode()
+    assert m.sim.calls_since(mark, "object.content.save") == []
+
+
+async def test_run_state_requests(gm: Mount, viewer_generation: str | None) -> None:
+    m = gm
+    state = str(m.path(CUBE, ".slfs", "Hello.lsl.state"))
+
+    def write_state(word: str) -> int:
+        fd = os.open(state, os.O_WRONLY | os.O_TRUNC)
+        try:
+            os.write(fd, word.encode())
+        except OSError as exc:
+            return exc.errno or -1
+        finally:
+            os.close(fd)
+        return 0
+
+    if viewer_generation == "G1":  # no object.script.set_running in G1
+        assert await m.thread(write_state, "stop\n") == errno.EOPNOTSUPP
+        assert "cannot do that" in (await m.status())["last_error"] or "cannot do that" in m.log_text()
+        return
+    assert await m.thread(write_state, "stop\n") == 0
+
+    async def stopped() -> bool:
+        return await m.thread(Path(state).read_text) == "stopped\n"
+    await m.wait_for(stopped, 10, "stopped")
+
+
+async def test_viewer_commands_are_checked_against_its_command_list(gm: Mount,
+                                                                    viewer_generation: str | None) -> None:
+    m = gm
+    assert m.sim is not None
+    mark = m.sim.mark()
+    rc, out, err = await slfs(m, "recompile", "--target", "mono", m.path(CUBE), check=False)
+    if viewer_generation == "G1":
+        assert rc == 1 and "offers no commands" in err, (out, err)
+        assert m.sim.calls_since(mark, "command.execute") == []
+        return
+    assert rc == 0, (out, err)
+    [(_m, params)] = m.sim.calls_since(mark, "command.execute")
+    cube = next(o for o in m.sim.world.objects.values() if o.root.name == CUBE)
+    assert params == {"command": "viewer.script.recompile_all",
+                      "params": {"object_id": cube.object_id, "target": "mono"}}
+    mark = m.sim.mark()
+    rc, _out, err = await slfs(m, "exec", "viewer.no_such_command", check=False)
+    assert rc == 1 and "does not offer viewer.no_such_command" in err, err
+    assert m.sim.calls_since(mark, "command.execute") == []
+
+
+async def test_runtime_output_finds_its_script_or_its_object(mount_factory: MountFactory, tmp_path: Path,
+                                                            viewer_generation: str | None) -> None:
+    m, argv_log = await live_mount(mount_factory, tmp_path)
+    await explore_all(m)
+    assert m.sim is not None
+    # G1 forwards a prim's output only to the live-sync subscriber of one of its scripts.
+    await open_in_viewer(m, IN_OBJ, argv_log)
+    await m.sim.emit_debug(IN_OBJ, "gen-marker-1")
+    await m.sim.emit_error(IN_OBJ, "Script run-time error", line=3, error="Math Error")
+    object_log = str(m.path("Box", ".slfs", "log"))
+
+    async def has(path: str, *words: str) -> bool:
+        try:
+            text = await m.thread(Path(path).read_text)
+        except OSError:
+            return False
+        return all(w in text for w in words)
+
+    await m.wait_for(lambda: has(object_log, "gen-marker-1"), 10, "the line in the object's log")
+    if viewer_generation != "G3":
+        # G3 cannot name the script of a plain line (its item_id is the null UUID): object only.
+        await m.wait_for(lambda: has(str(m.path("Box", ".slfs", "Boxed.lsl.log")), "gen-marker-1"), 10,
+                         "the line in the script's log")
+    debug = [e for e in events(m) if e["type"] == "runtime.debug" and "gen-marker-1" in e["message"]]
+    assert debug and debug[-1]["object_id"] == OBJ and debug[-1]["path"].startswith("Box")
+    await m.wait_for(lambda: has(object_log, "error"), 10, "the error in the object's log")
+    assert "gen-marker-1" not in await m.thread(m.path(".slfs", "log").read_text)
+
+
+async def test_a_live_sync_round_trip(mount_factory: MountFactory, tmp_path: Path) -> None:
+    m, argv_log = await live_mount(mount_factory, tmp_path)
+    await explore_all(m)
+    _sid, live = await open_in_viewer(m, IN_OBJ, argv_log)
+    assert await m.thread(live.read_text) == GOOD
+    await write(m, live, BAD)
+    rc, out, _err = await slfs(m, "diag", "--wait", live, check=False)
+    assert rc == 1 and out.startswith(f"{live}:5:"), out
+    await write(m, live, GOOD)
+    rc, out, _err = await slfs(m, "diag", "--wait", live, check=False)
+    assert rc == 0 and out == "", out
+    assert os.path.exists(live)
