@@ -12,8 +12,9 @@ in-process simulated viewer (implementation: tests/e2e/harness.py).
 The sim runs in the test's trio nursery, so anything touching the mount must not block the trio
 thread: use `m.run(...)` (a subprocess) or `m.thread(fn, ...)` (a worker thread).
 Every test that uses these fixtures runs once per simulated viewer version (`viewer_version`,
-ids `v1`/`v2`), and, in modules marked `pytestmark = pytest.mark.generations`, once per viewer
-generation too (ids `g1`-`g4`: the sim's `generation`, `viewer_generation` in the test);
+ids `v1`/`v2`), and, in modules marked `pytest.mark.generations` (all of G1-G4, or those it names),
+once per viewer generation too (ids `g1`-`g4`: the sim's `generation`, `viewer_generation` in the
+test; a G1 mount explores the published objects again, as G1 has no object.list);
 `SLFS_TEST_VIEWERS` (default `1,2,G1,G2,G3,G4`) picks which. The viewer is the default of every
 `start_sim` of the mount, a restart included; `sim_kwargs={"viewer_version": N}` overrides it. A
 test that depends on a difference between the versions says so:
@@ -71,7 +72,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "runs only against these (1: the older document and G1-G3, 2: the newer document and G4)",
     )
     config.addinivalue_line(
-        "markers", "generations: the module's tests also run against every viewer generation G1-G4")
+        "markers", "generations(*names): the tests also run against these viewer generations (default G1-G4)")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -80,8 +81,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "viewer_version" not in metafunc.fixturenames:
         return
     viewers = selected_viewers()
-    if metafunc.definition.get_closest_marker("generations") is None:
-        viewers = [v for v in viewers if v not in GENERATIONS]
+    marked = metafunc.definition.get_closest_marker("generations")
+    wanted = set(marked.args or GENERATIONS) if marked is not None else set()
+    if any(g not in GENERATIONS for g in wanted):
+        raise pytest.UsageError(f"{metafunc.definition.nodeid}: generations(...) takes some of {GENERATIONS}")
+    viewers = [v for v in viewers if v not in GENERATIONS or v in wanted]
     marker = metafunc.definition.get_closest_marker("viewer")
     if marker is not None:
         if not marker.args or any(v not in VIEWER_VERSIONS for v in marker.args) or not marker.kwargs.get("reason"):
@@ -90,9 +94,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if viewers:
         params = [pytest.param(v, id=f"v{v}" if v.isdigit() else v.lower()) for v in viewers]
     else:
-        wanted = ",".join(str(v) for v in marker.args) if marker is not None else "?"
+        only = ",".join(str(v) for v in marker.args) if marker is not None else "?"
         why = marker.kwargs["reason"] if marker is not None else "no viewer selected"
-        skip = pytest.mark.skip(reason=f"viewer {wanted} only ({why}); SLFS_TEST_VIEWERS excludes it")
+        skip = pytest.mark.skip(reason=f"viewer {only} only ({why}); SLFS_TEST_VIEWERS excludes it")
         first = str(marker.args[0]) if marker is not None else "1"
         params = [pytest.param(first, id=f"v{first}", marks=skip)]
     metafunc.parametrize("viewer_version", params, indirect=True)
@@ -153,6 +157,8 @@ async def mount_factory(nursery: trio.Nursery, tmp_path: Path, viewer_version: i
             await m.start_sim(world, **(sim_kwargs or {}))
         if start:
             await m.start_daemon(wait_state=wait_state if sim else (wait_state or None), options=options)
+            if sim and wait_state == "connected" and m.generation == "G1":
+                await m.explore_published()  # G1 has no object.list: the user explores again
         return m
 
     try:

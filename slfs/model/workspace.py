@@ -28,6 +28,7 @@ from ..protocol.types import (
     CompilationResult,
     ContentGetParams,
     ContentGetResponse,
+    ObjectRequestParams,
     ObjectUnpublish,
     ObjectUpdate,
     PublishedObject,
@@ -182,7 +183,12 @@ class Workspace:
     def on_connected(self, info: SessionInfo, objects: list[PublishedObject]) -> None:
         self.info = info
         self._dropped_at = None
-        if objects is not self._loaded:  # not applied by load_objects already
+        if not info.lists_objects:
+            # G1 has no object.list, and it drops the connection whenever its last live-sync editor
+            # closes: keep what the mount shows and ask the viewer to publish each object again.
+            if self.tree.objects:
+                self.spawn(self._request_known_objects, list(self.tree.objects))
+        elif objects is not self._loaded:  # not applied by load_objects already
             self.tree.replace_all(objects)
         self._loaded = None
         self._changed()
@@ -192,6 +198,21 @@ class Workspace:
                   agent=info.agent_name, objects=len(objects))
         if self.live.by_id:
             self.spawn(self.live.resubscribe_all)  # subscriptions end with the connection
+
+    async def _request_known_objects(self, object_ids: list[str]) -> None:
+        """object.request for each object shown (a viewer without object.list, after a reconnect):
+        a republish replaces each; one the viewer no longer finds leaves the mount."""
+        log.info("the viewer has no object.list: asking it to publish the %d objects shown again", len(object_ids))
+        for object_id in object_ids:
+            try:
+                await self.call(f"open {object_id}", "object.request", ObjectRequestParams(object_id=object_id))
+            except FsError as exc:
+                if exc.errno == errno.ENOENT and self.tree.unpublish(object_id):
+                    log.info("%s is gone in-world: %s", object_id, exc.message)
+                    self._changed()
+                    self.emit("unpublish", object_id=object_id, reason="not found after a reconnect")
+                else:
+                    log.warning("could not ask the viewer to publish %s again: %s", object_id, exc.message)
 
     def on_disconnected(self, reason: str) -> None:
         self._dropped_at = trio.current_time()

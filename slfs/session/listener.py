@@ -27,6 +27,9 @@ class SessionInfo:
     syntax_id: str
     features: dict[str, bool]
     endpoint: str
+    # False when the viewer has no object.list (G1): the objects passed to on_connected are then
+    # not what it publishes, only that nothing was listed.
+    lists_objects: bool = True
 
 
 class SessionListener(Protocol):

@@ -673,8 +673,11 @@ class ViewerSession:
                 return None
             if resp.error is not None:
                 if resp.error.code == METHOD_NOT_FOUND:
-                    log.warning("viewer has no object.list; starting with no published objects")
+                    log.warning("viewer has no object.list (an older viewer): the objects it published are "
+                                "known only as it publishes them")
                     objects = []
+                    nonlocal info
+                    info = attrs.evolve(info, lists_objects=False)
                 else:
                     conn.abort(f"object.list failed: {resp.error}")
                     return None

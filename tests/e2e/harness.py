@@ -149,6 +149,21 @@ class Mount:
         self.generation = getattr(sim, "generation", None)
         return sim
 
+    async def explore_published(self) -> None:
+        """G1 has no object.list (viewer-source.md §2): what it published before slfs connected is
+        unknown to slfs until the user explores it again. Do that for each published object, and
+        wait until the mount shows it."""
+        assert self.sim is not None
+        for obj in list(self.sim.world.objects.values()):
+            if not obj.published:
+                continue
+            await self.sim.publish(obj.object_id)
+            by_id = self.path(".slfs", "by-id", obj.object_id)
+
+            async def shown(by_id: Path = by_id) -> bool:
+                return await self.thread(os.path.lexists, by_id)
+            await self.wait_for(shown, 10, f"{obj.name} published")
+
     def stop_sim(self) -> None:
         """Kill the sim entirely (the viewer quit): connections and the listener go away."""
         if self._sim_scope is not None:

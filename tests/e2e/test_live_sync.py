@@ -20,7 +20,9 @@ from e2e.worlds import FULL, item, u
 from slfs.sim.world import world_from_json
 from slfs.sources import envelope
 
-pytestmark = pytest.mark.fuse
+# G1 differs in ways tests/e2e/test_viewer_generations.py covers (no object.list, set_running or
+# commands; notecards need copy+modify; runtime output only for live-sync subscribers).
+pytestmark = [pytest.mark.fuse, pytest.mark.generations("G2", "G3", "G4")]
 
 OBJ = u(1, "b")
 INV = u(7)  # a script in the agent's inventory

@@ -29,27 +29,6 @@ GOOD_LSL = 'default\n{\n    state_entry()\n    {\n        llOwnerSay("fine");\n 
 BAD_LUAU = "local function f()\n    print('x')\n"
 
 
-async def explore_all(m: Mount) -> Mount:
-    """G1 has no object.list (viewer-source.md §2): what it published before slfs connected is
-    unknown to slfs until the user explores it again. Do that for each published object."""
-    assert m.sim is not None
-    if m.generation == "G1":
-        for obj in list(m.sim.world.objects.values()):
-            if obj.published:
-                await m.sim.publish(obj.object_id)
-                name = obj.name
-
-                async def shown(name: str = name) -> bool:
-                    return await m.thread(os.path.isdir, m.path(name))
-                await m.wait_for(shown, 10, f"{name} published")
-    return m
-
-
-@pytest.fixture
-async def gm(mounted: Mount) -> Mount:
-    return await explore_all(mounted)
-
-
 def item_named(m: Mount, name: str) -> Any:
     assert m.sim is not None
     for obj in m.sim.world.objects.values():
@@ -75,8 +54,8 @@ def events(m: Mount) -> list[dict[str, Any]]:
     return [json.loads(line) for line in m.path(".slfs", "events").read_text().splitlines()]
 
 
-async def test_the_session_starts_and_reads(gm: Mount, viewer_generation: str | None) -> None:
-    m = gm
+async def test_the_session_starts_and_reads(mounted: Mount, viewer_generation: str | None) -> None:
+    m = mounted
     status = await m.status()
     assert status["state"] == "connected"
     # The agent comes from session.handshake (G1-G3) or session.ok (G4).
@@ -85,8 +64,8 @@ async def test_the_session_starts_and_reads(gm: Mount, viewer_generation: str | 
     assert await m.read_bytes(CUBE, "Hello.lsl") == hello.content.encode()
 
 
-async def test_a_failed_compile_reaches_every_surface(gm: Mount) -> None:
-    m = gm
+async def test_a_failed_compile_reaches_every_surface(mounted: Mount) -> None:
+    m = mounted
     hello = item_named(m, "Hello")
     assert await save(m, CUBE, "Hello.lsl", text=BAD_LSL) == 0  # stored, though it does not compile
     assert m.sim is not None and m.sim.item(hello.item_id).content == BAD_LSL
@@ -110,9 +89,9 @@ async def test_a_failed_compile_reaches_every_surface(gm: Mount) -> None:
     assert rc == 0 and out == ""
 
 
-async def test_a_save_keeps_the_script_running(gm: Mount) -> None:
+async def test_a_save_keeps_the_script_running(mounted: Mount) -> None:
     # G1 uploads a save that does not say `running` as stopped: slfs always says it.
-    m = gm
+    m = mounted
     assert m.sim is not None
     hello = item_named(m, "Hello")
     assert hello.running is True
@@ -124,8 +103,8 @@ async def test_a_save_keeps_the_script_running(gm: Mount) -> None:
     assert (await m.thread(m.path(CUBE, ".slfs", "Hello.lsl.state").read_text)) == "running\n"
 
 
-async def test_an_empty_text_is_refused_before_it_is_sent(gm: Mount) -> None:
-    m = gm
+async def test_an_empty_text_is_refused_before_it_is_sent(mounted: Mount) -> None:
+    m = mounted
     assert m.sim is not None
     hello = item_named(m, "Hello")
     before = hello.content
@@ -144,8 +123,8 @@ async def test_an_empty_text_is_refused_before_it_is_sent(gm: Mount) -> None:
     assert m.sim.calls_since(mark, "object.content.save") == []
 
 
-async def test_run_state_requests(gm: Mount, viewer_generation: str | None) -> None:
-    m = gm
+async def test_run_state_requests(mounted: Mount, viewer_generation: str | None) -> None:
+    m = mounted
     state = str(m.path(CUBE, ".slfs", "Hello.lsl.state"))
 
     def write_state(word: str) -> int:
@@ -169,9 +148,9 @@ async def test_run_state_requests(gm: Mount, viewer_generation: str | None) -> N
     await m.wait_for(stopped, 10, "stopped")
 
 
-async def test_viewer_commands_are_checked_against_its_command_list(gm: Mount,
+async def test_viewer_commands_are_checked_against_its_command_list(mounted: Mount,
                                                                     viewer_generation: str | None) -> None:
-    m = gm
+    m = mounted
     assert m.sim is not None
     mark = m.sim.mark()
     rc, out, err = await slfs(m, "recompile", "--target", "mono", m.path(CUBE), check=False)
@@ -193,7 +172,6 @@ async def test_viewer_commands_are_checked_against_its_command_list(gm: Mount,
 async def test_runtime_output_finds_its_script_or_its_object(mount_factory: MountFactory, tmp_path: Path,
                                                             viewer_generation: str | None) -> None:
     m, argv_log = await live_mount(mount_factory, tmp_path)
-    await explore_all(m)
     assert m.sim is not None
     # G1 forwards a prim's output only to the live-sync subscriber of one of its scripts.
     await open_in_viewer(m, IN_OBJ, argv_log)
@@ -221,7 +199,6 @@ async def test_runtime_output_finds_its_script_or_its_object(mount_factory: Moun
 
 async def test_a_live_sync_round_trip(mount_factory: MountFactory, tmp_path: Path) -> None:
     m, argv_log = await live_mount(mount_factory, tmp_path)
-    await explore_all(m)
     _sid, live = await open_in_viewer(m, IN_OBJ, argv_log)
     assert await m.thread(live.read_text) == GOOD
     await write(m, live, BAD)
@@ -231,3 +208,28 @@ async def test_a_live_sync_round_trip(mount_factory: MountFactory, tmp_path: Pat
     rc, out, _err = await slfs(m, "diag", "--wait", live, check=False)
     assert rc == 0 and out == "", out
     assert os.path.exists(live)
+
+
+async def test_the_editor_closed_disconnect_is_a_reconnect(mount_factory: MountFactory, tmp_path: Path,
+                                                           viewer_generation: str | None) -> None:
+    # G1 drops the whole connection ({1, "Editor closed"}) when its last live-sync editor closes,
+    # and has no object.list to say again what it publishes: the mount keeps its objects.
+    m, argv_log = await live_mount(mount_factory, tmp_path)
+    assert m.sim is not None
+    sid, live = await open_in_viewer(m, IN_OBJ, argv_log)
+    await m.sim.close_script_editor(sid)
+    await m.wait_for(lambda: m.thread(lambda: not os.path.exists(live)), 10, "the live file going")
+    if viewer_generation == "G1":
+        await m.wait_for(lambda: _logged(m, "its last live-sync editor closed; reconnecting"), 10, "the reconnect")
+
+        async def connected_again() -> bool:
+            return "publish the 1 objects shown again" in m.log_text() and (await m.status())["state"] == "connected"
+        await m.wait_for(connected_again, 15, "connected again, objects requested")
+    assert await m.thread(os.listdir, m.mnt) == ["Box"]
+    assert await m.read_bytes("Box", "Boxed.lsl") == GOOD.encode()
+    assert await save(m, "Box", "Boxed.lsl", text=GOOD.replace("good", "again")) == 0
+    assert m.sim.item(IN_OBJ).content == GOOD.replace("good", "again")
+
+
+async def _logged(m: Mount, text: str) -> bool:
+    return text in m.log_text()
