@@ -365,7 +365,9 @@ class Writer:
 
     def _record_compile(self, item: Item, res: ContentSaveResponse, verdict: CompileRows, path: str,
                         build: Build | None) -> None:
-        compiled = res.compiled is not False
+        # A verdict with error rows and no `compiled` (a viewer that leaves it out) failed.
+        compiled = res.compiled is True or (res.compiled is None and not any(
+            d.level.upper() == "ERROR" for d in verdict.rows))
         if compiled:
             self._never_compiled.discard(item.uuid)
             note = ""

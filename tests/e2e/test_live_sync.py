@@ -40,10 +40,11 @@ def live_world() -> Any:
     })
 
 
-async def live_mount(mount_factory: MountFactory, tmp_path: Path, *options: str) -> tuple[Mount, Path]:
+async def live_mount(mount_factory: MountFactory, tmp_path: Path, *options: str,
+                     sim_kwargs: dict[str, Any] | None = None) -> tuple[Mount, Path]:
     """A mount whose simulated viewer runs `slfs edit "%s"` (through a wrapper that gives it the
     test mount's environment, as the user's session would), and whose editor records its argv."""
-    m = await mount_factory(live_world(), options=list(options))
+    m = await mount_factory(live_world(), options=list(options), sim_kwargs=sim_kwargs)
     argv_log = tmp_path / "editor-argv"
     editor = tmp_path / "fake-editor"
     editor.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$@\" >> {shlex.quote(str(argv_log))}\n")

@@ -61,7 +61,8 @@ async def test_script_save_keeps_running_and_vm(wm: Mount) -> None:
     assert content(m, MAIN) == new
     assert_writes(m, t, saves(MAIN))
     (params,) = save_params(m, MAIN, t)
-    assert "running" not in params and "vm" not in params
+    # `running` is always said, as the script runs (G1 stops a script whose save omits it)
+    assert params["running"] is True and "vm" not in params
     it = m.sim.item(MAIN)  # type: ignore[union-attr]
     assert it.running and it.vm == "mono"
 
@@ -133,10 +134,12 @@ async def test_truncate(wm: Mount) -> None:
     await m.run("truncate", "-s", "8", m.path("Box", "Note"))
     await settle(m)
     assert content(m, NOTE) == NOTE_TEXT[:8]
-    await m.run("truncate", "-s", "0", m.path("Box", "Note"))
+    # An empty text is never sent (G1-G3 refuse it): EINVAL, and the note keeps its text.
+    res = await m.run("truncate", "-s", "0", m.path("Box", "Note"), check=False)
+    assert res.returncode != 0 and b"Invalid argument" in res.stderr, res
     await settle(m)
-    assert content(m, NOTE) == ""
-    assert_writes(m, t, saves(NOTE, 2))
+    assert content(m, NOTE) == NOTE_TEXT[:8]
+    assert_writes(m, t, saves(NOTE, 1))
 
 
 async def test_o_append(wm: Mount) -> None:
@@ -341,8 +344,11 @@ async def test_bare_truncation_saves_once(wm: Mount) -> None:
     t = mark(m)
     await sh(m, f": > '{m.path('Box', 'Note')}'")
     await settle(m)
-    assert content(m, NOTE) == ""
-    assert_writes(m, t, saves(NOTE))
+    # Nothing is sent (G1-G3 refuse an empty text); the status says so and the file shows the note.
+    assert content(m, NOTE) == NOTE_TEXT
+    assert_writes(m, t, [])
+    assert "cannot store an empty notecard" in (await m.status())["last_error"]
+    assert await m.read_bytes("Box", "Note") == NOTE_TEXT.encode()
 
 
 async def test_new_items_kinds_vm_and_viewer_renaming(mount_factory: MountFactory) -> None:
