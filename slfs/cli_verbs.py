@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import paths
+from . import paths, winpaths
 from .control.client import ControlClient, ControlError, NoMount, connect, find_mount, mount_path, read_registry
 from .stats import render as render_stats
 
@@ -534,8 +534,9 @@ def _default_port() -> int:
 
 def parse_temp_name(path: str) -> tuple[str | None, str, str]:
     """The viewer's temp file name -> (script name, or None for the fallback name; script_id in lower
-    case; extension). VerbError (exit status 2) when the name is not one of the viewer's."""
-    base = os.path.basename(path)
+    case; extension). VerbError (exit status 2) when the name is not one of the viewer's. The viewer
+    under Wine or on Windows (slfs in WSL2) names it by its Windows path: `\\` separates too."""
+    base = winpaths.basename(path)
     m = TEMP_NAME.match(base)
     if m:
         return m.group(1), m.group(2).lower(), m.group(3)
@@ -721,7 +722,10 @@ def cmd_edit(args: argparse.Namespace) -> int:
                                          *(["--wait"] if args.wait else []), args.tempfile]))
     try:
         parse_temp_name(args.tempfile)
-        temp_path = os.path.abspath(args.tempfile)
+        # A Windows path (the viewer under Wine, or on Windows with slfs in WSL2) goes to the daemon
+        # as the viewer gave it: the daemon translates it with the mount's -o windows_paths options,
+        # as it does the handshake's challenge file.
+        temp_path = args.tempfile if winpaths.is_windows_path(args.tempfile) else os.path.abspath(args.tempfile)
         entry = _edit_mount(args.mount)
         with connect(entry) as c:
             live = live_subscribe(c, temp_path)
@@ -800,6 +804,8 @@ def _live_temp_for(entry: dict[str, Any], candidates: list[str]) -> str | None:
         except ControlError as exc:
             if exc.code in ("ECONNRESET", "ESHUTDOWN"):
                 raise
+            if exc.code == "EINVAL":  # e.g. a Windows temp_dir the mount cannot translate (-o windows_paths)
+                _err(f"script.list: {exc.message}; looking for the script in the published objects")
             return None  # a viewer or daemon without live sync: the published objects only
     ids = {str(i).lower() for i in (data or {}).get("script_ids") or []}
     script_id = next((i for i in candidates if i in ids), None)

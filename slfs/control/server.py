@@ -373,7 +373,9 @@ class ControlServer:
 
     async def _script_list(self, p: dict[str, Any]) -> Any:
         res: ScriptList = await self.ws.call("script.list", "script.list", None, ScriptList)
-        return {"temp_dir": res.temp_dir, "script_ids": list(res.script_ids)}
+        # The viewer's own path to its temp dir (a Windows one under Wine or WSL2): ours, to list it.
+        temp_dir = await trio.to_thread.run_sync(self.ws.live.local_path, res.temp_dir) if res.temp_dir else ""
+        return {"temp_dir": temp_dir, "script_ids": list(res.script_ids)}
 
     def _items_under(self, node: Node) -> list[Item]:
         prefix = self.tree.path_of(node)

@@ -26,6 +26,7 @@ import trio
 
 from ..protocol.types import CompilationResult, ScriptSubscribe, ScriptSubscribeResponse, ScriptUnsubscribe
 from ..sources import envelope
+from ..winpaths import PathTranslator, WindowsPathError, is_windows_path
 from . import names
 from .compiles import CompileReport, Place, compiled_report, diagnostic_rows, event_fields
 from .errors import FsError
@@ -124,6 +125,7 @@ class LiveHost(Protocol):
     tree: Tree
     mountpoint: str
     compiles: dict[str, CompileReport]
+    paths: PathTranslator
 
     async def call(self, what: str, method: str, params: Any, result_type: Any = None) -> Any: ...
     def emit(self, kind: str, **fields: Any) -> None: ...
@@ -144,18 +146,33 @@ class LiveScripts:
 
     async def subscribe(self, temp_path: str) -> LiveScript:
         """Subscribe to the script of a viewer temp file; ViewerRefused with the viewer's message
-        when it refuses."""
+        when it refuses. `temp_path` may be the viewer's Windows path (Wine, WSL2): the local one is
+        read and written."""
+        viewer_path = temp_path
+        temp_path = await trio.to_thread.run_sync(self.local_path, temp_path)
         parsed = parse_temp_name(temp_path)
         if parsed is None:
-            raise FsError(errno.EINVAL, f"{temp_path}: not a viewer script temp file "
+            raise FsError(errno.EINVAL, f"{viewer_path}: not a viewer script temp file "
                           "(sl_script_<name>_<md5>.lsl|.luau)")
         script_name, script_id, language = parsed
-        temp_path = os.path.abspath(temp_path)
         if not await trio.to_thread.run_sync(os.path.isfile, temp_path):
-            raise FsError(errno.ENOENT, f"{temp_path}: no such file (the viewer writes it when you press Edit)")
+            here = f" (here {temp_path})" if temp_path != viewer_path else ""
+            raise FsError(errno.ENOENT, f"{viewer_path}{here}: no such file (the viewer writes it when you press Edit)")
+        if temp_path != viewer_path:
+            log.info("live: the viewer's %r is %s here", viewer_path, temp_path)
         lock = self._subscribing.setdefault(script_id, trio.Lock())
         async with lock:
             return await self._subscribe(temp_path, script_name, script_id, language)
+
+    def local_path(self, path: str) -> str:
+        """A path the viewer names (a temp file, script.list's temp_dir) as a local absolute path:
+        a Windows one translated (slfs/winpaths.py), EINVAL naming the option to set when it cannot be."""
+        if isinstance(path, str) and not os.path.isabs(path) and not is_windows_path(path):
+            path = os.path.abspath(path)
+        try:
+            return self.ws.paths.to_local(path)
+        except WindowsPathError as exc:
+            raise FsError(errno.EINVAL, str(exc)) from None
 
     async def _subscribe(self, temp_path: str, script_name: str, script_id: str, language: str) -> LiveScript:
         known = self.by_id.get(script_id)

@@ -8,6 +8,8 @@ import shlex
 
 import attrs
 
+from ..winpaths import CHOICES as WINDOWS_PATHS_CHOICES
+
 VM_CHOICES = ("mono", "lsl2", "luau")
 
 
@@ -29,6 +31,12 @@ class Options:
     lazy_lists: bool = True
     switch: bool = True
     include: tuple[str, ...] | None = None
+    # Windows paths the viewer names (a viewer under Wine, slfs in WSL2; slfs/winpaths.py): auto,
+    # wine, wsl or off; the Wine prefix (None: $WINEPREFIX, else ~/.wine) and WSL's Windows mount
+    # (None: /mnt), both absolute once parsed.
+    windows_paths: str = "auto"
+    wine_prefix: str | None = None
+    windows_mount: str | None = None
 
 
 _FLOAT = {"delete_grace", "attr_timeout", "shutdown_grace", "reconnect_wait"}
@@ -82,6 +90,13 @@ def parse_options(items: list[str]) -> Options:
                 # Parsed where `slfs mount` runs, so `~` and relative directories mean what they
                 # mean to the user typing them.
                 kw["include"] = tuple(os.path.abspath(os.path.expanduser(d)) for d in value.split(":") if d)
+            elif name == "windows_paths":
+                if value not in WINDOWS_PATHS_CHOICES:
+                    raise ValueError(f"-o windows_paths must be one of {', '.join(WINDOWS_PATHS_CHOICES)}, "
+                                     f"got {value!r}")
+                kw["windows_paths"] = value
+            elif name in ("wine_prefix", "windows_mount"):
+                kw[name] = _directory(name, value, sep)
             elif name in _PASSTHROUGH:
                 # libfuse knows these as flags only: `ro=1` would reach fuse_session_new and fail
                 # the mount there ("unknown option(s)"), so it is a usage error here.
@@ -91,4 +106,32 @@ def parse_options(items: list[str]) -> Options:
                 fuse.append(name)
             else:
                 raise ValueError(f"unknown mount option {name!r}")
+    _check_windows_paths(kw)
     return Options(fuse=tuple(fuse), **kw)  # type: ignore[arg-type]
+
+
+def _directory(name: str, value: str, sep: str) -> str:
+    """A directory option, taken where `slfs mount` runs (`~` and relative paths mean what they mean
+    to the user typing them); it must exist: wine_prefix must be a Wine prefix (hold dosdevices/)."""
+    if not sep or not value.strip():
+        example = "~/.wine" if name == "wine_prefix" else "/mnt"
+        raise ValueError(f"-o {name} needs a directory, e.g. {name}={example}")
+    path = os.path.normpath(os.path.abspath(os.path.expanduser(value)))
+    if not os.path.isdir(path):
+        raise ValueError(f"-o {name}={value}: {path} is not a directory")
+    if name == "wine_prefix" and not os.path.isdir(os.path.join(path, "dosdevices")):
+        raise ValueError(f"-o wine_prefix={value}: {path} is not a Wine prefix (it has no dosdevices directory)")
+    return path
+
+
+def _check_windows_paths(kw: dict[str, object]) -> None:
+    """wine_prefix goes with windows_paths=wine (or auto, which it makes Wine), windows_mount with
+    wsl (or auto, which it makes WSL); never both, nor either with windows_paths=off."""
+    mode = kw.get("windows_paths", "auto")
+    if "wine_prefix" in kw and "windows_mount" in kw:
+        raise ValueError("-o wine_prefix and -o windows_mount exclude each other (a Wine prefix is for a viewer "
+                         "under Wine, a Windows mount for slfs in WSL2)")
+    if "wine_prefix" in kw and mode not in ("auto", "wine"):
+        raise ValueError(f"-o wine_prefix needs windows_paths=wine (or auto), not windows_paths={mode}")
+    if "windows_mount" in kw and mode not in ("auto", "wsl"):
+        raise ValueError(f"-o windows_mount needs windows_paths=wsl (or auto), not windows_paths={mode}")

@@ -39,6 +39,7 @@ from ..protocol.types import (
 )
 from ..session import CONNECTED, NotConnected, SessionInfo, ViewerSession
 from ..sources import envelope
+from ..winpaths import PathTranslator, WindowsPathError, detect
 from .compiles import CompileReport, compiled_report, event_fields
 from .errors import CallCut, FsError, from_rpc, region_down, transient_read_error
 from .invalidations import PendingInvalidations
@@ -52,8 +53,8 @@ log = logging.getLogger(__name__)
 
 # `.slfs/status` in the order slfs(5) gives; the services add their lines wherever they are built.
 STATUS_ORDER = (
-    "state", "state_detail", "endpoint", "viewer", "viewer_version", "agent", "agent_id", "objects", "items",
-    "content_fetches", "last_error", "pending_saves", "last_recovery", "region_unavailable",
+    "state", "state_detail", "endpoint", "windows_paths", "viewer", "viewer_version", "agent", "agent_id",
+    "objects", "items", "content_fetches", "last_error", "pending_saves", "last_recovery", "region_unavailable",
     "background_errors", "disk_errors", "event_log_errors", "event_log_error", "kernel_refs",
 )
 
@@ -81,6 +82,10 @@ class Workspace:
         self.invalidations = PendingInvalidations()
         self.tree = Tree(on_invalidate=self._invalidate, on_stale=self.confirm_content)
         session_kw.setdefault("live_sync", True)  # scripts open in the viewer's editor (model/live.py)
+        # The viewer's local paths (challenge, live sync temp files, editor.open_file) as ours.
+        opts = self.options
+        self.paths = PathTranslator(detect(opts.windows_paths, opts.wine_prefix, opts.windows_mount))
+        session_kw.setdefault("paths", self.paths)
         self.session = ViewerSession(self, host, port, **session_kw)
         self.info: SessionInfo | None = None
         self.live = LiveScripts(self)
@@ -317,6 +322,12 @@ class Workspace:
             self.spawn(self._notify, level, message)
         elif command == "editor.open_file":
             path, line = str(params.get("path", "")), params.get("line")
+            try:
+                path = self.paths.to_local(path) if path else path
+            except WindowsPathError as exc:
+                self.note_error(f"editor.open_file: {exc}")
+                self.emit("viewer.open_file", path=path, line=line, error=str(exc))
+                return
             self.emit("viewer.open_file", path=path, line=line)
             if self.options.open_cmd and path:
                 self.spawn(self._open_file, path, line)
@@ -542,6 +553,7 @@ class Workspace:
         if info is not None:
             out.update(viewer=info.viewer_name, viewer_version=info.viewer_version,
                        agent=info.agent_name, agent_id=info.agent_id)
+        out["windows_paths"] = self.paths.status()
         out.update(objects=len(self.tree.objects), items=self.tree.item_count, content_fetches=self.fetch_count)
         out["last_error"] = self.last_error or "none"
         out["background_errors"] = self.background_errors

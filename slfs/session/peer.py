@@ -5,7 +5,9 @@ always runs as the user who mounts, so a listener owned by another uid is an imp
 connected to. The kernel hands a connection to a listener bound to the exact address before one
 bound to the wildcard (0.0.0.0, ::), so only the listeners of the first tier that has any are judged.
 A `::` listener may be IPV6_V6ONLY (which /proc does not show): it is counted for IPv4 too, which
-can only refuse more, never less. No listener found is not a refusal: the connect then fails as usual.
+can only refuse more, never less. No listener found is not a refusal: the connect then fails as
+usual (in WSL2, where the viewer's listener is on the Windows side, the session says it relies on
+the challenge: listener_visible).
 """
 
 from __future__ import annotations
@@ -123,6 +125,14 @@ async def check_listener(host: str, port: int) -> str | None:
         return None
     listeners = await trio.to_thread.run_sync(read_listeners)
     return foreign_listener(listeners, targets, port, os.geteuid())
+
+
+async def listener_visible(host: str, port: int) -> bool:
+    """Whether any listener a connection to host:port may reach shows in /proc/net/tcp{,6}. In WSL2
+    the viewer listens on the Windows side (mirrored networking shares 127.0.0.1): it never shows."""
+    targets = [_mapped(t) for t in await _targets(host, port)]
+    listeners = await trio.to_thread.run_sync(read_listeners)
+    return any(serving(listeners, target, port) for target in targets)
 
 
 def is_loopback(host: str) -> bool:

@@ -68,6 +68,7 @@ from slfs.protocol.types import (
     SystemPing,
 )
 from slfs.stats import STATS
+from slfs.winpaths import PathTranslator
 
 from . import challenge as _challenge
 from . import peer
@@ -107,6 +108,8 @@ RECEIVE_BUFFER = 256 * 1024
 # ViewerSession._connect_once).
 OPENING_GRACE = 1.0
 CLOSE_TRY_AGAIN = 1013
+# WSL2 (-o windows_paths=wsl): the viewer listens on the Windows side, out of /proc/net/tcp's sight.
+WINDOWS_SIDE = "the viewer's listener is on the Windows side; relying on the challenge"
 # Frames from this size on are parsed in steps (see _Connection.handle_big_frame).
 STEPPED_FRAME = 1 << 20
 
@@ -166,6 +169,7 @@ class _Connection:
         self.refused = ""  # why we refused the peer's handshake: the connection then ends
         self.last_sent_size = 0  # for the log when the viewer closes with 1009
         self.ready = False  # object.list answered and on_connected delivered
+        self.listener_note = ""  # WINDOWS_SIDE when the listener could not be checked (WSL2)
 
     # --- teardown -------------------------------------------------------------------------------
 
@@ -402,8 +406,11 @@ class ViewerSession:
         ping_timeout: float = 10.0,
         handshake_timeout: float = 45.0,
         connect_timeout: float = 10.0,
+        paths: PathTranslator | None = None,
     ) -> None:
         self.listener = listener
+        # The viewer's local paths (the challenge) as ours: Wine, WSL2 (slfs/winpaths.py).
+        self.paths = paths or PathTranslator()
         self.host = host
         self.port = port
         self.ping_interval = ping_interval
@@ -561,6 +568,8 @@ class ViewerSession:
         refusal = await peer.check_listener(self.host, self.port)
         if refusal is not None:  # an impostor holds the viewer's port: never connect to it
             return self._retry_later(refusal, warn=True)
+        # WSL2: a viewer on the Windows side is out of /proc/net/tcp's sight; not a refusal.
+        unseen = self.paths.mapper.mode == "wsl" and not await peer.listener_visible(self.host, self.port)
         conn: _Connection | None = None
         # trio-websocket 0.12.2's connect_timeout does not end an opening whose peer accepted the
         # TCP connection and never answers the HTTP upgrade: its timeout fires, but open_websocket
@@ -585,6 +594,7 @@ class ViewerSession:
                     try:
                         async with trio.open_nursery() as nursery:
                             conn = _Connection(self, ws, nursery)
+                            conn.listener_note = WINDOWS_SIDE if unseen else ""
                             self._conn = conn
                             nursery.start_soon(self._handshake_watchdog, conn)
                             await conn.read_loop()
@@ -715,7 +725,8 @@ class ViewerSession:
             conn.ready = True
             self.info = info
             who = f"{info.viewer_name} {info.viewer_version}".strip() or "the viewer"
-            self._set_state(CONNECTED, f"connected to {who} at {self.endpoint}")
+            note = f"; {conn.listener_note}" if conn.listener_note else ""
+            self._set_state(CONNECTED, f"connected to {who} at {self.endpoint}{note}")
             log.info("session ready: agent %s, %d published object(s)", info.agent_name, len(objects))
             self._listen("on_connected", info, objects)
 
@@ -797,7 +808,7 @@ class ViewerSession:
     # --- the methods we serve ---------------------------------------------------------------------
 
     def _read_challenge(self, path: str) -> str:
-        return _challenge.read_challenge(path)
+        return _challenge.read_challenge(path, self.paths.to_local)
 
     async def _serve_handshake(self, conn: _Connection, params: Any) -> Any:
         try:
@@ -809,6 +820,12 @@ class ViewerSession:
             "handshake from %s %s (protocol %s)", hs.viewer_name, hs.viewer_version, hs.protocol_version
         )
         answer: str | None = None
+        if hs.challenge is None and conn.listener_note:
+            conn.listener_note = ("the viewer's listener is on the Windows side and its handshake has no "
+                                  "challenge: nothing vouches for it")
+            log.warning("%s", conn.listener_note)
+        elif conn.listener_note:
+            log.info("%s", conn.listener_note)
         if hs.challenge is not None:
             try:
                 answer = self._read_challenge(hs.challenge)

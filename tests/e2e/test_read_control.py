@@ -8,6 +8,7 @@ import pytest
 
 from e2e.harness import Mount, MountFactory
 from e2e.worlds import SAMPLE_DIRS, SAMPLE_FILES, UNREADABLE, sample_item
+from slfs.winpaths import in_wsl
 
 pytestmark = pytest.mark.fuse
 
@@ -21,14 +22,17 @@ async def test_slfs_hidden_but_reachable(mounted: Mount) -> None:
     status = dict(line.split(": ", 1) for line in text.splitlines())
     # every key slfs(5) names, in its order
     assert list(status) == [
-        "state", "state_detail", "endpoint", "viewer", "viewer_version", "agent", "agent_id", "objects", "items",
-        "content_fetches", "last_error", "pending_saves", "last_recovery", "region_unavailable",
+        "state", "state_detail", "endpoint", "windows_paths", "viewer", "viewer_version", "agent", "agent_id",
+        "objects", "items", "content_fetches", "last_error", "pending_saves", "last_recovery", "region_unavailable",
         "background_errors", "disk_errors", "event_log_errors", "event_log_error", "kernel_refs"]
     assert status["state"] == "connected"
     assert status["endpoint"].endswith(f":{m.port}") or str(m.port) in status["endpoint"]
     assert status["objects"] == "6"
     assert int(status["items"]) == len(SAMPLE_FILES)
     assert status["last_error"] == "none"
+    # auto: outside WSL2, native until the viewer names a Windows path
+    assert status["windows_paths"].startswith(
+        "wsl (/mnt, detected)" if in_wsl() else "native (auto: a Windows path would go through the Wine prefix ")
     # stat works on it, and ls of it explicitly
     assert (await m.out("stat", "-c", "%F", m.path(".slfs"))).strip() == "directory"
     listed = sorted((await m.out("ls", m.path(".slfs"))).split())

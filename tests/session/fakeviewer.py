@@ -80,6 +80,8 @@ class FakeViewer:
         v2: bool = False,
         answer_pings: bool = True,
         methods: dict[str, Method] | None = None,
+        challenge_dir: str | None = None,
+        name_challenge: Callable[[str], str] | None = None,
     ) -> None:
         self.objects = sample_objects() if objects is None else objects
         self.use_challenge = challenge
@@ -94,7 +96,9 @@ class FakeViewer:
         self.auto_handshake = True
         self.ready = trio.Event()  # set after each session.ok (replaced on the next connection)
         self._cancel: trio.CancelScope | None = None
-        self._tmp = tempfile.mkdtemp(prefix="fakeviewer")
+        self._tmp = challenge_dir or tempfile.mkdtemp(prefix="fakeviewer")
+        # How the viewer names its challenge file (a Windows viewer: by its Windows path).
+        self.name_challenge = name_challenge or (lambda path: path)
 
     @property
     def conn(self) -> FakeConn:
@@ -147,7 +151,7 @@ class FakeViewer:
             with open(path, "w") as f:
                 f.write(secret)
             os.chmod(path, 0o600)
-            params["challenge"] = path
+            params["challenge"] = self.name_challenge(path)
         resp = await conn.call("session.handshake", params)
         if path:
             os.unlink(path)

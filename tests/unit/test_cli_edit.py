@@ -374,3 +374,66 @@ def test_open_uri_script_not_live_finds_the_item(uri_daemon: Any, tmp_path: Path
     del handlers["script_list"]
     assert cli.main(["open-uri", uri(script=ITEM)]) == 0
     assert capsys.readouterr().out == f"/m/Lamp/{ITEM}.luau\n"
+
+
+# --- a Windows viewer (under Wine, or on Windows with slfs in WSL2) --------------------------------
+
+
+def test_parse_temp_name_of_a_windows_path() -> None:
+    assert parse_temp_name(rf"C:\users\R\AppData\Local\Temp\sl_script_My Script_{MD5}.lsl") == (
+        "My Script", MD5, "lsl")
+    assert parse_temp_name(f"C:/users/R/Temp/sl_script_{MD5}.luau") == (None, MD5, "luau")
+    with pytest.raises(VerbError):
+        parse_temp_name(r"C:\users\R\Temp\main.lsl")
+
+
+def test_edit_hands_a_windows_path_to_the_daemon_as_the_viewer_gave_it(
+        daemon: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The viewer runs `slfs edit "%s"` with its own Windows path: it is not made absolute here (it
+    would become CWD/C:\\...); the daemon translates it with the mount's -o windows_paths options,
+    as it does the challenge, and answers with the local temp path."""
+    handlers, calls = daemon
+    viewer_path = rf"C:\users\Resident\AppData\Local\Temp\sl_script_My Script_{MD5}.luau"
+    local = "/home/u/.wine/drive_c/users/Resident/AppData/Local/Temp/" + viewer_path.rsplit("\\", 1)[1]
+
+    def subscribe(params: dict[str, Any]) -> dict[str, Any]:
+        assert params["temp_path"] == viewer_path
+        return {"path": "/m/.slfs/live/My Script.luau", "script_id": MD5, "name": "My Script.luau",
+                "temp_path": local, "open_cmd": None}
+
+    handlers["live_subscribe"] = subscribe
+    monkeypatch.setenv("VISUAL", str(editor(tmp_path, RECORD)))
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["edit", "--json", viewer_path]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["temp_path"] == local and data["path"] == "/m/.slfs/live/My Script.luau"
+    assert [c for c in calls if c[0] == "live_subscribe"] == [("live_subscribe", {"temp_path": viewer_path})]
+    assert recorded(tmp_path)["argv"] == ["/m/.slfs/live/My Script.luau"]
+
+
+def test_edit_of_an_untranslatable_windows_path_says_which_option(daemon: Any, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    handlers, _calls = daemon
+
+    def refuse(params: dict[str, Any]) -> Any:  # what the daemon answers (LiveScripts.local_path)
+        raise ControlError(f"{params['temp_path']!r} is a Windows path, and -o windows_paths=off does not "
+                           "translate them: set -o windows_paths=wine ...", "EINVAL")
+
+    handlers["live_subscribe"] = refuse
+    assert cli.main(["edit", rf"C:\Temp\sl_script_x_{MD5}.lsl"]) == 1
+    _out, err = capsys.readouterr()
+    assert "set -o windows_paths=wine" in err and "set -o windows_paths=wine" in edit_log(tmp_path)
+
+
+def test_open_uri_says_why_a_windows_temp_dir_is_not_used(uri_daemon: Any, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    handlers, _calls = uri_daemon
+
+    def script_list(params: dict[str, Any]) -> Any:
+        raise ControlError(r"'Q:\Temp': drive Q: has no link in /w/dosdevices; ... set -o wine_prefix=DIR", "EINVAL")
+
+    handlers["script_list"] = script_list
+    handlers["find"] = lambda p: {"path": "/m/Box/Main.lsl"}
+    assert cli.main(["open-uri", uri(script=MD5)]) == 0
+    out, err = capsys.readouterr()
+    assert out == "/m/Box/Main.lsl\n" and "set -o wine_prefix=DIR" in err
