@@ -74,6 +74,18 @@ async def open_in_viewer(m: Mount, item_id: str, argv_log: Path) -> tuple[str, P
     return sid, live
 
 
+async def live_round_trip(m: Mount, live: Path) -> None:
+    """A failed compile and its fix through a live file: `slfs diag --wait` gives the rows, then none."""
+    assert await m.thread(live.read_text) == GOOD
+    await write(m, live, BAD)
+    rc, out, _err = await slfs(m, "diag", "--wait", live, check=False)
+    assert rc == 1 and out.startswith(f"{live}:5:"), out
+    await write(m, live, GOOD)
+    rc, out, _err = await slfs(m, "diag", "--wait", live, check=False)
+    assert rc == 0 and out == "", out
+    assert os.path.exists(live)
+
+
 async def _has(path: Path) -> bool:
     return path.exists() and bool(path.read_text().strip())
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import re
 from pathlib import Path
 from typing import Any
 
@@ -17,16 +16,14 @@ import pytest
 
 from e2e.harness import Mount, MountFactory
 from e2e.test_control_cli import slfs
-from e2e.test_live_sync import BAD, GOOD, IN_OBJ, OBJ, live_mount, open_in_viewer, write
+from e2e.test_control_sidecars import BAD_LSL, BAD_LUAU, QF_LINE
+from e2e.test_live_sync import GOOD, IN_OBJ, OBJ, live_mount, live_round_trip, open_in_viewer
 from e2e.test_write_support import errno_of
 
 pytestmark = [pytest.mark.fuse, pytest.mark.generations]
 
 CUBE = "Hello Cube"
-QF_LINE = re.compile(r"^(/.+):(\d+):(\d+): ([a-z]+): (.+)$")
-BAD_LSL = 'default\n{\n    state_entry()\n    {\n        llOwnerSay("oops" @);\n    }\n}\n'
 GOOD_LSL = 'default\n{\n    state_entry()\n    {\n        llOwnerSay("fine");\n    }\n}\n'
-BAD_LUAU = "local function f()\n    print('x')\n"
 
 
 def item_named(m: Mount, name: str) -> Any:
@@ -200,14 +197,7 @@ async def test_runtime_output_finds_its_script_or_its_object(mount_factory: Moun
 async def test_a_live_sync_round_trip(mount_factory: MountFactory, tmp_path: Path) -> None:
     m, argv_log = await live_mount(mount_factory, tmp_path)
     _sid, live = await open_in_viewer(m, IN_OBJ, argv_log)
-    assert await m.thread(live.read_text) == GOOD
-    await write(m, live, BAD)
-    rc, out, _err = await slfs(m, "diag", "--wait", live, check=False)
-    assert rc == 1 and out.startswith(f"{live}:5:"), out
-    await write(m, live, GOOD)
-    rc, out, _err = await slfs(m, "diag", "--wait", live, check=False)
-    assert rc == 0 and out == "", out
-    assert os.path.exists(live)
+    await live_round_trip(m, live)
 
 
 async def test_the_editor_closed_disconnect_is_a_reconnect(mount_factory: MountFactory, tmp_path: Path,

@@ -15,7 +15,7 @@ import pytest
 
 from e2e.harness import MountFactory
 from e2e.test_control_cli import slfs
-from e2e.test_live_sync import BAD, GOOD, IN_OBJ, live_mount, open_in_viewer, write
+from e2e.test_live_sync import BAD, GOOD, IN_OBJ, live_mount, live_round_trip, open_in_viewer
 
 pytestmark = pytest.mark.fuse
 
@@ -63,12 +63,5 @@ async def test_a_windows_viewer(mount_factory: MountFactory, tmp_path: Path, mod
     root = tmp_path / ("wineprefix" if mode == "wine" else "winmnt")
     assert Path(entry["temp_path"]).is_relative_to(root) and os.path.isfile(entry["temp_path"]), entry
     assert m.sim.viewer_path(entry["temp_path"])[:3] == "C:\\", m.sim.viewer_path(entry["temp_path"])
-    assert await m.thread(live.read_text) == GOOD
-    await write(m, live, BAD)
-    rc, out, _err = await slfs(m, "diag", "--wait", live, check=False)
-    assert rc == 1 and out.startswith(f"{live}:5:"), out
-    await write(m, live, GOOD)
-    rc, out, _err = await slfs(m, "diag", "--wait", live, check=False)
-    assert rc == 0 and out == "", out
+    await live_round_trip(m, live)
     assert m.sim.item(IN_OBJ).content == GOOD
-    assert os.path.exists(live)
