@@ -80,6 +80,18 @@ def diagnostic_rows(report: CompileReport, own_path: str) -> list[dict[str, obje
     return out
 
 
+_told: set[str] = set()
+
+
+def log_problems(problems: tuple[str, ...], where: str) -> None:
+    """What was of an unexpected shape in a verdict, logged once per kind of problem (a viewer that
+    sends one odd field sends it with every compile)."""
+    for problem in problems:
+        if problem not in _told and len(_told) < 256:
+            _told.add(problem)
+            log.warning("%s: the viewer's compile answer: %s (logged once)", where, problem)
+
+
 def compiled_report(msg: CompilationResult, source: str,
                     places: tuple[Place | None, ...] | None = None) -> CompileReport:
     """A `script.compiled` as a report: its rows in whatever shape the viewer sent them
@@ -87,8 +99,7 @@ def compiled_report(msg: CompilationResult, source: str,
     in-world, and, for a build of ours (`places`: the source place of every in-world row), where
     each diagnostic's row came from."""
     verdict = compile_rows(msg.diagnostics, msg.errors)
-    for problem in verdict.problems:
-        log.warning("script.compiled for %s: %s", msg.script_id, problem)
+    log_problems(verdict.problems, f"script.compiled for {msg.script_id}")
     diagnostics = verdict.rows
     note = "" if msg.success else ("the previously compiled version keeps running" if msg.running
                                    else "the script is not running")

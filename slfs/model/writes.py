@@ -45,7 +45,7 @@ from ..protocol.types import (
     ObjectModifyParams,
 )
 from . import buffers, names
-from .compiles import CompileReport, failure_report
+from .compiles import CompileReport, failure_report, log_problems
 from .errors import CallCut, FsError, region_down, transient_save_error
 from .keep import RECOVERY, TRASH, Keeper
 from .live_writes import LiveWriter
@@ -375,8 +375,7 @@ class Writer:
             note = "the script has never compiled, so nothing of it runs"
         else:
             note = "the previously compiled version keeps running"
-        for problem in verdict.problems:
-            log.warning("%s: the viewer's compile answer: %s", path, problem)
+        log_problems(verdict.problems, path)
         diagnostics = verdict.rows
         if build is None:
             report = CompileReport(compiled=compiled, diagnostics=diagnostics, at=time.time(), note=note)
