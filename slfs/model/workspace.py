@@ -267,9 +267,9 @@ class Workspace:
             fields["script_id"] = clean(msg.script_id, 64)
         if who.item is not None and who.item.folder is not None:
             fields.update(item_id=who.item.uuid, prim_id=who.item.folder.uuid, path=self.tree.path_of(who.item),
-                          item_name=who.item.info.name)
-        if who.obj is not None:
-            fields.update(object_id=who.obj.uuid, object_name=who.obj.link_name)
+                          item_name=clean(who.item.info.name, 200))
+        if who.obj is not None:  # names are residents' text too: they lead the lines of the logs
+            fields.update(object_id=who.obj.uuid, object_name=clean(who.obj.link_name, 200))
             fields.setdefault("path", self.tree.path_of(who.obj))
         return fields
 
