@@ -27,6 +27,10 @@ async def test_a_huge_hostile_line(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         if generation == "G1":  # G1 forwards output only to a live-sync subscriber of the prim
             _sid, temp = await fs.sim.open_script_editor(hello.item_id)
             await fs.ws.live.subscribe(temp)
+        cube = next(o for o in fs.sim.world.objects.values() if any(i.item_id == hello.item_id
+                                                                   for p in o.prims() for i in p.inventory))
+        await fs.sim.rename_prim(cube.object_id, "Cube\x1b[2J\x1b]52;c;aGk=\x07")  # a hostile object name
+        await fs.sim.quiesce()
         hostile = "\x1b]0;pwned\x07\x1b[2J" + "\x1b[31mX" * (16 * 1024 * 1024 // 6)
         before = fs.svc.events.seq
         await fs.sim.emit_debug(hello.item_id, hostile)
