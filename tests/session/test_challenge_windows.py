@@ -5,24 +5,21 @@ cannot be translated. And WSL2's listener on the Windows side, said in state_det
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 import trio
 
-from slfs.session import ViewerSession, peer
+from slfs.session import peer
 from slfs.session import session as session_module
 from slfs.session.challenge import ChallengeError, read_challenge
 from slfs.winpaths import PathMapper, PathTranslator
 
 from .fakeviewer import FakeViewer
-from .recorder import Recorder
+from .test_session_fake import running
 
 UUID = "6ba7b810-9dad-11d1-80b4-00c04fd430c8"
-FAST: dict[str, Any] = {"backoff_min": 0.02, "backoff_max": 0.1}
 
 
 @pytest.fixture
@@ -123,24 +120,11 @@ def test_a_posix_path_is_unchanged_by_any_translator(tmp_path: Path, prefix: Pat
 # --- the session against a Windows viewer -------------------------------------------------------
 
 
-@asynccontextmanager
-async def running(fake: FakeViewer, **kw: Any) -> AsyncIterator[tuple[ViewerSession, Recorder]]:
-    async with trio.open_nursery() as nursery:
-        port = await nursery.start(fake.serve)
-        rec = Recorder()
-        session = ViewerSession(rec, "127.0.0.1", port, **{**FAST, **kw})
-        await nursery.start(session.run)
-        try:
-            yield session, rec
-        finally:
-            nursery.cancel_scope.cancel()
-
-
 async def test_a_wine_viewer_is_answered_from_the_translated_file(prefix: Path) -> None:
     fake = FakeViewer(challenge_dir=str(temp_of(prefix)), name_challenge=windows_name(prefix, upper=True))
     paths = wine(prefix)
     with trio.fail_after(10):
-        async with running(fake, paths=paths) as (session, _rec):
+        async with running(fake, paths=paths) as (session, _rec, _n):
             await session.wait_connected(5)
             assert fake.handshake_answers[0]["result"]["challenge_response"]  # checked by the fake: its UUID
             assert paths.status() == f"wine (prefix {prefix})"
@@ -149,7 +133,7 @@ async def test_a_wine_viewer_is_answered_from_the_translated_file(prefix: Path) 
 async def test_a_windows_challenge_without_translation_is_refused_and_backs_off(prefix: Path) -> None:
     fake = FakeViewer(challenge_dir=str(temp_of(prefix)), name_challenge=windows_name(prefix))
     with trio.fail_after(10):
-        async with running(fake) as (session, rec):  # no translator: native
+        async with running(fake) as (session, rec, _n):  # no translator: native
             await rec.wait_for(lambda: len(fake.handshake_answers) >= 2)
             err = fake.handshake_answers[0]["error"]
             assert err == {"code": -32002, "message": "Challenge file rejected"}  # the peer learns nothing
@@ -172,7 +156,7 @@ async def test_wsl_listener_on_the_windows_side_is_said_not_refused(tmp_path: Pa
     fake = FakeViewer(challenge_dir=str(tmp_path / "c" / "Temp"), name_challenge=name)
     monkeypatch.setattr(peer, "listener_visible", unseen)
     with trio.fail_after(10):
-        async with running(fake, paths=paths) as (session, _rec):
+        async with running(fake, paths=paths) as (session, _rec, _n):
             await session.wait_connected(5)
             assert session.state_detail.endswith(
                 "; the viewer's listener is on the Windows side; relying on the challenge")
@@ -184,7 +168,7 @@ async def test_wsl_listener_seen_locally_is_checked_as_ever(tmp_path: Path) -> N
     fake = FakeViewer()
     paths = PathTranslator(PathMapper(mode="wsl", windows_mount=str(tmp_path)))
     with trio.fail_after(10):
-        async with running(fake, paths=paths) as (session, _rec):
+        async with running(fake, paths=paths) as (session, _rec, _n):
             await session.wait_connected(5)
             assert "Windows side" not in session.state_detail  # our fake's listener is in /proc/net/tcp
 
@@ -198,6 +182,6 @@ async def test_wsl_unseen_listener_without_a_challenge_says_nothing_vouches(
     fake = FakeViewer(challenge=False)
     paths = PathTranslator(PathMapper(mode="wsl", windows_mount=str(tmp_path)))
     with trio.fail_after(10):
-        async with running(fake, paths=paths) as (session, _rec):
+        async with running(fake, paths=paths) as (session, _rec, _n):
             await session.wait_connected(5)
             assert "no challenge: nothing vouches for it" in session.state_detail

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import trio
+from test_sim_newer_viewers import ids
 from trio_websocket import ConnectionClosed
 
 from slfs.sim import SimViewer, sample_world
@@ -25,15 +26,6 @@ MISSING = "00000000-0000-4000-8000-000000000000"
 BAD_LSL = "default {\n    syntax error here\n}\n"
 GOOD_LSL = 'default { state_entry() { llOwnerSay("saved"); } }\n'
 FIVE = {"live_sync", "compilation", "syntax_cache", "commands", "unified_diagnostics"}
-
-
-def ids(sim: SimViewer, item_name: str) -> dict[str, str]:
-    for obj in sim.world.objects.values():
-        for prim in obj.prims():
-            for item in prim.inventory:
-                if item.name == item_name:
-                    return {"prim_id": prim.prim_id, "item_id": item.item_id}
-    raise KeyError(item_name)
 
 
 def obj_id(sim: SimViewer, name: str) -> str:
