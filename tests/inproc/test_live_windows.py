@@ -17,28 +17,16 @@ from typing import Any
 import attrs
 import pytest
 import trio
-from e2e.worlds import item, u
 
 from slfs.control.server import ControlServer
 from slfs.model.errors import FsError
 from slfs.model.options import Options
 from slfs.protocol.types import ScriptList
-from slfs.sim import World
-from slfs.sim.world import world_from_json
 
 from .harness import fs_against_sim
+from .test_live import GOOD, INV, world
 
-INV = u(7)
-GOOD = "default\n{\n    state_entry()\n    {\n        llOwnerSay(\"ok\");\n    }\n}\n"
 EDITED = GOOD.replace('"ok"', '"edited"')
-
-
-def world() -> World:
-    return world_from_json({
-        "agent_id": u(99, "e"), "agent_name": "Tester Resident",
-        "agent_inventory": [item(INV, "Pocket", "script", GOOD, subtype=0, vm="mono", running=True)],
-        "objects": [],
-    })
 
 
 def windows(root: Path, path: str) -> str:
