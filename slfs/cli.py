@@ -13,6 +13,7 @@ from pathlib import Path
 from . import __version__, paths
 from .cli_verbs import VERBS, add_verb_parsers, run_verb
 from .model.options import Options, parse_options
+from .protocol.text import printable
 
 log = logging.getLogger("slfs")
 
@@ -43,12 +44,18 @@ def _host(text: str) -> str:
     return text
 
 
+class PrintableFormatter(logging.Formatter):
+    """Log lines hold names, compiler lines and chat from the network, and people `tail -f` the log:
+    no control character but tab and newline reaches the file (slfs/protocol/text.py printable)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return printable(super().format(record))
+
+
 def setup_logging(verbose: bool) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(PrintableFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, handlers=[handler])
     if not verbose:
         for noisy in ("trio-websocket", "trio_websocket"):
             logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -19,10 +19,11 @@ import time
 import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from . import paths, winpaths
 from .control.client import ControlClient, ControlError, NoMount, connect, find_mount, mount_path, read_registry
+from .protocol.text import printable
 from .stats import render as render_stats
 
 RECOMPILE_TARGETS = ("luau", "lsl2", "mono", "auto")  # as slfs.protocol.types.RECOMPILE_TARGETS
@@ -151,7 +152,34 @@ def _err(message: str) -> None:
     print(f"slfs: {message}", file=sys.stderr, flush=True)
 
 
+class PrintableStream:
+    """What a verb prints for people (paths, names, diagnostics, runtime lines: network text) goes
+    through `printable`, so no escape sequence reaches the terminal; `--json` output is escaped
+    already (json.dumps escapes every control and non-ASCII character)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        return self.stream.write(printable(text))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
 def run_verb(args: argparse.Namespace) -> int:
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = PrintableStream(out), PrintableStream(err)  # type: ignore[assignment]
+    try:
+        return _run_verb(args)
+    finally:
+        if isinstance(sys.stdout, PrintableStream):
+            sys.stdout = out
+        if isinstance(sys.stderr, PrintableStream):
+            sys.stderr = err
+
+
+def _run_verb(args: argparse.Namespace) -> int:
     handler = HANDLERS[args.command]
     try:
         return handler(args)

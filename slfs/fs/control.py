@@ -24,6 +24,7 @@ from ..model.scripts import Scripts
 from ..model.syntax import SyntaxFiles
 from ..model.tree import ROOT_INODE, Folder, Item, Node, Tree
 from ..model.workspace import Workspace
+from ..protocol.text import printable
 from ..stats import STATS, render
 
 DIR, FILE, LINK = "dir", "file", "link"
@@ -289,7 +290,7 @@ class Control:
     def _render_status(self) -> bytes:
         lines = []
         for key, value in self.ws.status().items():
-            text = " ".join(str(value).split())  # one line per key, always
+            text = printable(" ".join(str(value).split()))  # one line per key, always; names are network text
             lines.append(f"{key}: {text}")
         return ("\n".join(lines) + "\n").encode("utf-8", "replace")  # names are network data
 

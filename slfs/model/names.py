@@ -11,6 +11,11 @@ Rules (documented in slfs(5)):
   derived from the UUID alone, so it is deterministic and never moves when unrelated entries come and
   go; a tagged name maps back to its item through the tag.
 - Names the file system cannot hold (empty, `.`, `..`, `.slfs`, longer than 255 bytes) are tagged too.
+- Control characters cannot reach a terminal through a name (`find`, `grep -r`, a shell glob print
+  names raw): C0 controls are shown as their Control Pictures (U+2400-U+241F, ESC as U+241B), DEL as
+  U+2421 and C1 controls as U+FFFD. The viewer itself strips such characters from inventory names
+  (LLInventoryObject::correctInventoryName replaces non-standard ASCII with a space:
+  secondlife/viewer indra/llinventory/llinventory.cpp); only a hostile peer sends them.
 - Names are data from the network: a lone surrogate (the JSON escape `"\ud800"`) cannot be encoded
   as a file name, so what cannot be encoded is shown as U+FFFD; a name that then collides is tagged
   like any other.
@@ -33,6 +38,12 @@ MAX_SL_NAME_BYTES = 63
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_CONTROLS = re.compile("[\x01-\x1f\x7f-\x9f]")
+
+
+def _picture(m: re.Match[str]) -> str:
+    c = ord(m.group())
+    return chr(0x2400 + c) if c < 0x20 else "\u2421" if c == 0x7F else "\ufffd"
 
 
 def encodable(name: str) -> str:
@@ -49,6 +60,8 @@ def to_fs(name: str) -> str:
         name = name.replace("/", SLASH_STANDIN)
     if "\0" in name:
         name = name.replace("\0", " ")
+    if _CONTROLS.search(name):
+        name = _CONTROLS.sub(_picture, name)
     return name
 
 

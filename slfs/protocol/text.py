@@ -22,6 +22,20 @@ _ESCAPES = re.compile(
     r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"       # the rest of C0 (but \t and \n), DEL, C1
 )
 ELLIPSIS = "…"
+# What `printable` replaces: C0 but tab and newline, DEL, C1, and lone surrogates (which cannot even
+# be written to a UTF-8 stream).
+_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+REPLACEMENT = "\ufffd"
+
+
+def printable(text: str) -> str:
+    """`text` with every control character but tab and newline (and every lone surrogate) shown as
+    U+FFFD: for text already made of lines (a log record, CLI output), where an escape sequence left in
+    would retitle the terminal, write its clipboard or rewrite the screen. What remains of a sequence
+    after its ESC is inert text."""
+    if text.isascii() and text.isprintable():  # the common case, without a regex
+        return text
+    return _UNPRINTABLE.sub(REPLACEMENT, text)
 
 
 def clean(text: str, limit: int, *, keep_newlines: bool = False) -> str:
