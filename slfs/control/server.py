@@ -24,7 +24,9 @@ import errno
 import json
 import logging
 import os
+import socket
 import stat
+import struct
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -132,6 +134,12 @@ class ControlServer:
                 pass
 
     async def _connection(self, stream: trio.SocketStream) -> None:
+        uid = peer_uid(stream)
+        if uid is not None and uid not in (os.geteuid(), 0):
+            # The socket's directory is 0700 and the socket 0600; this holds if someone loosens them.
+            log.warning("control socket: refused a connection from uid %d (not ours, uid %d)", uid, os.geteuid())
+            await stream.aclose()
+            return
         self._streams.append(stream)
         lock = trio.Lock()
         ended = False
@@ -500,3 +508,13 @@ class ControlServer:
 
     async def _resolve_cmd(self, p: dict[str, Any]) -> Any:
         return self._describe(self.resolve(p.get("path")))
+
+
+def peer_uid(stream: trio.SocketStream) -> int | None:
+    """The uid of the process at the other end of a Unix socket (SO_PEERCRED), or None off Linux."""
+    opt = getattr(socket, "SO_PEERCRED", None)
+    if opt is None:
+        return None
+    creds = stream.socket.getsockopt(socket.SOL_SOCKET, opt, struct.calcsize("3i"))
+    _pid, uid, _gid = struct.unpack("3i", creds)
+    return int(uid)

@@ -8,12 +8,14 @@ import json
 import os
 import socket
 import stat
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
+from session.foreign import require_root
 
 from e2e.harness import Mount
 from slfs.control.client import ControlClient, ControlError, find_mount
@@ -257,3 +259,48 @@ async def test_find_mount_from_paths(mounted: Mount, tmp_path: Path) -> None:
     t = time.monotonic()
     assert find_mount(path=str(m.path("no such object", "new.lsl")), entries=entries) == entry
     assert time.monotonic() - t < 1
+
+
+OTHER_UID_CLIENT = r"""
+import os, socket, sys
+os.setgroups([]); os.setgid(65534); os.setuid(65534)
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(10)
+s.connect(sys.argv[1])
+data = b""
+while True:
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    data += chunk
+sys.stdout.write(repr(data))
+"""
+
+
+async def test_another_uid_is_refused_even_when_the_socket_is_opened_up(mounted: Mount) -> None:
+    """Defence in depth: the socket's dir is 0700 and the socket 0600; a user who loosens them still
+    lets no other uid in (SO_PEERCRED)."""
+    require_root()
+    m = mounted
+    path = registry(m)["socket"]
+    opened = {}  # every directory above the socket, searchable by others for the test's length
+    d = os.path.dirname(path)
+    while d not in ("/", "/tmp"):
+        opened[d] = stat.S_IMODE(os.stat(d).st_mode)
+        d = os.path.dirname(d)
+    try:
+        for d in opened:
+            os.chmod(d, opened[d] | 0o711)
+        os.chmod(path, 0o666)
+        res = await m.run(sys.executable, "-c", OTHER_UID_CLIENT, path)
+    finally:
+        for d, mode in opened.items():
+            os.chmod(d, mode)
+    assert res.stdout == b"b''"  # closed at once: not even the ready frame
+    assert "control socket: refused a connection from uid 65534" in m.log_text()
+    # Our own uid still gets in.
+    r = await raw(m)
+    try:
+        assert (await m.thread(r.frame))["type"] == "ready"
+    finally:
+        r.close()
