@@ -149,12 +149,12 @@ async def test_wsl_listener_on_the_windows_side_is_said_not_refused(tmp_path: Pa
     def name(path: str) -> str:
         return "C:\\" + os.path.relpath(path, tmp_path / "c").replace("/", "\\")
 
-    async def unseen(host: str, port: int) -> bool:
-        return False  # as in WSL2: the viewer listens on the Windows side
+    def unseen(proc: str = "/proc") -> list[peer.TcpSocket]:
+        return []  # as in WSL2: the viewer listens on the Windows side, out of /proc/net/tcp's sight
 
     paths = PathTranslator(PathMapper(mode="wsl", windows_mount=str(tmp_path)))
     fake = FakeViewer(challenge_dir=str(tmp_path / "c" / "Temp"), name_challenge=name)
-    monkeypatch.setattr(peer, "listener_visible", unseen)
+    monkeypatch.setattr(peer, "read_sockets", unseen)
     with trio.fail_after(10):
         async with running(fake, paths=paths) as (session, _rec, _n):
             await session.wait_connected(5)
@@ -175,10 +175,10 @@ async def test_wsl_listener_seen_locally_is_checked_as_ever(tmp_path: Path) -> N
 
 async def test_wsl_unseen_listener_without_a_challenge_says_nothing_vouches(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    async def unseen(host: str, port: int) -> bool:
-        return False
+    def unseen(proc: str = "/proc") -> list[peer.TcpSocket]:
+        return []
 
-    monkeypatch.setattr(peer, "listener_visible", unseen)
+    monkeypatch.setattr(peer, "read_sockets", unseen)
     fake = FakeViewer(challenge=False)
     paths = PathTranslator(PathMapper(mode="wsl", windows_mount=str(tmp_path)))
     with trio.fail_after(10):
