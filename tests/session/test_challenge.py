@@ -7,6 +7,11 @@ from slfs.session.challenge import MAX_CHALLENGE_BYTES, ChallengeError, read_cha
 UUID = "6ba7b810-9dad-11d1-80b4-00c04fd430c8"
 
 
+def ch(directory: os.PathLike[str] | str, tag: str) -> str:
+    """A path named as the viewers name their challenge files."""
+    return os.path.join(directory, f"sl_script_challenge_{tag}.tmp")
+
+
 def write(path: os.PathLike[str] | str, data: bytes) -> str:
     with open(path, "wb") as f:
         f.write(data)
@@ -14,35 +19,35 @@ def write(path: os.PathLike[str] | str, data: bytes) -> str:
 
 
 def test_reads_and_strips(tmp_path: os.PathLike[str]) -> None:
-    assert read_challenge(write(os.path.join(tmp_path, "c"), f"  {UUID}\n".encode())) == UUID
+    assert read_challenge(write(ch(tmp_path, "c"), f"  {UUID}\n".encode())) == UUID
 
 
 def test_missing(tmp_path: os.PathLike[str]) -> None:
     with pytest.raises(ChallengeError, match="does not exist"):
-        read_challenge(os.path.join(tmp_path, "nope"))
+        read_challenge(ch(tmp_path, "nope"))
 
 
 def test_symlink_refused(tmp_path: os.PathLike[str]) -> None:
-    target = write(os.path.join(tmp_path, "real"), UUID.encode())
-    link = os.path.join(tmp_path, "link")
+    target = write(ch(tmp_path, "real"), UUID.encode())
+    link = ch(tmp_path, "link")
     os.symlink(target, link)
     with pytest.raises(ChallengeError, match="symbolic link"):
         read_challenge(link)
 
 
 def test_too_big(tmp_path: os.PathLike[str]) -> None:
-    path = write(os.path.join(tmp_path, "big"), b"a" * (MAX_CHALLENGE_BYTES + 1))
+    path = write(ch(tmp_path, "big"), b"a" * (MAX_CHALLENGE_BYTES + 1))
     with pytest.raises(ChallengeError, match="too big"):
         read_challenge(path)
 
 
 def test_uuid_padded_to_max_is_fine(tmp_path: os.PathLike[str]) -> None:
     data = UUID.encode() + b" " * (MAX_CHALLENGE_BYTES - len(UUID))
-    assert read_challenge(write(os.path.join(tmp_path, "max"), data)) == UUID
+    assert read_challenge(write(ch(tmp_path, "max"), data)) == UUID
 
 
 def test_uppercase_uuid(tmp_path: os.PathLike[str]) -> None:
-    assert read_challenge(write(os.path.join(tmp_path, "u"), UUID.upper().encode())) == UUID.upper()
+    assert read_challenge(write(ch(tmp_path, "u"), UUID.upper().encode())) == UUID.upper()
 
 
 KEY = (b"-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtz\n"
@@ -60,7 +65,7 @@ KEY = (b"-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAA
     "6ba7b810-9dad-11d1-80b4-00c04fd430c\u0661".encode(),  # a non-ASCII digit
 ], ids=["ssh-key", "letters", "two-uuids", "trailing", "no-dashes", "braces", "non-hex", "unicode-digit"])
 def test_anything_but_one_uuid_is_refused_without_its_content(tmp_path: os.PathLike[str], data: bytes) -> None:
-    path = write(os.path.join(tmp_path, "secret"), data)
+    path = write(ch(tmp_path, "secret"), data)
     with pytest.raises(ChallengeError, match="does not hold a UUID") as info:
         read_challenge(path)
     text = str(info.value)
@@ -71,16 +76,17 @@ def test_anything_but_one_uuid_is_refused_without_its_content(tmp_path: os.PathL
 
 def test_empty(tmp_path: os.PathLike[str]) -> None:
     with pytest.raises(ChallengeError, match="empty"):
-        read_challenge(write(os.path.join(tmp_path, "e"), b" \n"))
+        read_challenge(write(ch(tmp_path, "e"), b" \n"))
 
 
 def test_directory_refused(tmp_path: os.PathLike[str]) -> None:
     with pytest.raises(ChallengeError, match="not a regular file"):
-        read_challenge(str(tmp_path))
+        os.mkdir(ch(tmp_path, "dir"))
+        read_challenge(ch(tmp_path, "dir"))
 
 
 def test_fifo_refused_without_blocking(tmp_path: os.PathLike[str]) -> None:
-    path = os.path.join(tmp_path, "fifo")
+    path = ch(tmp_path, "fifo")
     os.mkfifo(path)
     with pytest.raises(ChallengeError, match="not a regular file"):
         read_challenge(path)
@@ -88,7 +94,7 @@ def test_fifo_refused_without_blocking(tmp_path: os.PathLike[str]) -> None:
 
 def test_not_text(tmp_path: os.PathLike[str]) -> None:
     with pytest.raises(ChallengeError, match="does not hold a UUID"):
-        read_challenge(write(os.path.join(tmp_path, "b"), b"\xff\xfe"))
+        read_challenge(write(ch(tmp_path, "b"), b"\xff\xfe"))
 
 
 def test_no_path() -> None:
@@ -98,7 +104,7 @@ def test_no_path() -> None:
 
 @pytest.mark.skipif(os.getuid() != 0, reason="only root can give a file to another uid")
 def test_wrong_owner(tmp_path: os.PathLike[str]) -> None:
-    path = write(os.path.join(tmp_path, "other"), UUID.encode())
+    path = write(ch(tmp_path, "other"), UUID.encode())
     os.chown(path, 65534, 65534)
     with pytest.raises(ChallengeError, match="owned by uid 65534"):
         read_challenge(path)
