@@ -139,3 +139,23 @@ async def test_the_connection_is_judged_from_the_table_read_after_connecting(
             monkeypatch.setattr(peer, "read_sockets", real_read)
             await session.wait_connected(10)  # the same viewer, judged truly: ours
             nursery.cancel_scope.cancel()
+
+
+async def test_an_unseen_other_end_is_said_and_the_challenge_relied_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Neither the connection's other end nor a listener on the port in /proc/net/tcp (a viewer on
+    another host, or in another network namespace): not a refusal; the status says the challenge is
+    what vouches for the viewer."""
+    def unseen(proc: str = "/proc") -> list[peer.TcpSocket]:
+        return []
+
+    monkeypatch.setattr(peer, "read_sockets", unseen)
+    fake = FakeViewer()
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(fake.serve)
+            session = ViewerSession(Recorder(), "127.0.0.1", fake.port, backoff_min=0.02, backoff_max=0.1)
+            await nursery.start(session.run)
+            await session.wait_connected(10)
+            assert session.state_detail.endswith(
+                "; the viewer's end of the connection is not in /proc/net/tcp; relying on the challenge")
+            nursery.cancel_scope.cancel()
