@@ -24,7 +24,6 @@ from trio_websocket import (
     ConnectionTimeout,
     HandshakeError,
     WebSocketConnection,
-    open_websocket,
 )
 
 from slfs.backoff import Backoff
@@ -76,6 +75,7 @@ from .commands import command_list, validate_command
 from .errors import CallTimeout, MessageTooLarge, NotConnected
 from .ids import IdAllocator
 from .listener import SessionInfo, SessionListener
+from .opening import PeerRefused, open_checked_websocket
 
 log = logging.getLogger(__name__)
 
@@ -108,8 +108,11 @@ RECEIVE_BUFFER = 256 * 1024
 # ViewerSession._connect_once).
 OPENING_GRACE = 1.0
 CLOSE_TRY_AGAIN = 1013
-# WSL2 (-o windows_paths=wsl): the viewer listens on the Windows side, out of /proc/net/tcp's sight.
-WINDOWS_SIDE = "the viewer's listener is on the Windows side; relying on the challenge"
+# The other end of the connection is not in /proc/net/tcp (peer.check_connection): in WSL2
+# (-o windows_paths=wsl) the viewer listens on the Windows side; otherwise another host.
+RELYING = "; relying on the challenge"
+WINDOWS_SIDE = "the viewer's listener is on the Windows side" + RELYING
+PEER_UNSEEN = "the viewer's end of the connection is not in /proc/net/tcp" + RELYING
 # Frames from this size on are parsed in steps (see _Connection.handle_big_frame).
 STEPPED_FRAME = 1 << 20
 
@@ -169,7 +172,7 @@ class _Connection:
         self.refused = ""  # why we refused the peer's handshake: the connection then ends
         self.last_sent_size = 0  # for the log when the viewer closes with 1009
         self.ready = False  # object.list answered and on_connected delivered
-        self.listener_note = ""  # WINDOWS_SIDE when the listener could not be checked (WSL2)
+        self.listener_note = ""  # WINDOWS_SIDE or PEER_UNSEEN: the other end could not be checked
 
     # --- teardown -------------------------------------------------------------------------------
 
@@ -565,25 +568,34 @@ class ViewerSession:
 
     async def _connect_once(self) -> bool:
         """Run one connection to its end; True if the viewer accepted us (session.ok)."""
+        # Who holds the port, before connecting: an impostor already there gets no connection at all.
         refusal = await peer.check_listener(self.host, self.port)
-        if refusal is not None:  # an impostor holds the viewer's port: never connect to it
+        if refusal is not None:
             return self._retry_later(refusal, warn=True)
-        # WSL2: a viewer on the Windows side is out of /proc/net/tcp's sight; not a refusal.
-        unseen = self.paths.mapper.mode == "wsl" and not await peer.listener_visible(self.host, self.port)
+        unseen = False
+
+        async def check_peer(stream: trio.SocketStream) -> None:
+            # Who holds the other end, once connected and before a byte is sent or read: whoever
+            # took the port after the check above is caught here (issue 21).
+            nonlocal unseen
+            verdict = await peer.check_connection(stream.socket)
+            if verdict.refusal:
+                raise PeerRefused(verdict.refusal)
+            unseen = not verdict.seen
+
         conn: _Connection | None = None
-        # trio-websocket 0.12.2's connect_timeout does not end an opening whose peer accepted the
-        # TCP connection and never answers the HTTP upgrade: its timeout fires, but open_websocket
-        # then waits for its reader task, which waits on the silent peer (measured: no retry for as
-        # long as the peer holds the connection). This deadline, a little after the library's,
-        # bounds the whole opening, and is lifted once the connection is open.
+        # open_checked_websocket bounds the opening (connect, check, upgrade) by connect_timeout. This
+        # deadline, a little later, is the backstop: trio-websocket 0.12.2's own open_websocket did not
+        # end an opening whose peer accepted the TCP connection and never answered the upgrade (it
+        # waited for its reader task, which waited on the silent peer). Lifted once the connection is open.
         opening = trio.CancelScope(deadline=trio.current_time() + self.connect_timeout + OPENING_GRACE)
         try:
             with opening:
-                async with open_websocket(
+                async with open_checked_websocket(
                     self.host,
                     self.port,
                     "/",
-                    use_ssl=False,
+                    check=check_peer,
                     max_message_size=MAX_MESSAGE_SIZE,
                     receive_buffer_size=RECEIVE_BUFFER,
                     connect_timeout=self.connect_timeout,
@@ -594,7 +606,9 @@ class ViewerSession:
                     try:
                         async with trio.open_nursery() as nursery:
                             conn = _Connection(self, ws, nursery)
-                            conn.listener_note = WINDOWS_SIDE if unseen else ""
+                            if unseen:
+                                wsl = self.paths.mapper.mode == "wsl"
+                                conn.listener_note = WINDOWS_SIDE if wsl else PEER_UNSEEN
                             self._conn = conn
                             nursery.start_soon(self._handshake_watchdog, conn)
                             await conn.read_loop()
@@ -615,6 +629,8 @@ class ViewerSession:
                             conn.fail_pending(conn.close_reason or "session stopped")
             if opening.cancelled_caught:
                 return self._not_opened()
+        except PeerRefused as exc:  # an impostor took the port: not a byte went to it
+            return self._retry_later(str(exc), warn=True)
         except ConnectionTimeout:
             return self._not_opened()
         except HandshakeError as exc:
@@ -821,8 +837,8 @@ class ViewerSession:
         )
         answer: str | None = None
         if hs.challenge is None and conn.listener_note:
-            conn.listener_note = ("the viewer's listener is on the Windows side and its handshake has no "
-                                  "challenge: nothing vouches for it")
+            conn.listener_note = (conn.listener_note.removesuffix(RELYING)
+                                  + " and its handshake has no challenge: nothing vouches for it")
             log.warning("%s", conn.listener_note)
         elif conn.listener_note:
             log.info("%s", conn.listener_note)

@@ -33,6 +33,48 @@ async def test_impostor_on_the_viewer_port_is_refused_until_the_viewer_comes(mou
     assert "Hello Cube" in await m.out("ls", m.mnt)
 
 
+# Loaded by the daemon's Python at startup (PYTHONPATH): the look before connecting always "sees our
+# own listener", as when another uid takes the port between that look and the connect.
+LOST_RACE = """
+from slfs.session import peer
+
+
+async def _saw_ours(host, port):
+    return None
+
+
+peer.check_listener = _saw_ours
+"""
+
+
+async def test_impostor_that_wins_the_race_for_the_port_gets_not_a_byte(mount_factory: MountFactory,
+                                                                       tmp_path: Path) -> None:
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(LOST_RACE)
+    pythonpath = os.pathsep.join(p for p in (str(hook), os.environ.get("PYTHONPATH", "")) if p)
+    m = await mount_factory(sim=False, start=False)
+    want = (f"the connection to 127.0.0.1:{m.port} is served by uid {NOBODY}, not by us (uid {os.geteuid()}); "
+            "not talking to it")
+    async with foreign_listener(m.port) as impostor:
+        await m.start_daemon(wait_state=None, extra_env={"PYTHONPATH": pythonpath})
+
+        async def refused() -> bool:
+            status = await m.status()
+            return status.get("state") == "connecting" and want in status.get("state_detail", "")
+
+        await m.wait_for(refused, 20, "the status names the uid serving the connection")
+    assert impostor.report is not None
+    assert impostor.report["connections"] >= 1  # it was connected to (the first look was fooled) ...
+    assert impostor.report["bytes"] == 0  # ... and got not a byte: no upgrade, no challenge answer
+    warned = [line for line in m.log_text().splitlines() if line.endswith(f"WARNING slfs.session.session: {want}")]
+    assert len(warned) == 1  # logged once, not once per retry
+    # Our viewer starts later on the same port: the connection is ours, and the mount takes it.
+    await m.start_sim()
+    await m.wait_live("connected")
+    assert "Hello Cube" in await m.out("ls", m.mnt)
+
+
 async def test_long_runtime_dir_gets_a_short_control_socket(mount_factory: MountFactory, tmp_path: Path) -> None:
     long_dir = tmp_path / ("r" * (150 - len(str(tmp_path)) - 1))
     assert len(str(long_dir)) == 150

@@ -52,53 +52,55 @@ def wine(prefix: Path) -> PathTranslator:
 
 
 def test_a_windows_path_is_read_through_the_prefix(prefix: Path) -> None:
-    (temp_of(prefix) / "ch.tmp").write_text(UUID + "\n")
-    assert read_challenge(r"C:\users\Resident\Temp\ch.tmp", wine(prefix).to_local) == UUID
-    assert read_challenge(r"c:/USERS/resident/temp/CH.TMP", wine(prefix).to_local) == UUID  # any case
+    (temp_of(prefix) / "sl_script_challenge.tmp").write_text(UUID + "\n")
+    assert read_challenge(r"C:\users\Resident\Temp\sl_script_challenge.tmp", wine(prefix).to_local) == UUID
+    # Any case, as Windows takes it.
+    assert read_challenge(r"c:/USERS/resident/temp/SL_Script_Challenge.TMP", wine(prefix).to_local) == UUID
 
 
 def test_the_translated_file_gets_every_check(prefix: Path) -> None:
     to_local = wine(prefix).to_local
     temp = temp_of(prefix)
-    (temp / "real").write_text(UUID)
-    os.symlink(temp / "real", temp / "link")
-    with pytest.raises(ChallengeError, match=r"'C:\\\\users\\\\Resident\\\\Temp\\\\link' \(here .*link'\) is a "
+    (temp / "sl_script_challenge_real.tmp").write_text(UUID)
+    os.symlink(temp / "sl_script_challenge_real.tmp", temp / "sl_script_challenge_link.tmp")
+    with pytest.raises(ChallengeError, match=r"'C:\\\\users\\\\Resident\\\\Temp\\\\sl_script_challenge_link.tmp' "
+                                             r"\(here .*link.tmp'\) is a "
                                              "symbolic link"):
-        read_challenge(r"C:\users\Resident\Temp\link", to_local)
+        read_challenge(r"C:\users\Resident\Temp\sl_script_challenge_link.tmp", to_local)
     with pytest.raises(ChallengeError, match="does not exist"):
-        read_challenge(r"C:\users\Resident\Temp\nope", to_local)
-    (temp / "dir").mkdir()
+        read_challenge(r"C:\users\Resident\Temp\sl_script_challenge_nope.tmp", to_local)
+    (temp / "sl_script_challenge_dir.tmp").mkdir()
     with pytest.raises(ChallengeError, match="not a regular file"):
-        read_challenge(r"C:\users\Resident\Temp\dir", to_local)
-    (temp / "key").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+        read_challenge(r"C:\users\Resident\Temp\sl_script_challenge_dir.tmp", to_local)
+    (temp / "sl_script_challenge_key.tmp").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
     with pytest.raises(ChallengeError, match="does not hold a UUID"):
-        read_challenge(r"C:\users\Resident\Temp\key", to_local)
-    (temp / "two").write_text(f"{UUID}\n{UUID}\n")
+        read_challenge(r"C:\users\Resident\Temp\sl_script_challenge_key.tmp", to_local)
+    (temp / "sl_script_challenge_two.tmp").write_text(f"{UUID}\n{UUID}\n")
     with pytest.raises(ChallengeError, match="does not hold a UUID"):
-        read_challenge(r"C:\users\Resident\Temp\two", to_local)
-    (temp / "big").write_text(UUID + " " * 2000)
+        read_challenge(r"C:\users\Resident\Temp\sl_script_challenge_two.tmp", to_local)
+    (temp / "sl_script_challenge_big.tmp").write_text(UUID + " " * 2000)
     with pytest.raises(ChallengeError, match="too big"):
-        read_challenge(r"C:\users\Resident\Temp\big", to_local)
-    os.mkfifo(temp / "fifo")
+        read_challenge(r"C:\users\Resident\Temp\sl_script_challenge_big.tmp", to_local)
+    os.mkfifo(temp / "sl_script_challenge_fifo.tmp")
     with pytest.raises(ChallengeError, match="not a regular file"):
-        read_challenge(r"C:\users\Resident\Temp\fifo", to_local)
+        read_challenge(r"C:\users\Resident\Temp\sl_script_challenge_fifo.tmp", to_local)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a file to another uid")
 def test_a_translated_file_of_another_uid_is_refused(prefix: Path) -> None:
-    path = temp_of(prefix) / "theirs"
+    path = temp_of(prefix) / "sl_script_challenge_theirs.tmp"
     path.write_text(UUID)
     os.chown(path, 4321, 4321)
     with pytest.raises(ChallengeError, match="owned by uid 4321"):
-        read_challenge(r"C:\users\Resident\Temp\theirs", wine(prefix).to_local)
+        read_challenge(r"C:\users\Resident\Temp\sl_script_challenge_theirs.tmp", wine(prefix).to_local)
 
 
 @pytest.mark.parametrize(("path", "why"), [
-    (r"C:\users\Resident\Temp\..\..\..\..\etc\passwd", r"'\.\.' component"),
-    (r"\\server\share\ch.tmp", "UNC"),
-    (r"\\?\C:\ch.tmp", "device path"),
-    ("C:ch.tmp", "drive-relative"),
-    (r"Q:\ch.tmp", r"drive Q: has no link .*-o wine_prefix=DIR"),
+    (r"C:\users\Resident\Temp\..\..\..\..\tmp\sl_script_challenge.tmp", r"'\.\.' component"),
+    (r"\\server\share\sl_script_challenge.tmp", "UNC"),
+    (r"\\?\C:\sl_script_challenge.tmp", "device path"),
+    (r"C:Temp\sl_script_challenge.tmp", "drive-relative"),
+    (r"Q:\sl_script_challenge.tmp", r"drive Q: has no link .*-o wine_prefix=DIR"),
 ])
 def test_an_untranslatable_path_is_refused_with_the_option(prefix: Path, path: str, why: str) -> None:
     with pytest.raises(ChallengeError, match=why) as info:
@@ -108,13 +110,13 @@ def test_an_untranslatable_path_is_refused_with_the_option(prefix: Path, path: s
 
 def test_native_mode_names_the_option_to_set() -> None:
     with pytest.raises(ChallengeError, match=r"set -o windows_paths=wine .* or -o windows_paths=wsl"):
-        read_challenge(r"C:\users\Resident\Temp\ch.tmp", PathTranslator().to_local)
+        read_challenge(r"C:\users\Resident\Temp\sl_script_challenge.tmp", PathTranslator().to_local)
 
 
 def test_a_posix_path_is_unchanged_by_any_translator(tmp_path: Path, prefix: Path) -> None:
-    (tmp_path / "c").write_text(UUID)
-    assert read_challenge(str(tmp_path / "c"), wine(prefix).to_local) == UUID
-    assert read_challenge(str(tmp_path / "c"), PathTranslator().to_local) == UUID
+    (tmp_path / "sl_script_challenge_c.tmp").write_text(UUID)
+    assert read_challenge(str(tmp_path / "sl_script_challenge_c.tmp"), wine(prefix).to_local) == UUID
+    assert read_challenge(str(tmp_path / "sl_script_challenge_c.tmp"), PathTranslator().to_local) == UUID
 
 
 # --- the session against a Windows viewer -------------------------------------------------------
@@ -149,12 +151,12 @@ async def test_wsl_listener_on_the_windows_side_is_said_not_refused(tmp_path: Pa
     def name(path: str) -> str:
         return "C:\\" + os.path.relpath(path, tmp_path / "c").replace("/", "\\")
 
-    async def unseen(host: str, port: int) -> bool:
-        return False  # as in WSL2: the viewer listens on the Windows side
+    def unseen(proc: str = "/proc") -> list[peer.TcpSocket]:
+        return []  # as in WSL2: the viewer listens on the Windows side, out of /proc/net/tcp's sight
 
     paths = PathTranslator(PathMapper(mode="wsl", windows_mount=str(tmp_path)))
     fake = FakeViewer(challenge_dir=str(tmp_path / "c" / "Temp"), name_challenge=name)
-    monkeypatch.setattr(peer, "listener_visible", unseen)
+    monkeypatch.setattr(peer, "read_sockets", unseen)
     with trio.fail_after(10):
         async with running(fake, paths=paths) as (session, _rec, _n):
             await session.wait_connected(5)
@@ -175,10 +177,10 @@ async def test_wsl_listener_seen_locally_is_checked_as_ever(tmp_path: Path) -> N
 
 async def test_wsl_unseen_listener_without_a_challenge_says_nothing_vouches(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    async def unseen(host: str, port: int) -> bool:
-        return False
+    def unseen(proc: str = "/proc") -> list[peer.TcpSocket]:
+        return []
 
-    monkeypatch.setattr(peer, "listener_visible", unseen)
+    monkeypatch.setattr(peer, "read_sockets", unseen)
     fake = FakeViewer(challenge=False)
     paths = PathTranslator(PathMapper(mode="wsl", windows_mount=str(tmp_path)))
     with trio.fail_after(10):

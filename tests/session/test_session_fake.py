@@ -266,7 +266,7 @@ async def test_bad_challenge_file_answers_error() -> None:
     fake = FakeViewer()
 
     async def handshake(conn: FakeConn) -> bool:
-        resp = await conn.call("session.handshake", {"challenge": "/nonexistent/challenge.tmp"})
+        resp = await conn.call("session.handshake", {"challenge": "/nonexistent/sl_script_challenge_1.tmp"})
         fake.handshake_answers.append(resp)
         await conn.close()
         return False

@@ -221,3 +221,17 @@ async def test_runtime_notifications() -> None:
             await rec.wait_for(lambda: "syntax" in rec.names())
             assert rec.of("debug")[0].message == "hello"
             assert rec.of("error")[0].item_id == item_id
+
+
+@pytest.mark.parametrize(("version", "generation"), [(1, None), (2, None), (1, "G1"), (1, "G2"), (1, "G3"),
+                                                     (2, "G4")])
+async def test_every_viewers_challenge_file_is_answered(version: int, generation: str | None) -> None:
+    """Each generation's own challenge file (its name, its mode: G1/G2's default permissions are
+    world-readable) passes every check, so the viewer gets the right answer and says session.ok."""
+    with trio.fail_after(10):
+        async with with_sim(version, {"generation": generation}) as (sim, session, _rec, _):
+            await session.wait_connected(5)
+            (path,) = sim.challenge_files
+            name = os.path.basename(path)
+            assert name.startswith("sl_script_challenge") and name.endswith(".tmp")
+            assert sim.client_handshakes[0]["challenge_response"]
