@@ -71,8 +71,8 @@ def check_template(open_cmd: str) -> list[str]:
     or begin one (`{path}:{line}`): the word then begins with `/`, never an option; inside a word
     (`-c 'e {path}'`, `+{path}`) the file name would be read by the editor as a command."""
     words = shlex.split(open_cmd)  # never through a shell: the path is one argument
-    if not words:
-        raise ValueError("an empty command")
+    if not words or not words[0]:
+        raise ValueError("no program to run")
     if _TEMPLATE.search(words[0]):
         raise ValueError("the program (the first word) cannot be {path} or {line}")
     for word in words[1:]:
