@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import math
 import os
-import shlex
 
 import attrs
 
 from ..winpaths import CHOICES as WINDOWS_PATHS_CHOICES
+from .launch import check_template
 
 VM_CHOICES = ("mono", "lsl2", "luau")
 
@@ -74,7 +74,7 @@ def parse_options(items: list[str]) -> Options:
                 if not sep or not value.strip():
                     raise ValueError("-o open_cmd needs a command, e.g. open_cmd='code -g {path}:{line}'")
                 try:
-                    shlex.split(value)  # as workspace.py splits it to run it (never through a shell)
+                    check_template(value)  # as launch.py splits it to run it (never through a shell)
                 except ValueError as exc:
                     raise ValueError(f"-o open_cmd={value!r}: {exc}") from None
                 kw["open_cmd"] = value

@@ -12,7 +12,6 @@ import errno
 import logging
 import math
 import os
-import subprocess
 import time
 from collections.abc import Callable
 from typing import Any
@@ -39,10 +38,11 @@ from ..protocol.types import (
 )
 from ..session import CONNECTED, NotConnected, SessionInfo, ViewerSession
 from ..sources import envelope
-from ..winpaths import PathTranslator, WindowsPathError, detect
+from ..winpaths import PathTranslator, detect
 from .compiles import CompileReport, compiled_report, event_fields
 from .errors import CallCut, FsError, from_rpc, region_down, transient_read_error
 from .invalidations import PendingInvalidations
+from .launch import EditorCommands
 from .live import LIVE_DIR_KEY, LiveScripts
 from .options import Options
 from .runtime import attribute
@@ -89,6 +89,7 @@ class Workspace:
         self.session = ViewerSession(self, host, port, **session_kw)
         self.info: SessionInfo | None = None
         self.live = LiveScripts(self)
+        self.editor = EditorCommands(self)
         self.state = "connecting"
         self.state_detail = "starting"
         self.last_error = ""
@@ -313,54 +314,9 @@ class Workspace:
         self.invalidations.add(EntryChanged(self.tree.inode_for(LIVE_DIR_KEY), name))
 
     def on_editor_command(self, command: str, params: dict[str, Any]) -> None:
-        if command == "editor.show_message":
-            level = str(params.get("level") or "info")
-            message = str(params.get("message", ""))
-            log.log(logging.ERROR if level == "error" else logging.WARNING if level == "warn" else logging.INFO,
-                    "viewer says: %s", message)
-            self.emit("viewer.message", level=level, message=message)
-            self.spawn(self._notify, level, message)
-        elif command == "editor.open_file":
-            path, line = str(params.get("path", "")), params.get("line")
-            try:
-                path = self.paths.to_local(path) if path else path
-            except WindowsPathError as exc:
-                self.note_error(f"editor.open_file: {exc}")
-                self.emit("viewer.open_file", path=path, line=line, error=str(exc))
-                return
-            self.emit("viewer.open_file", path=path, line=line)
-            if self.options.open_cmd and path:
-                self.spawn(self._open_file, path, line)
-        else:
+        # editor.open_file and editor.show_message start programs on the peer's word: launch.py.
+        if not self.editor.on_command(command, params):
             self.emit("viewer.command", command=command, params=params)
-
-    async def _notify(self, level: str, message: str) -> None:
-        import shutil
-
-        exe = shutil.which("notify-send")
-        if exe is None:
-            return
-        urgency = {"error": "critical", "warn": "normal"}.get(level, "low")
-        with trio.move_on_after(10):
-            try:
-                await trio.run_process([exe, "-u", urgency, "Second Life", message], check=False,
-                                       capture_stdout=True, capture_stderr=True)
-            except OSError as exc:
-                log.debug("notify-send failed: %s", exc)
-
-    async def _open_file(self, path: str, line: Any) -> None:
-        """Run the user's editor as an argument vector (never a shell: the path is viewer-sent)."""
-        import shlex
-
-        assert self.options.open_cmd is not None
-        argv = [a.replace("{path}", path).replace("{line}", str(line or 1)) for a in shlex.split(self.options.open_cmd)]
-        if not any("{path}" in a for a in shlex.split(self.options.open_cmd)):
-            argv.append(path)
-        try:
-            await trio.run_process(argv, check=False, stdin=subprocess.DEVNULL, capture_stdout=True,
-                                   capture_stderr=True)
-        except OSError as exc:
-            self.note_error(f"open_cmd {argv[0]!r} failed: {exc}")
 
     # --- calls ------------------------------------------------------------------------------
 

@@ -36,17 +36,19 @@ async def test_open_file_runs_the_configured_editor_without_a_shell(mount_factor
     editor.write_text("#!/usr/bin/env python3\nimport json, sys\n"
                       f"json.dump(sys.argv[1:], open({str(record)!r}, 'w'))\n")
     editor.chmod(editor.stat().st_mode | stat.S_IXUSR)
-    pwned = tmp_path / "pwned"
     m = await mount_factory(options=[f"open_cmd={editor} --line {{line}} {{path}}"])
     assert m.sim is not None
-    hostile = f"/x/a b; touch {pwned}"
-    (resp,) = await m.sim.execute_on_clients("editor.open_file", {"path": hostile, "line": 7})
+    # A file in the mount (only those are opened: tests/e2e/test_editor_launch.py) named to break a shell.
+    hostile = m.path("Hello Cube", ".a b; touch pwned $(touch pwned)")
+    await m.thread(hostile.write_text, "x\n")
+    (resp,) = await m.sim.execute_on_clients("editor.open_file", {"path": str(hostile), "line": 7})
     assert resp.error is None
     with trio.fail_after(10):
         while not record.exists():
             await trio.sleep(0.05)
-    assert json.loads(record.read_text()) == ["--line", "7", hostile]
-    assert not pwned.exists()
+    real = await m.thread(os.path.realpath, hostile)
+    assert json.loads(record.read_text()) == ["--line", "7", real]  # one word, no shell
+    assert not (await m.thread(os.path.exists, m.path("Hello Cube", "pwned")))
 
 
 async def test_open_file_without_an_editor_is_only_an_event(mount_factory: MountFactory) -> None:

@@ -114,20 +114,23 @@ async def test_editor_open_file_gets_the_local_path(tmp_path: Path, monkeypatch:
                 return {}
 
         fs.ws.attach(Sink())
-        ran: list[tuple[str, Any]] = []
+        ran: list[str] = []
 
-        async def opened(path: str, line: Any) -> None:
-            ran.append((path, line))
+        async def opened(path: str, _live: Any) -> str:  # the mount check (unit-tested) passes it
+            ran.append(path)
+            return path
 
-        monkeypatch.setattr(fs.ws, "_open_file", opened)
+        monkeypatch.setattr(fs.ws.editor, "_resolve", opened)
         monkeypatch.setattr(fs.ws, "options", attrs.evolve(options, open_cmd="true"))
         fs.ws.on_editor_command("editor.open_file", {"path": r"C:\Projects\x.lsl", "line": 3})
         fs.ws.on_editor_command("editor.open_file", {"path": r"\\server\share\x.lsl"})
         with trio.fail_after(5):
             while not ran:
                 await trio.sleep(0.01)
-        assert ran == [(str(root / "Projects" / "x.lsl"), 3)]
+        assert ran == [str(root / "Projects" / "x.lsl")]
+        await trio.sleep(0.05)  # the refused one tells at once, the other once checked
         opened_events = [e for e in events if e["type"] == "viewer.open_file"]
-        assert opened_events[0]["path"] == str(root / "Projects" / "x.lsl")
-        assert "UNC" in str(opened_events[1]["error"]) and "editor.open_file" in fs.ws.last_error
+        good, bad = sorted(opened_events, key=lambda e: "error" in e)
+        assert good["path"] == str(root / "Projects" / "x.lsl") and good["line"] == 3
+        assert "UNC" in str(bad["error"]) and "editor.open_file" in fs.ws.last_error
         assert len(ran) == 1  # the refused one ran nothing
