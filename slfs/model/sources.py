@@ -11,6 +11,12 @@ Includes are found through the model, never through the mount (that would deadlo
 file's folder as the mount shows it (the prim's items under their file names, then its local
 overlay files), then the `include` directories. The expansion runs in a worker thread; it asks
 for each include through `trio.from_thread.run`, so an item not fetched yet is fetched as for a read.
+The thread cannot be stopped from outside: the expansions stop themselves at their limits
+(`slfs.sources.LimitExceeded`, EFBIG here), so no save leaves a thread spinning.
+
+The in-world text names files (`__FILE__`, Luau's `-- @line` markers) by their path relative to
+the mount or to their include directory: other residents read it, and a local absolute path would
+tell them the user's home and login name.
 """
 
 from __future__ import annotations
@@ -28,7 +34,17 @@ import trio
 
 from .. import __version__, paths
 from ..protocol.types import Diagnostic
-from ..sources import AgentMacros, Expansion, PreprocessError, Source, detect, envelope
+from ..sources import (
+    INCLUDE_LIMIT,
+    INWORLD_LIMIT,
+    AgentMacros,
+    Expansion,
+    LimitExceeded,
+    PreprocessError,
+    Source,
+    detect,
+    envelope,
+)
 from .compiles import CompileReport, Place
 from .errors import FsError
 from .overlay import Overlay
@@ -37,7 +53,7 @@ from .workspace import Workspace
 
 log = logging.getLogger(__name__)
 
-SCRIPT_LIMIT = 262_144  # bytes of a script asset, envelope included
+SCRIPT_LIMIT = INWORLD_LIMIT  # bytes of a script asset, envelope included
 PROGRAM = f"slfs {__version__}"
 
 
@@ -91,11 +107,28 @@ class Sources:
                 return None
         return node if isinstance(node, Folder) else None
 
+    def inworld_name(self, path: str) -> str:
+        """How the in-world text names the file at `path` (a mount path or an include directory's
+        file): relative to the mount or to the include directory, else its last component."""
+        tree_path = self._tree_path(path)
+        if tree_path is not None:
+            return tree_path or posixpath.basename(path)
+        for directory in self.include_dirs():
+            if _within(path, directory):
+                relative = os.path.relpath(os.path.abspath(path), os.path.abspath(directory))
+                if not relative.startswith(".."):
+                    return relative
+        return posixpath.basename(path)
+
     def searched(self, name: str, including: str, angle: bool) -> list[str]:
         places = [] if angle else [posixpath.dirname(including)]
         return places + self.include_dirs()
 
     async def find(self, name: str, including: str, angle: bool) -> Source | None:
+        found = await self._find(name, including, angle)
+        return attrs.evolve(found, shown=self.inworld_name(found.path)) if found is not None else None
+
+    async def _find(self, name: str, including: str, angle: bool) -> Source | None:
         # The source may be a peer's (an enveloped script the viewer sent): an include never
         # reaches outside the places the search order names, so no other file of the user's can
         # end up in-world through one. Absolute names and names that climb out are not found.
@@ -151,7 +184,7 @@ class Sources:
             if local is None:
                 return None
             shown = self.abspath(posixpath.join(self.tree.path_of(node), rest))
-            return Source(path=shown, text=local.text, key=local.path)
+            return Source(path=shown, text=local.text, key=local.path, oversize=local.oversize)
         return None
 
     # --- building ------------------------------------------------------------------------
@@ -180,8 +213,14 @@ class Sources:
         """Expand `source` (the file at the absolute path `main`; its quoted includes are searched
         from `search_dir`, by default main's folder) and wrap it. None when a Luau source has no
         require that resolves and no envelope yet. Raises BuildFailed."""
+        size = len(source.encode("utf-8"))
+        if size > SCRIPT_LIMIT:  # the envelope holds the source: too big before any expansion
+            message = f"the source is {size} bytes; scripts hold at most {SCRIPT_LIMIT} bytes (the in-world limit)"
+            raise BuildFailed(_failure(Place(main, 1), 1, message),
+                              FsError(errno.EFBIG, f"{main}: source of {size} bytes exceeds {SCRIPT_LIMIT}"))
         token = trio.lowlevel.current_trio_token()
         resolver = _ThreadResolver(self, token, main, search_dir)
+        name = self.inworld_name(main)
         info = self.ws.info
         macros = AgentMacros(agent_id=info.agent_id, agent_name=info.agent_name) if info else AgentMacros()
         now = datetime.datetime.now(datetime.UTC)
@@ -191,13 +230,17 @@ class Sources:
                 from ..sources import luau as luau_sources
                 if not enveloped and not luau_sources.resolvable_requires(source, main, resolver):
                     return None
-                return luau_sources.expand_luau(source, main, resolver)
+                return luau_sources.expand_luau(source, main, resolver, name=name)
             from ..sources.lsl import expand_lsl
             return expand_lsl(source, main, resolver, macros=macros, lazy_lists=self.options.lazy_lists,
-                              switch=self.options.switch, now=now)
+                              switch=self.options.switch, now=now, name=name)
 
         try:
             expansion = await trio.to_thread.run_sync(expand)
+        except LimitExceeded as exc:
+            log.warning("%s: not built, the %s limit: %s", main, exc.limit, exc)
+            raise BuildFailed(_failure(Place(exc.path, exc.row), exc.col, exc.message),
+                              FsError(errno.EFBIG, f"{main}: {exc}")) from None
         except PreprocessError as exc:
             raise BuildFailed(_failure(Place(exc.path, exc.row), exc.col, exc.message),
                               FsError(errno.EIO, f"{main}: {exc}")) from None
@@ -300,17 +343,21 @@ def _within(path: str, root: str) -> bool:
 
 
 async def _local(path: str, root: str) -> Source | None:
-    """A regular file of the local file system inside `root` (an include directory, an overlay)."""
+    """A regular file of the local file system inside `root` (an include directory, an overlay).
+    No more than INCLUDE_LIMIT bytes are read: a larger file comes back `oversize`."""
     if not _within(path, root):
         return None
 
-    def read() -> str | None:
+    def read() -> bytes | None:
         try:
             with open(path, "rb") as f:
-                return f.read().decode("utf-8", "replace")
+                return f.read(INCLUDE_LIMIT + 1)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError):
             return None
     if not os.path.isfile(path):
         return None
-    text = await trio.to_thread.run_sync(read)
-    return Source(path=os.path.abspath(path), text=text) if text is not None else None
+    data = await trio.to_thread.run_sync(read)
+    if data is None:
+        return None
+    text = data[:INCLUDE_LIMIT].decode("utf-8", "replace")
+    return Source(path=os.path.abspath(path), text=text, oversize=len(data) > INCLUDE_LIMIT)

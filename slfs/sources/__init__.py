@@ -15,9 +15,15 @@ the viewer's diagnostics can be mapped back to sources and includes.
 
 from __future__ import annotations
 
+import posixpath
 from typing import Protocol
 
 import attrs
+
+# The limits of one expansion, checked while it runs: the expansion runs in a worker thread,
+# which nothing can stop from outside, so every input must stop by itself, soon.
+INWORLD_LIMIT = 262_144  # bytes of a script asset, envelope included (the viewer's limit)
+INCLUDE_LIMIT = 4 * INWORLD_LIMIT  # bytes of one include file read (comments make them larger)
 
 
 @attrs.frozen
@@ -40,15 +46,24 @@ class Line:
 @attrs.frozen
 class Source:
     """A file an include resolved to: `path` as shown in diagnostics, `text` its (decoded) source,
-    `key` a stable identity for include-once and cycle detection (defaults to `path`)."""
+    `key` a stable identity for include-once and cycle detection (defaults to `path`), `shown`
+    its name in the in-world text (`__FILE__`, line markers): relative to the mount or to its
+    include directory, never a local absolute path (defaults to the last component of `path`).
+    `oversize` says the file is larger than INCLUDE_LIMIT (`text` is then only its start)."""
 
     path: str
     text: str
     key: str = ""
+    shown: str = ""
+    oversize: bool = False
 
     @property
     def identity(self) -> str:
         return self.key or self.path
+
+    @property
+    def inworld_name(self) -> str:
+        return self.shown or posixpath.basename(self.path)
 
 
 class Resolver(Protocol):
@@ -87,6 +102,15 @@ class PreprocessError(Exception):
         self.row = row
         self.col = col
         self.message = message
+
+
+class LimitExceeded(PreprocessError):
+    """An expansion stopped at one of its limits (the in-world size, the work budget, a nesting
+    depth): the save fails with EFBIG. `limit` names the limit for the message."""
+
+    def __init__(self, path: str, row: int, col: int, message: str, limit: str) -> None:
+        super().__init__(path, row, col, message)
+        self.limit = limit
 
 
 @attrs.frozen

@@ -51,16 +51,56 @@ The scanning is done over tokens (identifiers, numbers, strings with escapes, co
 so nothing inside a string literal is ever rewritten. A `case` or `default` label outside a switch,
 a switch without a `{` body, unbalanced parentheses or braces in a switch, a case without its `:`,
 and a second `default` raise `PreprocessError`.
+
+Both steps run in the expansion's worker thread, which nothing can stop from outside: they count
+the tokens they scan and stop at WORK_LIMIT (casts nested thousands deep need a pass each,
+thousands of unclosed `a[` a scan to the end each), and switches nest at most MAX_SWITCH_DEPTH
+deep; both raise `LimitExceeded` (the save's EFBIG).
 """
 
 from __future__ import annotations
 
 import bisect
 import re
+import threading
+from collections.abc import Callable
 
 import attrs
 
-from slfs.sources import Line, Origin, PreprocessError
+from slfs.sources import LimitExceeded, Line, Origin, PreprocessError
+
+WORK_LIMIT = 20_000_000  # tokens scanned by one step; a 64 KiB script takes some 100,000
+MAX_SWITCH_DEPTH = 64
+
+
+class _OverBudget(Exception):
+    pass
+
+
+# The tokens scanned so far by the step running in this thread (saves expand in parallel threads).
+_scanned = threading.local()
+
+
+def _spend(steps: int) -> None:
+    _scanned.steps = getattr(_scanned, "steps", 0) + steps
+    if _scanned.steps > WORK_LIMIT:
+        raise _OverBudget
+
+
+def _bounded(step: str, lines: list[Line], run: Callable[[list[Line]], list[Line]]) -> list[Line]:
+    """`run(lines)` with a fresh count; over the limit, a LimitExceeded at the text's first line."""
+    _scanned.steps = 0
+    try:
+        return run(lines)
+    except _OverBudget:
+        origin = lines[0].origin
+        raise LimitExceeded(origin.path, origin.row, 1, f"Firestorm's {step} step stopped after {WORK_LIMIT} "
+                            "tokens scanned (its work limit)", "work") from None
+    except RecursionError:
+        origin = lines[0].origin
+        raise LimitExceeded(origin.path, origin.row, 1, f"Firestorm's {step} step: nested too deeply "
+                            "(its nesting limit)", "nesting") from None
+
 
 HELPER = (
     "list lazy_list_set(list target, integer index, list value)",
@@ -110,6 +150,7 @@ class _Tok:
 
 def _tokens(text: str) -> list[_Tok]:
     """The tokens of `text`, blanks and comments left out (their text stays between tokens)."""
+    _spend(len(text) // 4)
     out = []
     for m in _TOKEN.finditer(text):
         kind = m.lastgroup or "op"
@@ -133,7 +174,9 @@ def _closing(toks: list[_Tok], i: int, end: int) -> int | None:
         elif t.text == right:
             depth -= 1
             if depth == 0:
+                _spend(k - i)
                 return k
+    _spend(end - i)
     return None
 
 
@@ -171,6 +214,10 @@ def lazy_lists(lines: list[Line]) -> list[Line]:
     """Firestorm's lazy lists: `a[i] = v;` and `(type)a[i]` rewritten, the helper in front once."""
     if not lines:
         return []
+    return _bounded("lazy-list", lines, _lazy_lists)
+
+
+def _lazy_lists(lines: list[Line]) -> list[Line]:
     src = _Text(lines)
     text, first = _lazy_assignments(src.text)
     for names, function in _CASTS:
@@ -208,7 +255,9 @@ def _assignment_at(toks: list[_Tok], i: int) -> tuple[int, int] | None:
         elif t.text == ")" and depth > 0:
             depth -= 1
         elif t.text == ")" or (t.text == ";" and depth == 0):
+            _spend(k - close)
             return (close, k) if k > close + 2 else None
+    _spend(n - close)
     return None
 
 
@@ -318,6 +367,7 @@ class _Switch:
     cases: list[_Case] = attrs.Factory(list)
     default: int | None = None  # index of `default`
     breaks: list[int] = attrs.Factory(list)
+    case_at: dict[int, _Case] = attrs.Factory(dict)  # token index of `case` -> its case
 
     @property
     def needs_end(self) -> bool:
@@ -334,6 +384,7 @@ class _Parse:
         self.switches: list[_Switch] = []
         # token index -> what stands there: a switch's head or end, a case, a default, a break
         self.at: dict[int, tuple[str, _Switch]] = {}
+        self.depth = 0
         self.scan(0, len(toks), None)
 
     def label(self, base: str) -> str:
@@ -364,6 +415,7 @@ class _Parse:
                     raise self.src.error(t.start, "case without a value")
                 label = self.label(f"sw{switch.number}_case{len(switch.cases) + 1}")
                 switch.cases.append(_Case(i, delimiter, label))
+                switch.case_at[i] = switch.cases[-1]
                 self.at[i] = ("case", switch)
                 i = delimiter + 1 if toks[delimiter].text == ":" else delimiter
             elif t.text == "default" and following in (":", "{"):
@@ -397,11 +449,15 @@ class _Parse:
             elif t.text in ")]":
                 depth -= 1
                 if depth < 0:
-                    return None
+                    break
             elif depth == 0 and t.text in ":{":
+                _spend(k - i)
                 return k
             elif t.text in ";}":
-                return None
+                break
+        else:
+            k = end
+        _spend(k - i)
         return None
 
     def switch(self, i: int, end: int) -> int:
@@ -415,6 +471,11 @@ class _Parse:
         rbrace = _closing(toks, lbrace, end)
         if rbrace is None:
             raise self.src.error(toks[lbrace].start, "unbalanced braces: the switch's body is not closed")
+        self.depth += 1
+        if self.depth > MAX_SWITCH_DEPTH:
+            origin = self.src.origin(toks[i].start)
+            raise LimitExceeded(origin.path, origin.row, 1, f"switches nested deeper than {MAX_SWITCH_DEPTH} "
+                                "(the switch nesting limit)", "switch depth")
         number = len(self.switches) + 1
         switch = _Switch(
             number, i, rparen, lbrace, rbrace, self.label(f"sw{number}_end"), self.label(f"sw{number}_default")
@@ -423,6 +484,7 @@ class _Parse:
         self.at[i] = ("switch", switch)
         self.at[rbrace] = ("end", switch)
         self.scan(lbrace + 1, rbrace, switch)
+        self.depth -= 1
         return rbrace + 1
 
 
@@ -468,6 +530,10 @@ def switches(lines: list[Line]) -> list[Line]:
     """Firestorm's `switch`: jump tables, labels and jumps (see the module's text)."""
     if not lines:
         return []
+    return _bounded("switch", lines, _switches)
+
+
+def _switches(lines: list[Line]) -> list[Line]:
     src = _Text(lines)
     toks = _tokens(src.text)
     parse = _Parse(src, toks)
@@ -525,7 +591,7 @@ def switches(lines: list[Line]) -> list[Line]:
             i = sw.lbrace + 1
         elif what in ("case", "default"):
             if what == "case":
-                case = next(c for c in sw.cases if c.token == i)
+                case = sw.case_at[i]
                 label, delimiter = case.label, case.delimiter
             else:
                 label, delimiter = sw.default_label, i + 1

@@ -38,6 +38,16 @@ Differences, by choice:
   inventory name (`Main`). `__ASSETID__` is not defined (the resolver knows no asset ids).
 - Includes come from the resolver only. A file already on the include stack twice is a cycle;
   a `#pragma once` or include-guarded file is skipped when included again, as by pcpp.
+- `__FILE__` names a file as the in-world text may show it (`Source.inworld_name`: relative to
+  the mount or its include directory), never by a local absolute path: the in-world text is seen
+  by others, a path would tell them the user's home and name.
+
+Limits (LimitExceeded, the save's EFBIG): the expansion runs in a worker thread that nothing can
+stop from outside, so it stops itself, while it runs, for any input: when what it has produced
+passes the in-world size (`#define A B B` forty levels deep is 2^40 tokens), when it has done
+WORK_LIMIT steps (a pathological input that produces little: an include tree of 2^30 readings,
+macro calls nested a thousand deep), when macros or includes nest too deep, and when an `#if`
+shifts by 64 bits or more (Python's integers would grow to the shift count).
 """
 
 from __future__ import annotations
@@ -52,9 +62,35 @@ from typing import Any, NoReturn
 
 import pcpp
 
-from slfs.sources import AgentMacros, Expansion, Line, Origin, PreprocessError, Resolver
+from slfs.sources import (
+    INCLUDE_LIMIT,
+    INWORLD_LIMIT,
+    AgentMacros,
+    Expansion,
+    LimitExceeded,
+    Line,
+    Origin,
+    PreprocessError,
+    Resolver,
+    Source,
+)
 
 MAX_INCLUDE_DEPTH = 100
+MAX_MACRO_DEPTH = 100  # macros expanding macros (well below Python's recursion limit)
+# Steps of the C step: tokens read, tokens scanned and produced by each macro expansion. A large
+# real script (64 KiB in-world, macros everywhere) takes about 300,000; pcpp does 100,000 to
+# 500,000 a second.
+WORK_LIMIT = 3_000_000
+# pcpp copies the rest of a line's tokens for each function-like macro call, and moves them for
+# each expansion longer or shorter than its name: quadratic, in C, for so many C operations a step.
+COPIES_PER_STEP = 256
+MOVES_PER_STEP = 4096
+INCLUDE_STEPS = 200  # what an include costs besides its tokens (the resolver, a new reading)
+# Tokens held at once in the lists being expanded. Every token of an expansion is at least a byte
+# of it but for white space (a line's end, a line of an include that gives only empty lines), so
+# a script the in-world text can hold never comes near; a token takes some 400 bytes of memory.
+TOKEN_LIMIT = 2 * INWORLD_LIMIT
+SHIFT_BITS = 64  # pcpp's integers in `#if` are 64 bits wide
 
 # What Python's str.splitlines (used by pcpp) breaks lines at besides "\n": hidden in private-use
 # characters for the C step and put back after it, so rows are counted on "\n" only.
@@ -139,9 +175,59 @@ class _Instance:
         self.start = 0  # the row before its first (a #line view starts at its number)
 
 
+def _bounded_binop(binop: Callable[[Any], None]) -> Callable[[Any], None]:
+    """pcpp's binary operator production, with a shift count out of range an error: pcpp shifts
+    Python integers, which grow to the count (`1 << 8000000000` is a gigabyte)."""
+
+    def production(p: Any) -> None:
+        if p[2] in ("<<", ">>"):
+            count = p[3]
+            if getattr(count, "exception", None) is None and not 0 <= int(count) < SHIFT_BITS:
+                p[0] = pcpp.evaluator.Value(0, exception=OverflowError(
+                    f"shift count {int(count)} out of range (0 to {SHIFT_BITS - 1})"))
+                return
+        binop(p)
+
+    return production
+
+
+def _bounded_evaluator(lexer: Any) -> Any:
+    """pcpp's `#if` evaluator with `_bounded_binop` (its own copy of the parser: ply parsers keep
+    state while they parse, so each preprocessor has its own)."""
+    evaluator = pcpp.evaluator.Evaluator(lexer)
+    parser = copy.copy(evaluator.parser)
+    parser.productions = [copy.copy(p) for p in parser.productions]
+    for production in parser.productions:
+        if getattr(production, "callable", None) is pcpp.evaluator.p_expression_binop:
+            production.callable = _bounded_binop(production.callable)
+    evaluator.parser = parser
+    return evaluator
+
+
+class _ArgsFrame:
+    """A function-like macro's replacement being built (pcpp's `macro_expand_args`): its size so
+    far and, in the order pcpp expands them, the arguments still to expand with their uses."""
+
+    def __init__(self, macro: Any, args: list[list[Any]]) -> None:
+        expanded = [argnum for kind, argnum, _ in macro.patch if kind == "e"]
+        self.order = list(dict.fromkeys(expanded))  # pcpp expands each argument once, at first use
+        self.uses = {argnum: expanded.count(argnum) for argnum in self.order}
+        self.size = len(macro.value) + sum(len(args[argnum]) for kind, argnum, _ in macro.patch if kind == "t")
+        self.next = 0
+
+
+def _produced(tokens: list[Any], ws: Any) -> int:
+    """A lower bound of the bytes `tokens` put in the expansion: white space may be stripped
+    (a line's end, an include that gives only empty lines), everything else stays."""
+    return sum(len(str(t.value)) for t in tokens if t.type not in ws)
+
+
 class _Preprocessor(pcpp.Preprocessor):  # type: ignore[misc]
     def __init__(self, resolver: Resolver, main_path: str) -> None:
         super().__init__()
+        self.evaluator = _bounded_evaluator(self.lexer)
+        self.work = 0
+        self.frames: list[list[Any] | _ArgsFrame] = []  # the expansions running, outermost first
         self.rewrite_paths: list[Any] = []
         self.expand_filemacro = False  # __FILE__ is set per include below, from display paths
         self.auto_pragma_once_enabled = True
@@ -163,6 +249,8 @@ class _Preprocessor(pcpp.Preprocessor):  # type: ignore[misc]
         return tag
 
     def where(self, tok: Any) -> tuple[str, int, int]:
+        if tok is None:
+            return self.directive or (self.main_path, 1, 1)
         inst = self.instances.get(tok.source)
         if inst is None:
             return (self.main_path, int(tok.lineno or 1), 1)
@@ -177,6 +265,21 @@ class _Preprocessor(pcpp.Preprocessor):  # type: ignore[misc]
         path, row, col = where
         raise PreprocessError(path, row, col, message.strip().translate(_SHOW))
 
+    def stop(self, where: tuple[str, int, int], limit: str, message: str) -> NoReturn:
+        path, row, col = where
+        raise LimitExceeded(path, row, col, message, limit)
+
+    def too_big(self, tok: Any) -> NoReturn:
+        self.stop(self.where(tok), "in-world size", f"the expansion passes {INWORLD_LIMIT} bytes, the most "
+                  "a script's in-world text holds (the in-world limit)")
+
+    def spend(self, steps: int, tok: Any) -> None:
+        self.work += steps
+        if self.work > WORK_LIMIT:
+            self.stop(self.where(tok), "work", f"the preprocessor stopped after {WORK_LIMIT} steps (its work "
+                      "limit): macros or includes that expand without end?")
+
+
     def reading_tag(self, tag: str) -> str:
         return self.instances[tag].base or tag
 
@@ -190,6 +293,8 @@ class _Preprocessor(pcpp.Preprocessor):  # type: ignore[misc]
         # The text as it was handed in, not as pcpp's trigraph replacement left it.
         text = inst.text if inst is not None else input
         for line in super().group_lines(text, abssource):
+            if line:
+                self.spend(len(line), line[0])
             view = self.remap.get(abssource)
             if view is not None:
                 delta = self.instances[view].delta
@@ -264,6 +369,56 @@ class _Preprocessor(pcpp.Preprocessor):  # type: ignore[misc]
         self.instances[view].start = number - 1
         self.remap[base_tag] = view
 
+    def expand_macros(self, tokens: list[Any], expanding_from: list[str] | None = None) -> list[Any]:
+        # pcpp builds a macro's whole expansion in memory before it yields a token of it: the
+        # limits are checked here, on every macro expanded, before its tokens join the list
+        # they replace a name in.
+        if not tokens:
+            return tokens
+        first = tokens[0]
+        caller = self.frames[-1] if self.frames else None
+        if len(self.frames) >= 2 * MAX_MACRO_DEPTH:  # a frame per macro, one per argument list
+            self.stop(self.where(first), "macro depth", f"macros nested deeper than {MAX_MACRO_DEPTH} "
+                      "(the macro nesting limit)")
+        self.spend(len(tokens), first)  # scanning the tokens is a step each
+        self.check_live(len(tokens), first)
+        self.frames.append(tokens)
+        try:
+            out: list[Any] = super().expand_macros(tokens, expanding_from or [])
+        finally:
+            self.frames.pop()
+        self.spend(len(out), first)
+        if _produced(out, self.t_WS) > INWORLD_LIMIT:
+            self.too_big(first)
+        if isinstance(caller, _ArgsFrame):  # an argument, about to replace each of its uses
+            argnum = caller.order[caller.next] if caller.next < len(caller.order) else None
+            caller.next += 1
+            caller.size += len(out) * caller.uses.get(argnum, 1) if argnum is not None else len(out)
+            self.check_live(caller.size, first)
+        else:  # a macro's expansion, about to replace its name in the caller's list
+            self.check_live(len(out), first)
+            if isinstance(caller, list) and len(out) != 1:  # which moves the rest of that list
+                self.spend(len(caller) // MOVES_PER_STEP, first)
+        return out
+
+    def check_live(self, more: int, tok: Any) -> None:
+        """Stop before the lists being expanded hold more than TOKEN_LIMIT tokens with `more`."""
+        live = more + sum(len(f) if isinstance(f, list) else f.size for f in self.frames)
+        if live > TOKEN_LIMIT:
+            self.too_big(tok)
+
+    def macro_expand_args(self, macro: Any, args: list[list[Any]]) -> list[Any]:
+        caller = self.frames[-1] if self.frames else None
+        if isinstance(caller, list):  # pcpp has copied the rest of the caller's list to find the arguments
+            self.spend(len(caller) // COPIES_PER_STEP, args[0][0] if args and args[0] else None)
+        frame = _ArgsFrame(macro, args)
+        self.check_live(frame.size, macro.value[0] if macro.value else args[0][0] if args and args[0] else None)
+        self.frames.append(frame)
+        try:
+            return list(super().macro_expand_args(macro, args))
+        finally:
+            self.frames.pop()
+
     def collect_args(self, tokenlist: list[Any], ignore_errors: bool = False) -> Any:
         result = super().collect_args(tokenlist, ignore_errors)
         if ignore_errors and result[0] == 0:
@@ -299,6 +454,7 @@ class _Preprocessor(pcpp.Preprocessor):  # type: ignore[misc]
         name = name.translate(_SHOW)
         including = self.reading(self.stack[-1]).path
         written = f"<{name}>" if angle else f'"{name}"'
+        self.spend(INCLUDE_STEPS, hash_tok)
         source = self.resolver.find(name, including, angle)
         if source is None:
             searched = self.resolver.searched(name, including, angle)
@@ -316,13 +472,17 @@ class _Preprocessor(pcpp.Preprocessor):  # type: ignore[misc]
             cycle = [self.reading(t).path for t in self.stack[start:]] + [source.path]
             self.fail(at, "include cycle: " + " -> ".join(cycle))
         if len(self.stack) > MAX_INCLUDE_DEPTH:
-            self.fail(at, f"includes nested deeper than {MAX_INCLUDE_DEPTH}")
+            self.stop(at, "include depth", f"includes nested deeper than {MAX_INCLUDE_DEPTH} (the include "
+                      "depth limit)")
+        if source.oversize:
+            self.stop(at, "include size", f"{written} is larger than {INCLUDE_LIMIT} bytes (the include "
+                      "size limit)")
         tag = self.new_instance(source.path, identity, _prepare(source.text))
         mark = copy.copy(hash_tok)
         mark.type, mark.value, mark.child = _INCLUDE, "", tag
         yield mark
         shortfile = self.macros.get("__SHORTFILE__")
-        self.define("__FILE__ " + _c_string(source.path))
+        self.define("__FILE__ " + _c_string(source.inworld_name))
         self.define("__SHORTFILE__ " + _c_string(os.path.basename(source.path)))
         self.stack.append(tag)
         yield from self.parsegen(self.instances[tag].text, name, tag)
@@ -336,11 +496,12 @@ def _prepare(text: str) -> str:
     return multiline_strings(text.replace("\r\n", "\n")).translate(_HIDE)
 
 
-def _predefine(pp: _Preprocessor, path: str, macros: AgentMacros, now: datetime.datetime) -> None:
+def _predefine(pp: _Preprocessor, main: Source, macros: AgentMacros, now: datetime.datetime) -> None:
     agent_id = macros.agent_id
+    path = main.path
     pp.define(f'__DATE__ "{_MONTHS[now.month - 1]} {now.day:2d} {now.year:4d}"')
     pp.define(f'__TIME__ "{now.hour:02d}:{now.minute:02d}:{now.second:02d}"')
-    pp.define("__FILE__ " + _c_string(path))
+    pp.define("__FILE__ " + _c_string(main.inworld_name))
     pp.define("__AGENTKEY__ " + _c_string(agent_id))
     pp.define("__AGENTID__ " + _c_string(agent_id))
     pp.define("__AGENTIDRAW__ " + agent_id)
@@ -357,6 +518,7 @@ def _lines(pp: _Preprocessor, tokens: Iterator[Any], on_token: Callable[[], None
     back as empty lines; an include's row is taken by the included text, unless that text is only
     empty lines: then it is dropped and the row comes back empty."""
     raw: list[tuple[str, str, int, str | None]] = []  # text, tag, row, the include it stands for
+    produced = 0  # bytes of the expansion so far, white space not counted (it may be stripped)
     last: dict[str, int] = {}
     current: list[Any] = []
 
@@ -374,6 +536,11 @@ def _lines(pp: _Preprocessor, tokens: Iterator[Any], on_token: Callable[[], None
 
     for tok in tokens:
         on_token()
+        pp.spend(len(pp.stack), tok)  # a token passes through a generator per include level
+        if tok.type not in pp.t_WS:
+            produced += len(str(tok.value))
+            if produced > INWORLD_LIMIT:
+                pp.too_big(tok)
         if tok.type == _INCLUDE:
             if current:
                 flush(current[0])
@@ -402,10 +569,12 @@ def expand_lsl(
     lazy_lists: bool = True,
     switch: bool = True,
     now: datetime.datetime | None = None,
+    name: str = "",
 ) -> Expansion:
     """What Firestorm sends in-world for `source` (the text after its envelope), with the origin
-    of every line. Raises PreprocessError for a missing include, a cycle, `#error`/`#warning` and
-    malformed directives."""
+    of every line; `name` is the main file's name in the in-world text (`__FILE__`; by default the
+    last component of `path`). Raises PreprocessError for a missing include, a cycle,
+    `#error`/`#warning` and malformed directives, LimitExceeded for an expansion past a limit."""
     if now is None:
         now = datetime.datetime.now(datetime.UTC)
     elif now.tzinfo is not None:
@@ -415,7 +584,7 @@ def expand_lsl(
     pp = _Preprocessor(resolver, path)
     main = pp.new_instance(path, path, _prepare(source))
     pp.stack.append(main)
-    _predefine(pp, path, macros, now)
+    _predefine(pp, Source(path, source, shown=name), macros, now)
     use = {"USE_LAZY_LISTS": lazy_lists, "USE_SWITCHES": switch}
 
     def on_token() -> None:
@@ -428,6 +597,9 @@ def expand_lsl(
     except IndexError as e:  # pcpp indexes a directive's arguments without checking them
         where = pp.directive or (path, 1, 1)
         raise PreprocessError(*where, "malformed directive") from e
+    except RecursionError as e:  # the limits above come first; this is the last guard
+        where = pp.directive or (path, 1, 1)
+        raise LimitExceeded(*where, "nested too deeply for the preprocessor (its nesting limit)", "nesting") from e
     on_token()
     if use["USE_LAZY_LISTS"]:
         lines = _firestorm().lazy_lists(lines)
@@ -437,4 +609,4 @@ def expand_lsl(
     return Expansion(text, tuple(line.origin for line in lines), tuple(pp.includes))
 
 
-__all__ = ["MAX_INCLUDE_DEPTH", "expand_lsl", "multiline_strings"]
+__all__ = ["MAX_INCLUDE_DEPTH", "MAX_MACRO_DEPTH", "WORK_LIMIT", "expand_lsl", "multiline_strings"]

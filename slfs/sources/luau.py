@@ -15,6 +15,11 @@ and closed after its last line, the slots are filled after it, then it is called
 `...`, then the table is cleared. At run time the order is the same as the extension's (slots filled,
 main code, table cleared); only the text is arranged so that no main-file line changes row.
 
+Limits (LimitExceeded, the save's EFBIG), checked while bundling: the bundle never grows past
+the in-world size (main file and modules, counted as each module is added), requires nest at most
+MAX_REQUIRE_DEPTH deep, at most MAX_MODULES modules. The `-- @line` markers name files as the
+in-world text may show them (`Source.inworld_name`), never by a local absolute path.
+
 Only the lexical structure of Luau is needed (comments, quoted, long and interpolated strings) to
 find calls outside strings and comments; no parser.
 """
@@ -27,8 +32,19 @@ import re
 
 import attrs
 
-from slfs.sources import Expansion, Origin, PreprocessError, Resolver, Source
+from slfs.sources import (
+    INCLUDE_LIMIT,
+    INWORLD_LIMIT,
+    Expansion,
+    LimitExceeded,
+    Origin,
+    PreprocessError,
+    Resolver,
+    Source,
+)
 
+MAX_REQUIRE_DEPTH = 64
+MAX_MODULES = 256
 TABLE = "__require_table"
 _CLEAR = f"{TABLE} = nil :: any"
 # Extensions tried, in order, for a name written without one (the extension asks its host for
@@ -234,10 +250,33 @@ def _body_lines(text: str) -> list[str]:
 
 
 class _Inliner:
-    def __init__(self, resolver: Resolver) -> None:
+    def __init__(self, resolver: Resolver, main: str) -> None:
         self.resolver = resolver
         self.slots: dict[str, int] = {}  # Source.identity -> slot
         self.modules: list[_Module] = []  # slot N at index N-1
+        self.size = len(main.encode("utf-8"))  # bytes of the bundle's sources so far
+        self.found: dict[tuple[str, str], Source | None] = {}  # (name, including) -> what it resolved to
+
+    def find(self, name: str, including: str) -> Source | None:
+        key = (name, including)
+        if key not in self.found:
+            self.found[key] = _find(self.resolver, name, including)
+        return self.found[key]
+
+    def add(self, found: Source, path: str, call: _Call, depth: int) -> None:
+        """Check the limits before `found` joins the bundle, required at `call` of `path`."""
+        def stop(limit: str, message: str) -> None:
+            raise LimitExceeded(path, call.row, call.col, message, limit)
+        if depth > MAX_REQUIRE_DEPTH:
+            stop("require depth", f"requires nested deeper than {MAX_REQUIRE_DEPTH} (the require depth limit)")
+        if len(self.modules) >= MAX_MODULES:
+            stop("modules", f"more than {MAX_MODULES} modules (the module limit)")
+        if found.oversize:
+            stop("include size", f'"{call.name}" is larger than {INCLUDE_LIMIT} bytes (the include size limit)')
+        self.size += len(found.text.encode("utf-8"))
+        if self.size > INWORLD_LIMIT:
+            stop("in-world size", f"the bundle passes {INWORLD_LIMIT} bytes with \"{call.name}\", the most a "
+                 "script's in-world text holds (the in-world limit)")
 
     def rewrite(self, text: str, path: str, chain: list[tuple[str, str]]) -> tuple[str, _Scan]:
         """`text` (of the file at `path`) with its requires replaced by slot calls, modules it
@@ -246,7 +285,7 @@ class _Inliner:
         scan = _scan(text)
         edits: list[tuple[int, int, str]] = []
         for call in scan.calls:
-            found = _find(self.resolver, call.name, path)
+            found = self.find(call.name, path)
             if found is None:
                 searched: list[str] = []
                 for candidate in candidates(call.name):
@@ -265,6 +304,7 @@ class _Inliner:
                 raise PreprocessError(path, call.row, call.col, "require cycle: " + " -> ".join(loop))
             slot = self.slots.get(found.identity)
             if slot is None:
+                self.add(found, path, call, len(chain))
                 slot = self.slots[found.identity] = len(self.modules) + 1
                 module = _Module(found, [], Origin(path, call.row))
                 self.modules.append(module)
@@ -274,16 +314,19 @@ class _Inliner:
         return _edit(text, edits), scan
 
 
-def expand_luau(source: str, path: str, resolver: Resolver) -> Expansion:
+def expand_luau(source: str, path: str, resolver: Resolver, *, name: str = "") -> Expansion:
     """`source` (the main file at `path`) with every module it requires inlined, laid out as the
     VS Code extension lays it out: the module table and its numbered slots first, then the main
     chunk (its requires now calls of their slots), then the table cleared. Hot comments (`--!`)
     that open the main file stay first, where Luau reads them. Rows move; the origins say where
     each line came from.
 
-    Raises PreprocessError for a require that does not resolve and for a cycle. A source without
-    requires comes back unchanged."""
-    inliner = _Inliner(resolver)
+    `name` is the main file's name in the in-world text (its `-- @line` marker; by default the last
+    component of `path`).
+
+    Raises PreprocessError for a require that does not resolve and for a cycle, LimitExceeded for
+    a bundle past a limit. A source without requires comes back unchanged."""
+    inliner = _Inliner(resolver, source)
     text, scan = inliner.rewrite(source, path, [(path, path)])
     lines = text.split("\n")
     if not inliner.modules:
@@ -299,10 +342,10 @@ def expand_luau(source: str, path: str, resolver: Resolver) -> Expansion:
     head: list[tuple[str, Origin, bool]] = [(f"local {TABLE}: {{ [number]: () -> any }} = {{}}", cause, True)]
     for slot, module in enumerate(inliner.modules, start=1):
         head.append((f"{TABLE}[{slot}] = (function()", module.cause, True))
-        head.append((f'-- @line 1 "{module.source.path}"', module.cause, True))
+        head.append((f'-- @line 1 "{module.source.inworld_name}"', module.cause, True))
         head.extend((line, Origin(module.source.path, row), False) for row, line in enumerate(module.lines, start=1))
         head.append(("end)", module.cause, True))
-    head.append((f'-- @line {hot + 1} "{path}"', cause, True))
+    head.append((f'-- @line {hot + 1} "{name or posixpath.basename(path)}"', cause, True))
     final_newline = len(main) > hot and main[-1][0] == ""
     body = main[hot:-1] if final_newline else main[hot:]
     out = [(line, origin, False) for line, origin in main[:hot]] + head

@@ -218,9 +218,10 @@ def test_deterministic_for_the_same_now() -> None:
 
 
 def test_file_line_and_shortfile() -> None:
+    # __FILE__ is the in-world name (never the local path, which would show the user's home)
     e = expand("f = __FILE__; s = __SHORTFILE__;\nl = __LINE__;\n#define L __LINE__\nm = L;\n")
     assert code(e) == [
-        (f'f = "{MAIN}"; s = "Main.lsl";', MAIN, 1),
+        ('f = "Main.lsl"; s = "Main.lsl";', MAIN, 1),
         ("l = 2;", MAIN, 2),
         ("m = 4;", MAIN, 4),
     ]
@@ -261,7 +262,7 @@ def test_nested_includes_map_to_their_files_and_rows() -> None:
     a, b = "/home/u/sl/Box/a.lsl", "/home/u/sl/Box/b.lsl"
     assert code(e) == [
         ("integer a = 1;", a, 2),
-        (f'integer b = 3; string f = "{b}"; string s = "b.lsl";', b, 3),
+        ('integer b = 3; string f = "b.lsl"; string s = "b.lsl";', b, 3),
         ('integer a2 = 4; string af = "a.lsl";', a, 4),
         ('default { state_entry() { llOwnerSay("Main.lsl"); } }', MAIN, 2),
     ]

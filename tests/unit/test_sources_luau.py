@@ -27,7 +27,8 @@ class FakeResolver:
         path = self._path(name, including)
         if path not in self.files:
             return None
-        return Source(path, self.files[path], self.keys.get(path, ""))
+        # named in-world as in diagnostics here (these paths are relative already)
+        return Source(path, self.files[path], self.keys.get(path, ""), shown=path)
 
     def searched(self, name: str, including: str, angle: bool) -> list[str]:
         return [self._path(name, including)]
