@@ -179,11 +179,7 @@ class Control:
             out = self.events.script_log(ls.item_id)
             if out:
                 return out
-        try:
-            with open(ls.temp_path + ".log", "rb") as f:
-                return f.read(1 << 20)
-        except OSError:
-            return b""
+        return self.ws.live.read_log(ls)  # under the temp file's checks (model/live_files.py)
 
     def render_live_diagnostics(self, ls: LiveScript) -> bytes:
         lines = [f"{d['path']}:{d['row']}:{d['column']}: {d['level']}: {d['message']}"

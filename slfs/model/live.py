@@ -14,6 +14,7 @@ connection and are made again after a reconnect); the writer saves live files in
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import logging
 import os
@@ -24,10 +25,16 @@ from typing import Any, Protocol
 import attrs
 import trio
 
-from ..protocol.types import CompilationResult, ScriptSubscribe, ScriptSubscribeResponse, ScriptUnsubscribe
+from ..protocol.types import (
+    CompilationResult,
+    ScriptList,
+    ScriptSubscribe,
+    ScriptSubscribeResponse,
+    ScriptUnsubscribe,
+)
 from ..sources import envelope
 from ..winpaths import PathTranslator, WindowsPathError, is_windows_path
-from . import names
+from . import live_files, names
 from .compiles import CompileReport, Place, compiled_report, diagnostic_rows, event_fields
 from .errors import FsError
 from .tree import Item, Scratch, Tree
@@ -74,6 +81,8 @@ class LiveScript:
     language: str
     temp_path: str
     inode: int
+    # Where its temp file may be (model/live_files.py): checked at every read and write.
+    where: live_files.TempDirs = live_files.TempDirs((), "none")
     object_id: str | None = None  # the prim holding it (None: the agent's inventory)
     root_id: str | None = None
     item_id: str | None = None
@@ -128,6 +137,7 @@ class LiveHost(Protocol):
     paths: PathTranslator
 
     async def call(self, what: str, method: str, params: Any, result_type: Any = None) -> Any: ...
+    def note_error(self, message: str) -> None: ...
     def emit(self, kind: str, **fields: Any) -> None: ...
     def invalidate_live_name(self, name: str) -> None: ...
 
@@ -155,14 +165,45 @@ class LiveScripts:
             raise FsError(errno.EINVAL, f"{viewer_path}: not a viewer script temp file "
                           "(sl_script_<name>_<md5>.lsl|.luau)")
         script_name, script_id, language = parsed
-        if not await trio.to_thread.run_sync(os.path.isfile, temp_path):
-            here = f" (here {temp_path})" if temp_path != viewer_path else ""
-            raise FsError(errno.ENOENT, f"{viewer_path}{here}: no such file (the viewer writes it when you press Edit)")
+        here = f" (here {temp_path})" if temp_path != viewer_path else ""
+        # Refused before subscribing at all: a file that is not the viewer's is never read.
+        where = await self._temp_dirs(temp_path, windows=is_windows_path(viewer_path))
+        try:
+            await trio.to_thread.run_sync(live_files.check_file, temp_path, where)
+        except FileNotFoundError:
+            raise FsError(errno.ENOENT, f"{viewer_path}{here}: no such file "
+                          "(the viewer writes it when you press Edit)") from None
+        except FsError as exc:
+            raise self.refused(f"live: not subscribing to {viewer_path}{here}", exc) from None
         if temp_path != viewer_path:
             log.info("live: the viewer's %r is %s here", viewer_path, temp_path)
         lock = self._subscribing.setdefault(script_id, trio.Lock())
         async with lock:
-            return await self._subscribe(temp_path, script_name, script_id, language)
+            return await self._subscribe(temp_path, where, script_name, script_id, language)
+
+    async def _temp_dirs(self, temp_path: str, *, windows: bool) -> live_files.TempDirs:
+        """Where the viewer keeps its temp files: script.list's temp_dir (checked), else, for a
+        viewer without script.list or one giving no temp_dir, live_files.fallback_dirs."""
+        temp_dir = ""
+        try:
+            res: ScriptList = await self.ws.call("script.list", "script.list", None, ScriptList)
+            temp_dir = res.temp_dir if isinstance(res.temp_dir, str) else ""
+        except FsError as exc:
+            log.info("live: script.list failed (%s): no temp_dir from the viewer", exc.message)
+        try:
+            if temp_dir:
+                local = await trio.to_thread.run_sync(self.local_path, temp_dir)
+                return await trio.to_thread.run_sync(live_files.viewer_dirs, local)
+            return await trio.to_thread.run_sync(functools.partial(live_files.fallback_dirs, temp_path,
+                                                                   windows=windows))
+        except FsError as exc:
+            raise self.refused(f"live: not subscribing to {temp_path}", exc) from None
+
+    def refused(self, what: str, exc: FsError) -> FsError:
+        """A temp file (or dir) that is not the viewer's: logged, in .slfs/status, its errno kept."""
+        message = f"{what}: {exc.message}"
+        self.ws.note_error(message)
+        return FsError(exc.errno, message)
 
     def local_path(self, path: str) -> str:
         """A path the viewer names (a temp file, script.list's temp_dir) as a local absolute path:
@@ -174,16 +215,16 @@ class LiveScripts:
         except WindowsPathError as exc:
             raise FsError(errno.EINVAL, str(exc)) from None
 
-    async def _subscribe(self, temp_path: str, script_name: str, script_id: str, language: str) -> LiveScript:
+    async def _subscribe(self, temp_path: str, where: live_files.TempDirs, script_name: str, script_id: str,
+                         language: str) -> LiveScript:
         known = self.by_id.get(script_id)
         if known is not None and known.gone is None:
-            if known.temp_path != temp_path:
-                known.temp_path = temp_path
+            known.temp_path, known.where = temp_path, where
             await self.refresh(known)
             return known
         res = await self._subscribe_call(script_id, script_name, language)
         ls = LiveScript(script_id=script_id, script_name=script_name, language=language, temp_path=temp_path,
-                        inode=self.ws.tree.inode_for(f"live:{script_id}"), object_id=res.object_id,
+                        where=where, inode=self.ws.tree.inode_for(f"live:{script_id}"), object_id=res.object_id,
                         root_id=res.root_id, item_id=res.item_id)
         self.by_id[script_id] = ls
         self._relayout()
@@ -253,28 +294,38 @@ class LiveScripts:
         """The temp file is still there; when the viewer removed it, the subscription is over."""
         if ls.gone is not None:
             return False
-        if not os.path.exists(ls.temp_path):
+        if not os.path.lexists(ls.temp_path):  # a symlink put there is refused when read, not "removed"
             self.end(ls, "the viewer removed its temp file")
             return False
         return True
 
     async def refresh(self, ls: LiveScript) -> None:
-        """Read the temp file again when it changed (the viewer rewrites it on its own saves)."""
-        def read() -> tuple[tuple[int, int], bytes] | None:
-            try:
-                with open(ls.temp_path, "rb") as f:
-                    st = os.fstat(f.fileno())
-                    return (st.st_mtime_ns, st.st_size), f.read()
-            except FileNotFoundError:
-                return None
-        got = await trio.to_thread.run_sync(read)
-        if got is None:
+        """Read the temp file again when it changed (the viewer rewrites it on its own saves).
+        A file that is no longer the viewer's (live_files) is never read: the subscription ends."""
+        try:
+            stamp, data = await trio.to_thread.run_sync(live_files.read_file, ls.temp_path, ls.where)
+        except FileNotFoundError:
             self.end(ls, "the viewer removed its temp file")
-            raise FsError(errno.ENOENT, f"{ls.name}: the viewer's temp file is gone ({ls.temp_path})")
-        stamp, data = got
+            raise FsError(errno.ENOENT, f"{ls.name}: the viewer's temp file is gone ({ls.temp_path})") from None
+        except FsError as exc:
+            raise self.not_the_viewers(ls, exc) from None
+        except OSError as exc:
+            raise FsError(errno.EIO, f"{ls.name}: reading {ls.temp_path} failed: {exc.strerror}") from None
         if stamp == ls.seen_stamp:
             return
         self.set_text(ls, data.decode("utf-8", "replace"), stamp=stamp, ours=False)
+
+    def not_the_viewers(self, ls: LiveScript, exc: FsError) -> FsError:
+        """The temp file was swapped after the subscribe (or its dir changed): the subscription
+        ends (a handle's unsaved writes go to the recovery folder), logged and in .slfs/status."""
+        err = self.refused(f"live: {ls.name}", exc)
+        self.end(ls, f"its temp file is no longer the viewer's ({exc.message})")
+        return err
+
+    def read_log(self, ls: LiveScript) -> bytes:
+        """`<temp file>.log`, the compile result the viewer writes beside its temp file, under
+        the temp file's checks (b"" when missing or refused)."""
+        return live_files.read_sidecar(ls.temp_path + ".log", ls.where)
 
     def set_text(self, ls: LiveScript, text: str, *, stamp: tuple[int, int] | None, ours: bool,
                  places: tuple[Place | None, ...] | None = None) -> None:

@@ -23,15 +23,13 @@ from __future__ import annotations
 
 import errno
 import logging
-import os
-import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
 
 import trio
 
-from . import buffers
+from . import buffers, live_files
 from .errors import FsError
 from .live import POLL_MARGIN, VIEWER_POLL, LiveScript, LiveScripts
 from .naming_rules import is_replacement_name, size_limit
@@ -130,10 +128,13 @@ class LiveWriter:
             raise FsError(errno.ENOENT, f"{shown}: {ls.gone}")
         mtime_s = max(int(time.time()), ls.mtime_s + 1)
         try:
-            stamp = await trio.to_thread.run_sync(_write_atomically, ls.temp_path, out.encode("utf-8"), mtime_s)
+            stamp = await trio.to_thread.run_sync(live_files.write_atomically, ls.temp_path, ls.where,
+                                                  out.encode("utf-8"), mtime_s)
         except FileNotFoundError:
             self.live.end(ls, "the viewer removed its temp file")
             raise FsError(errno.ENOENT, f"{shown}: {ls.gone}") from None
+        except FsError as exc:  # no longer the viewer's file: never written (model/live_files.py)
+            raise self.live.not_the_viewers(ls, exc) from None
         except OSError as exc:
             raise FsError(errno.EIO, f"{shown}: writing {ls.temp_path} failed: {exc.strerror}") from None
         ls.mtime_s = mtime_s
@@ -286,30 +287,3 @@ class LiveWriter:
             while not ls.compiled_since_write and ls.gone is None:
                 await ls.compiled.wait()
 
-
-def _write_atomically(path: str, data: bytes, mtime_s: int) -> tuple[int, int]:
-    """`data` as the whole of `path` (a new file renamed over it), with the given whole-second
-    mtime; returns the (st_mtime_ns, st_size) it then has."""
-    if not os.path.exists(path):
-        raise FileNotFoundError(errno.ENOENT, "the viewer removed its temp file", path)  # never recreate it
-    directory = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".slfs-", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        try:
-            os.chmod(tmp, os.stat(path).st_mode & 0o7777)
-        except FileNotFoundError:
-            pass
-        os.utime(tmp, ns=(mtime_s * 1_000_000_000, mtime_s * 1_000_000_000))
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    st = os.stat(path)
-    return st.st_mtime_ns, st.st_size

@@ -130,6 +130,9 @@ class LiveSync(WorldControl):
     tmpdir: str
     viewer_path: Callable[[str], str]
     external_editor: str | None
+    # A hostile viewer's knob (tests only): script.list names this temp_dir instead of the one it
+    # writes to ("" names none, as a viewer answering without it). None: faithful.
+    listed_temp_dir: str | None = None
     live_poll_interval: float | None
     _conns: list[Connection]
 
@@ -561,7 +564,8 @@ class LiveSync(WorldControl):
         subscription found" likewise means no entry.) The viewer's own handler lists every entry of
         its subscription map."""
         ids = [sid for sid, ed in self._editors.items() if ed.tracked]
-        return {"temp_dir": self.viewer_path(self.tmpdir), "script_ids": ids, "success": True}
+        temp_dir = self.viewer_path(self.tmpdir) if self.listed_temp_dir is None else self.listed_temp_dir
+        return {"temp_dir": temp_dir, "script_ids": ids, "success": True}
 
 
 def _write_text(path: str, text: str) -> None:
