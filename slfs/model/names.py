@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterable
 from typing import Protocol
 
-from ..protocol.ids import name_safe_hex
+from ..protocol.ids import name_safe_id
 
 SLASH_STANDIN = "\u2215"
 CONTROL_DIR = ".slfs"
@@ -83,9 +83,9 @@ def item_file_name(name: str, item_type: str, subtype: int | None) -> str:
 
 
 def tag_of(uuid: str, length: int = _TAG_LEN) -> str:
-    """The tag's hex digits: the UUID's own, or a digest of an id that is no UUID (data from the
-    viewer: `../../x` must never reach a file name or an overlay path)."""
-    return name_safe_hex(uuid)[:length]
+    """The tag: the UUID's own hex digits, or a digest of an id that cannot stand in a name (data
+    from the viewer: `../../x` must never reach a file name or an overlay path)."""
+    return name_safe_id(uuid)[:length]
 
 
 def tagged(base: str, ext: str, uuid: str, length: int = _TAG_LEN) -> str:

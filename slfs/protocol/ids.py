@@ -15,6 +15,8 @@ import re
 
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _HEX32 = re.compile(r"[0-9a-fA-F]{32}")
+# What an id may hold to stand for itself in a name: ASCII letters and digits, and dashes.
+_NAME_SAFE = re.compile(r"-*[0-9A-Za-z][0-9A-Za-z-]*")
 
 
 def is_uuid(value: object) -> bool:
@@ -27,12 +29,13 @@ def is_script_id(value: object) -> bool:
     return is_uuid(value) or (isinstance(value, str) and _HEX32.fullmatch(value) is not None)
 
 
-def name_safe_hex(value: str) -> str:
-    """Lowercase hex digits standing for the id `value` in a name or tag: the id's own digits when
-    it has one of the viewer's shapes, else a digest of it (so `../../x` never reaches a name)."""
-    if is_script_id(value):
+def name_safe_id(value: str) -> str:
+    """What stands for the id `value` in a name or tag, lowercase: the id's own letters and digits
+    when it is made of those and dashes (a UUID: its hex digits), else a hex digest of it (so
+    `../../x` or `a/b` never reaches a name)."""
+    if _NAME_SAFE.fullmatch(value):
         return value.replace("-", "").lower()
     return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-__all__ = ["is_script_id", "is_uuid", "name_safe_hex"]
+__all__ = ["is_script_id", "is_uuid", "name_safe_id"]
