@@ -137,10 +137,10 @@ def cmd_mount(args: argparse.Namespace, argv: list[str]) -> int:
         print(f"slfs: --host {args.host}: not a loopback address; slfs talks only to a viewer on this machine, "
               "whose listener it can check is ours (-o allow_remote_viewer to connect anyway)", file=sys.stderr)
         return 2
-    # Refused here, before anything starts, when it is not ours alone: the runtime dir, and the
-    # short fallback dir a long one puts the control socket in (a background mount would otherwise
-    # say only that its daemon exited).
-    paths.control_socket_path(args.mountpoint)
+    # Refused here, before anything starts, when it is not ours alone: the runtime dir (a
+    # background mount would otherwise say only that its daemon exited). A short socket dir, when
+    # one is needed, is the daemon's own (mkdtemp), so none is made here.
+    paths.control_socket_path(args.mountpoint, make_short=False)
     if not args.foreground:
         child = [a for a in argv if a not in ("-v", "--verbose")]
         child.insert(child.index("mount") + 1, "-f")

@@ -133,6 +133,9 @@ def add_verb_parsers(sub: Any) -> None:
 
     p = sub.add_parser("open-uri", help="handle the viewer's launch URI (vscode://lindenlab.sl-vscode-plugin/...)")
     _common(p)
+    p.add_argument("-o", dest="options", action="append", default=[], metavar="OPTIONS",
+                   help="uri_ports=P1,P2: ports besides the default viewer port a URI may mount for; "
+                        "connect_wait=SECONDS: how long a mount it starts waits for the viewer")
     p.add_argument("uri", metavar="URI")
 
 
@@ -506,16 +509,53 @@ def _mount_for_port(port: int) -> dict[str, Any] | None:
     return None
 
 
-def _start_mount(port: int) -> dict[str, Any]:
+# The options `slfs open-uri -o` takes (the rest are the mount's own: `slfs mount -o`).
+OPEN_URI_OPTIONS = ("uri_ports", "connect_wait")
+
+
+def _open_uri_options(items: list[str]) -> tuple[tuple[int, ...], float]:
+    """(uri_ports, connect_wait) from `slfs open-uri -o ...` (VerbError 2 for anything else)."""
+    from .model.options import parse_options
+
+    named = {opt.strip().partition("=")[0] for group in items for opt in group.split(",")
+             if opt.strip() and not opt.strip().isdigit()}  # a bare number continues uri_ports=
+    other = sorted(named - set(OPEN_URI_OPTIONS))
+    if other:
+        raise VerbError(f"open-uri takes -o {' and -o '.join(OPEN_URI_OPTIONS)} only, not -o {', '.join(other)} "
+                        "(those are mount options: slfs mount -o)", 2)
+    try:
+        options = parse_options(items)
+    except ValueError as exc:
+        raise VerbError(f"open-uri: {exc}", 2) from None
+    return options.uri_ports, options.connect_wait or OPEN_URI_MOUNT_TIMEOUT
+
+
+def _check_uri_port(uri: str, port: int, uri_ports: tuple[int, ...]) -> None:
+    """A URI comes from a browser, so from any web page: it starts a mount (a connection to
+    whatever listens on its port) only for the default viewer port or one the user listed."""
+    default = _default_port()
+    if port == default or port in uri_ports:
+        return
+    listed = f" nor in -o uri_ports={','.join(map(str, uri_ports))}" if uri_ports else " and not listed in -o uri_ports"
+    _edit_log(f"open-uri {uri}: refused: port {port}")
+    raise VerbError(f"{uri}: port {port} is not the default viewer port ({default}){listed}; not mounting for it "
+                    f"(a web page can open such a URI; if your viewer listens on {port}, add -o uri_ports={port} "
+                    "to the URI handler's command line, or mount it yourself: slfs mount --port "
+                    f"{port} MOUNTPOINT)", 2)
+
+
+def _start_mount(port: int, connect_wait: float = OPEN_URI_MOUNT_TIMEOUT) -> dict[str, Any]:
     """`slfs mount --port PORT ~/sl` in the background (~/sl-PORT when ~/sl is taken); returns its
-    registry entry once the daemon answers on its control socket."""
+    registry entry once the daemon answers on its control socket. The daemon unmounts and exits
+    when no viewer connects within `connect_wait` (a URI's port may have none of ours)."""
     home = Path.home()
     taken = {str(e.get("mountpoint")) for e in read_registry()}
     mountpoint = home / "sl"
     if str(mountpoint) in taken or os.path.realpath(mountpoint) in taken or os.path.ismount(mountpoint):
         mountpoint = home / f"sl-{port}"
     mountpoint.mkdir(parents=True, exist_ok=True)
-    res = subprocess.run([sys.executable, "-m", "slfs", "mount", "--port", str(port), str(mountpoint)],
+    res = subprocess.run([sys.executable, "-m", "slfs", "mount", "--port", str(port),
+                          "-o", f"connect_wait={connect_wait:g}", str(mountpoint)],
                          stdin=subprocess.DEVNULL, capture_output=True, text=True,
                          timeout=OPEN_URI_MOUNT_TIMEOUT + 5, check=False)
     if res.returncode != 0:
@@ -593,7 +633,7 @@ def _edit_log(message: str) -> None:
                 os.replace(log, log.with_name(log.name + ".1"))
         except FileNotFoundError:
             pass
-        with open(log, "a", encoding="utf-8") as f:
+        with open(log, "a", encoding="utf-8", opener=paths.private_opener) as f:
             f.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} slfs[{os.getpid()}]: {message}\n")
     except OSError:
         pass
@@ -664,7 +704,7 @@ def run_editor(live: dict[str, Any], out: dict[str, Any], *, wait: bool, json_ou
     if not wait:
         try:
             paths.ensure(log.parent)
-            sink = open(log, "ab")  # noqa: SIM115 - closed below, the child keeps its copy
+            sink = open(log, "ab", opener=paths.private_opener)  # noqa: SIM115 - closed below, the child keeps its copy
             offset = sink.tell()
         except OSError:
             sink = subprocess.DEVNULL
@@ -847,14 +887,19 @@ def _live_temp_for(entry: dict[str, Any], candidates: list[str]) -> str | None:
 
 
 def cmd_open_uri(args: argparse.Namespace) -> int:
+    uri_ports, connect_wait = _open_uri_options(getattr(args, "options", []))
     target = parse_uri(args.uri)
     port = target["port"]
+    wait = OPEN_URI_MOUNT_TIMEOUT
     if args.mount:
-        entry = find_mount(args.mount)
+        entry = find_mount(args.mount)  # a mount the user names: theirs, whatever its port
     else:
-        found = _mount_for_port(port)
-        entry = found if found is not None else _start_mount(port)
-    _wait_connected(entry, OPEN_URI_MOUNT_TIMEOUT)
+        found = _mount_for_port(port)  # a mount the user started for the port: used as it is
+        if found is None:
+            _check_uri_port(args.uri, port, uri_ports)
+            found, wait = _start_mount(port, connect_wait), connect_wait
+        entry = found
+    _wait_connected(entry, wait)
     out: dict[str, Any] = {"mount": entry["mountpoint"], "port": port, "object": None, "script": None}
     temp = _live_temp_for(entry, live_ids(target["script"], target["object"])) if target["script"] else None
     if temp is not None:

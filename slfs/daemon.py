@@ -123,7 +123,7 @@ def build_services(mountpoint: str, host: str, port: int, options: Options, *, e
     # One event log per mount: rotation is not coordinated between processes.
     events = EventLog(paths.state_dir() / f"events-{paths.mount_key(mountpoint)}.jsonl" if event_log else None)
     syntax = SyntaxFiles(ws)
-    overlay = Overlay(ws.tree)
+    overlay = Overlay(ws.tree, shared="allow_other" in options.fuse)
     writer = Writer(ws, overlay, Keeper(), Sources(ws, overlay))
     scripts = Scripts(ws)
     control = Control(ws, events, syntax, scripts)
@@ -146,6 +146,7 @@ class Daemon:
         self.control_server = ControlServer(self.ws, svc.scripts, svc.writer, self.events, self.socket_path)
         self.extensions: list[Callable[[trio.Nursery], Awaitable[None]]] = []
         self._exit_prepared = False
+        self.exit_code = 0
 
     async def serve(self, ready: Callable[[str | None], None] = lambda _e: None) -> None:
         prepare_mountpoint(self.mountpoint)
@@ -160,6 +161,8 @@ class Daemon:
                 await nursery.start(self.ws.run)
                 nursery.start_soon(self.ops.invalidator)
                 nursery.start_soon(self._watch_signals)
+                if self.options.connect_wait:
+                    nursery.start_soon(self._first_connection_wait, self.options.connect_wait)
                 await nursery.start(self.control_server.serve)
                 paths.ensure(reg.parent)
                 reg.write_text(json.dumps({"pid": os.getpid(), "mountpoint": self.mountpoint,
@@ -185,6 +188,7 @@ class Daemon:
                 with trio.CancelScope(shield=True):
                     await self.writer.keep_unsaved(0, save=False)
             reg.unlink(missing_ok=True)
+            paths.release_socket_path(self.socket_path)
             pyfuse3.close(unmount=True)
             # The kernel sends no forget for what it still holds at unmount: the unmount itself
             # releases those references. (Exactness is checked while mounted, after drop_caches.)
@@ -207,6 +211,22 @@ class Daemon:
                 log.info("%s received: unmounting %s", name, self.mountpoint)
                 await self.before_exit()
                 await self._unmount()
+
+    async def _first_connection_wait(self, wait: float) -> None:
+        """-o connect_wait (what `slfs open-uri` starts a mount with): a daemon a browser's URI
+        started must not go on retrying a port no viewer of ours answers on; it unmounts and exits 1."""
+        try:
+            await self.ws.session.wait_connected(wait)
+            return
+        except trio.TooSlowError:
+            pass
+        why = (f"no viewer connected on {self.ws.session.endpoint} within {wait:g} s (-o connect_wait; "
+               f"last state: {self.ws.state_detail}); unmounting {self.mountpoint}")
+        log.error("%s", why)
+        self.ws.note_error(why)
+        self.exit_code = 1
+        await self.before_exit()
+        await self._unmount()
 
     async def _unmount(self) -> None:
         # Unmount through the kernel while the loop still runs, so requests in flight finish and
@@ -253,7 +273,9 @@ def run_foreground(daemon: Daemon, ready_fd: int | None = None) -> int:
         log.error("mount failed: %s", exc)
         ready(f"mount failed: {exc}")
         return 1
-    return 0
+    finally:
+        paths.release_socket_path(daemon.socket_path)  # also when the mount failed before serving
+    return daemon.exit_code
 
 
 def spawn_background(argv: list[str], mountpoint: str, timeout: float = 30.0) -> int:
@@ -261,7 +283,7 @@ def spawn_background(argv: list[str], mountpoint: str, timeout: float = 30.0) ->
     log_dir = paths.ensure(paths.state_dir())
     log_file = log_dir / f"mount-{paths.mount_key(mountpoint)}.log"
     rfd, wfd = os.pipe()
-    with open(log_file, "ab") as logf:
+    with open(log_file, "ab", opener=paths.private_opener) as logf:
         proc = subprocess.Popen(
             [sys.executable, "-m", "slfs", *argv, "--ready-fd", str(wfd)],
             stdin=subprocess.DEVNULL, stdout=logf, stderr=logf, pass_fds=(wfd,), start_new_session=True,

@@ -24,6 +24,7 @@ from ..model.scripts import Scripts
 from ..model.syntax import SyntaxFiles
 from ..model.tree import ROOT_INODE, Folder, Item, Node, Tree
 from ..model.workspace import Workspace
+from ..protocol.ids import is_uuid
 from ..protocol.text import printable
 from ..stats import STATS, render
 
@@ -127,13 +128,15 @@ class Control:
                     if side is not None:
                         yield side
         elif vdir.kind == "byid":
+            # Only a UUID names a link: an id the viewer sent as `a/b` or `..` never becomes one.
             if only is not None:
-                found = self.tree.by_uuid.get(only)
+                found = self.tree.by_uuid.get(only) if is_uuid(only) else None
                 if found is not None:
                     yield self._link(vdir.inode, found)
                 return
             for node in list(self.tree.by_uuid.values()):
-                yield self._link(vdir.inode, node)
+                if is_uuid(node.uuid):
+                    yield self._link(vdir.inode, node)
         elif vdir.kind not in (FILE, LINK):
             extra = getattr(self, f"_children_{vdir.kind}", None)
             if extra is not None:

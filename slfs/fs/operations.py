@@ -820,7 +820,7 @@ class Operations(pyfuse3.Operations):
         elif isinstance(node, Scratch) and node.live:
             self.writer.live.remove(node)
         elif isinstance(parent, Folder) and isinstance(node, Node):
-            self.writer.remove(parent, node)
+            await self.writer.remove(parent, node)
         else:
             raise FsError(errno.EPERM, "")
 

@@ -27,6 +27,8 @@ from typing import Any
 
 import trio
 
+from .. import paths
+
 log = logging.getLogger(__name__)
 
 MAX_EVENTS = 20000
@@ -56,7 +58,10 @@ class _EventFile(RotatingFileHandler):
         self.owner = owner
 
     def _open(self) -> Any:
-        os.makedirs(os.path.dirname(self.baseFilename), exist_ok=True)
+        os.makedirs(os.path.dirname(self.baseFilename), mode=0o700, exist_ok=True)
+        # Made 0600 first (super() would open it with the umask's mode): the events hold in-world
+        # names, chat and paths.
+        os.close(paths.private_opener(self.baseFilename, os.O_WRONLY | os.O_CREAT | os.O_APPEND))
         stream = super()._open()
         try:
             # A line cut short (a full disk, a crash) must not swallow the next one.

@@ -27,6 +27,8 @@ import re
 from collections.abc import Iterable
 from typing import Protocol
 
+from ..protocol.ids import name_safe_id
+
 SLASH_STANDIN = "\u2215"
 CONTROL_DIR = ".slfs"
 SCRIPT_EXTENSIONS = {".lsl": 0, ".luau": 1}
@@ -81,7 +83,9 @@ def item_file_name(name: str, item_type: str, subtype: int | None) -> str:
 
 
 def tag_of(uuid: str, length: int = _TAG_LEN) -> str:
-    return uuid.replace("-", "")[:length].lower()
+    """The tag: the UUID's own hex digits, or a digest of an id that cannot stand in a name (data
+    from the viewer: `../../x` must never reach a file name or an overlay path)."""
+    return name_safe_id(uuid)[:length]
 
 
 def tagged(base: str, ext: str, uuid: str, length: int = _TAG_LEN) -> str:

@@ -37,9 +37,14 @@ class Options:
     windows_paths: str = "auto"
     wine_prefix: str | None = None
     windows_mount: str | None = None
+    # URIs from a browser (`slfs open-uri`): the ports besides the default viewer port a URI may
+    # make slfs mount for, and how long a daemon waits for its first connection before it unmounts
+    # and exits (0: it retries for ever, as a mount the user started does; open-uri passes one).
+    uri_ports: tuple[int, ...] = ()
+    connect_wait: float = 0.0
 
 
-_FLOAT = {"delete_grace", "attr_timeout", "shutdown_grace", "reconnect_wait"}
+_FLOAT = {"delete_grace", "attr_timeout", "shutdown_grace", "reconnect_wait", "connect_wait"}
 _INT = {"prefetch", "save_retries"}
 # Upper bounds: prefetch starts that many fetch tasks at mount (a huge number froze the daemon),
 # and every duration must be a real number of seconds the kernel and trio can take.
@@ -52,7 +57,11 @@ def parse_options(items: list[str]) -> Options:
     kw: dict[str, object] = {}
     fuse: list[str] = []
     for group in items:
+        name = ""
         for opt in filter(None, (o.strip() for o in group.split(","))):
+            if name == "uri_ports" and opt.isdigit():  # -o uri_ports=9020,9021: the list goes on
+                kw["uri_ports"] = (*kw["uri_ports"], *_ports(opt))  # type: ignore[misc]
+                continue
             name, sep, value = opt.partition("=")
             if name in _INT or name in _FLOAT:
                 kind: type[int] | type[float] = int if name in _INT else float
@@ -97,6 +106,8 @@ def parse_options(items: list[str]) -> Options:
                 kw["windows_paths"] = value
             elif name in ("wine_prefix", "windows_mount"):
                 kw[name] = _directory(name, value, sep)
+            elif name == "uri_ports":
+                kw["uri_ports"] = _ports(value)
             elif name in _PASSTHROUGH:
                 # libfuse knows these as flags only: `ro=1` would reach fuse_session_new and fail
                 # the mount there ("unknown option(s)"), so it is a usage error here.
@@ -108,6 +119,18 @@ def parse_options(items: list[str]) -> Options:
                 raise ValueError(f"unknown mount option {name!r}")
     _check_windows_paths(kw)
     return Options(fuse=tuple(fuse), **kw)  # type: ignore[arg-type]
+
+
+def _ports(value: str) -> tuple[int, ...]:
+    """The ports of uri_ports=9020,9021 (or 9020:9021), each a port a viewer may listen on."""
+    ports = []
+    for text in filter(None, (p.strip() for p in value.split(":"))):
+        if not text.isdigit() or not 1024 <= int(text) <= 65535:
+            raise ValueError(f"-o uri_ports: {text!r} is not a port from 1024 to 65535")
+        ports.append(int(text))
+    if not ports:
+        raise ValueError("-o uri_ports needs ports, e.g. uri_ports=9020:9021")
+    return tuple(ports)
 
 
 def _directory(name: str, value: str, sep: str) -> str:

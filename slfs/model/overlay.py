@@ -23,18 +23,26 @@ KEY_PREFIX = "local:"
 
 
 class Overlay:
-    def __init__(self, tree: Tree) -> None:
+    def __init__(self, tree: Tree, *, shared: bool = False) -> None:
         self.tree = tree
+        # The overlay's directories are the user's alone (their names are object names), unless
+        # the mount is shared with other users (allow_other): then they show as 0755 there too.
+        self.dir_mode = 0o755 if shared else 0o700
+        self._root_checked = False
         # Hard links: the inode of each non-directory by its disk identity (st_dev, st_ino), and the
         # paths (and their parents) known for an inode whose file has several names.
         self._by_disk: dict[tuple[int, int], int] = {}
         self._disk_of: dict[int, tuple[int, int]] = {}
         self._names: dict[int, dict[str, Node]] = {}
 
+    @staticmethod
+    def root_dir() -> Path:
+        return paths.data_dir() / "overlay"
+
     def folder_dir(self, folder: Folder) -> Path:
         """Where the local overlay of a folder lives: keyed by the object's directory name, so it
         survives remounts and re-rezzing (which changes UUIDs)."""
-        root = paths.data_dir() / "overlay"
+        root = self.root_dir()
         if folder is self.tree.root:
             return root / "root"
         obj = folder.object_folder
@@ -162,7 +170,7 @@ class Overlay:
     def move_dir(self, before: Path, after: Path) -> None:
         """A renamed object or prim directory takes its overlay along (when it has one)."""
         if before != after and before.is_dir() and not after.exists():
-            after.parent.mkdir(parents=True, exist_ok=True)
+            self._make_dirs(str(after.parent))
             os.rename(before, after)
             self.moved(str(before), str(after))
 
@@ -170,8 +178,33 @@ class Overlay:
         base = self.dir_of(parent)
         if base is None:
             raise FsError(errno.EPERM, "")
-        os.makedirs(base, mode=0o755, exist_ok=True)
+        self._make_dirs(base)
         return base
+
+    def _make_dirs(self, path: str) -> None:
+        """`path` and the directories above it up to the overlay root, each made with dir_mode
+        (os.makedirs gives the ones above the umask's mode, 0755 usually)."""
+        if not self._root_checked:
+            root = self.root_dir()
+            paths.ensure(root.parent)
+            try:
+                os.mkdir(root, self.dir_mode)
+            except FileExistsError:
+                if stat.S_IMODE(os.stat(root).st_mode) != self.dir_mode:
+                    os.chmod(root, self.dir_mode)  # one made 0755 by an older slfs: it guards all below
+            self._root_checked = True
+        missing: list[str] = []
+        while not os.path.isdir(path):
+            missing.append(path)
+            parent = os.path.dirname(path)
+            if parent == path:
+                break
+            path = parent
+        for d in reversed(missing):
+            try:
+                os.mkdir(d, self.dir_mode)
+            except FileExistsError:
+                pass
 
 
 def _same_file(path: str, disk: tuple[int, int]) -> bool:

@@ -580,12 +580,12 @@ class Writer:
 
     # --- names: unlink, renames ------------------------------------------------------------
 
-    def remove(self, folder: Folder, node: Node) -> None:
+    async def remove(self, folder: Folder, node: Node) -> None:
         """unlink(2) of an item or a new file."""
         if isinstance(node, Scratch):
             self._drop_scratch(node)
         elif isinstance(node, Item):
-            self.unlink(folder, node)
+            await self.unlink(folder, node)
         elif isinstance(node, Folder):
             raise FsError(errno.EISDIR, "")
         else:
@@ -810,12 +810,21 @@ class Writer:
         self.tree.relayout(folder)
         return orphan
 
-    def unlink(self, folder: Folder, item: Item) -> None:
+    async def unlink(self, folder: Folder, item: Item) -> None:
         shown = self.tree.path_of(item)
         if not item.writable:
             raise FsError(errno.EACCES, f"{shown}: no modify permission")
         if not self.ws.connected:
             raise FsError(errno.EIO, f"{shown}: not connected to the viewer; not deleted")
+        # The delete happens after the grace period, when the rm has long returned: a trash that
+        # cannot take the copy now (a file in its place, a read-only or full disk) fails the rm
+        # itself, so no rm seems to work and then quietly does not happen.
+        problem = await self.keeper.check(TRASH, shown, item.size or 0, "deleted")
+        if problem is not None:
+            code = errno.ENOSPC if problem.errno in (errno.ENOSPC, errno.EDQUOT) else errno.EIO
+            message = f"{shown} was not deleted: its trash copy cannot be written ({problem})"
+            self.ws.note_error(message)
+            raise FsError(code, message)
         self.rebind(item, self.tree.fresh_inode())
         self._tombstone(folder, item.name, item)
 
@@ -887,7 +896,7 @@ class Writer:
     async def rename_folder(self, folder: Folder, new_name: str) -> None:
         shown = self.tree.path_of(folder)
         base, tag = names.strip_tag(new_name)
-        if tag is not None and folder.uuid.replace("-", "").startswith(tag):
+        if tag is not None and names.tag_of(folder.uuid, 64).startswith(tag):
             new_name = base
         sl_name = names.to_sl(new_name)
         from .naming_rules import check_sl_name

@@ -311,7 +311,9 @@ async def test_open_uri_mounts(mount_factory: MountFactory, tmp_path: Path) -> N
     uri = f"vscode://lindenlab.sl-vscode-plugin/connect?port={m.port}&object={LAMP_ID}"
     sl = home / "sl"
     try:
-        rc, out, err = await slfs(m, "open-uri", "--json", uri, env=env, check=False, timeout=90)
+        # The sim's port is not the default viewer port: the user lists it (issue 21 item 9).
+        rc, out, err = await slfs(m, "open-uri", "-o", f"uri_ports={m.port}", "--json", uri, env=env, check=False,
+                                  timeout=90)
         assert rc == 0, err
         data = json.loads(out)
         assert data["path"] == f"{sl}/Unpublished Lamp" and data["mount"] == str(sl)

@@ -82,11 +82,16 @@ async def test_long_runtime_dir_gets_a_short_control_socket(mount_factory: Mount
     m = await mount_factory(env={"XDG_RUNTIME_DIR": str(long_dir)})
     (entry_file,) = (long_dir / "slfs" / "mounts").glob("*.json")
     entry = json.loads(entry_file.read_text())
-    assert entry["socket"] == f"{paths.FALLBACK_RUNTIME_BASE}/slfs-{os.getuid()}/{paths.mount_key(m.mnt)}.sock"
+    # A dir of its own with a random name (issue 21 item 10: no name another user could make first).
+    sock = Path(entry["socket"])
+    assert sock.name == f"{paths.mount_key(m.mnt)}.sock" and sock.parent.parent == Path(paths.FALLBACK_RUNTIME_BASE)
+    assert sock.parent.name.startswith(f"slfs-{os.getuid()}-") and (sock.parent.stat().st_mode & 0o777) == 0o700
     # The CLI verbs find the mount and its socket through the registry.
     out = await m.out(sys.executable, "-m", "slfs", "status", "--mount", m.mnt)
     assert "state: connected" in out
     m.assert_clean_log()
+    await m.stop_daemon()
+    assert not sock.parent.exists()  # removed with the daemon
 
 
 async def test_remote_host_needs_the_option(mount_factory: MountFactory) -> None:

@@ -16,12 +16,15 @@ NOBODY = 65534
 
 @pytest.fixture
 def fallback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """No $XDG_RUNTIME_DIR: the runtime dir is BASE/slfs-UID, with BASE a test directory."""
+    """No $XDG_RUNTIME_DIR: the runtime dir is $XDG_STATE_HOME/slfs/run; short socket dirs go
+    under BASE (a test directory standing for /tmp)."""
     base = tmp_path / "tmp"
     base.mkdir()
     monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     monkeypatch.setattr(paths, "FALLBACK_RUNTIME_BASE", str(base))
-    return base / f"slfs-{os.getuid()}"
+    (tmp_path / "state" / "slfs").mkdir(parents=True, mode=0o700)
+    return tmp_path / "state" / "slfs" / "run"
 
 
 def need_root() -> None:
@@ -113,13 +116,18 @@ def test_long_xdg_runtime_dir_gets_a_short_socket_path(
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(long_dir))
     sock_path = paths.control_socket_path("/mnt/sl")
     assert len(os.fsencode(sock_path)) <= paths.SOCKET_PATH_MAX
-    assert Path(sock_path).parent == fallback
-    assert stat.S_IMODE(fallback.stat().st_mode) == 0o700
+    short = Path(sock_path).parent
+    assert short.parent == tmp_path / "tmp" and short.name.startswith(f"slfs-{os.getuid()}-")
+    assert stat.S_IMODE(short.stat().st_mode) == 0o700
     # The registry stays in the real runtime dir (the CLI finds the socket through it) ...
     assert registry.registry_path("/mnt/sl").parent == long_dir / "slfs" / "mounts"
     # ... and the socket can be bound there.
     with socket.socket(socket.AF_UNIX) as s:
         s.bind(sock_path)
+    # The daemon removes its short dir when it ends.
+    os.unlink(sock_path)
+    paths.release_socket_path(sock_path)
+    assert not short.exists()
     # A short runtime dir keeps the socket in it.
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
     assert paths.control_socket_path("/mnt/sl") == str(tmp_path / "slfs" / f"{paths.mount_key('/mnt/sl')}.sock")
@@ -140,22 +148,16 @@ def test_mount_refuses_a_remote_host_without_the_option(
     assert "takes no value" in capsys.readouterr().err
 
 
-def test_background_mount_names_an_unsafe_socket_fallback_dir(
-    fallback: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def test_mount_check_makes_no_short_socket_dir(
+    fallback: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A long $XDG_RUNTIME_DIR puts the socket in the fallback dir: one open to others is refused
-    by `slfs mount` itself, with the reason, before any daemon starts (not only in its log)."""
+    """`slfs mount` checks the runtime dir before the daemon starts; the short socket dir, when
+    one is needed, is the daemon's own: the check makes none (it would be left behind)."""
     long_dir = tmp_path / ("r" * (150 - len(str(tmp_path)) - 1))
     long_dir.mkdir()
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(long_dir))
-    fallback.mkdir()
-    os.chmod(fallback, 0o777)
-    mnt = tmp_path / "mnt"
-    mnt.mkdir()
-    assert cli.main(["mount", str(mnt)]) == 1
-    err = capsys.readouterr().err
-    assert f"slfs: {fallback} has mode 0777, open to other users; refusing it" in err
-    assert "daemon exited" not in err and not (long_dir / "slfs" / "mounts").exists()
+    assert paths.control_socket_path("/mnt/sl", make_short=False) == ""
+    assert list((tmp_path / "tmp").iterdir()) == []
 
 
 def test_remove_dead_entry_keeps_a_live_daemons_file(fallback: Path) -> None:
