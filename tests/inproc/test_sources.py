@@ -4,10 +4,12 @@ builds through includes found in the model, diagnostics mapped back, `slfs build
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 from pathlib import Path
 
 import pytest
+import trio
 from e2e.worlds import FULL, item, u
 
 from slfs.model.options import Options
@@ -352,3 +354,67 @@ async def test_includes_never_reach_outside_their_places(tmp_path: Path, monkeyp
             await fs.ops.release(fh)
         assert saves(fs, PLAIN) == []
         assert all("do not send" not in c for _m, p in fs.sim.calls for c in [str(p)])
+
+
+def _bomb(levels: int = 40, leaf: str = "x" * 1000) -> str:
+    """`#define M0 M1 M1`, ... 2**levels copies of `leaf`: past the in-world size at once."""
+    names = [f"M{i}" for i in range(levels)] + [leaf]
+    defines = "".join(f"#define {a} {b} {b}\n" for a, b in itertools.pairwise(names))
+    return defines + "default { state_entry() { M0; } }\n"
+
+
+async def test_a_macro_bomb_is_efbig_and_leaves_the_daemon_answering(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=version) as fs:
+        with trio.fail_after(25):  # generous: each bomb stops after a few hundred tokens
+            for attempt in range(10):
+                fh = await fs.open("Box/Plain.lsl", os.O_WRONLY | os.O_TRUNC)
+                await fs.ops.write(fh, 0, _bomb(leaf="x" * (1000 + attempt)).encode())
+                assert await fails(fs.ops.flush(fh)) == errno.EFBIG
+                await fs.ops.release(fh)
+            diag = (await fs.read_file("Box/.slfs/Plain.lsl.diag")).decode()
+            # where it was hit: the definition whose expansion went over
+            assert diag.startswith(f"{fs.ws.mountpoint}/Box/Plain.lsl:32:"), diag
+            assert "262144" in diag and "in-world limit" in diag
+            # No worker thread is left behind: the next save is built and stored at once.
+            assert trio.to_thread.current_default_thread_limiter().borrowed_tokens == 0
+            await fs.write_file("Box/Plain.lsl", ("#define W 1\n" + PLAIN_TEXT).encode())
+        assert saves(fs, PLAIN) != [] and "plain" in saves(fs, PLAIN)[-1]
+
+
+async def test_a_work_bomb_is_efbig_with_the_limit_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=version) as fs:
+        # White space only, 2**40 times: little output, the work limit stops it.
+        fh = await fs.open("Box/Plain.lsl", os.O_WRONLY | os.O_TRUNC)
+        await fs.ops.write(fh, 0, ("#define E\n" + _bomb(levels=40, leaf="E")).encode())
+        with trio.fail_after(25):
+            assert await fails(fs.ops.flush(fh)) == errno.EFBIG
+        await fs.ops.release(fh)
+        diag = (await fs.read_file("Box/.slfs/Plain.lsl.diag")).decode()
+        assert "work limit" in diag
+        assert trio.to_thread.current_default_thread_limiter().borrowed_tokens == 0
+
+
+async def test_the_in_world_text_names_no_local_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     version: int) -> None:
+    include_dir = tmp_path / "include"
+    include_dir.mkdir()
+    (include_dir / "where.lsl").write_text('string INC = __FILE__;\n')
+    opts = Options(delete_grace=0.2, include=(str(include_dir),))
+    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=version, options=opts) as fs:
+        source = '#include <where.lsl>\n#include "lib.lsl"\nstring MAIN = __FILE__;\n' + PLAIN_TEXT
+        await fs.write_file("Box/Plain.lsl", source.encode())
+        [stored] = saves(fs, PLAIN)
+        got = envelope.unwrap(stored)
+        assert got is not None
+        assert 'string INC = "where.lsl";' in got.expansion
+        assert 'string MAIN = "Box/Plain.lsl";' in got.expansion
+        for local in (str(tmp_path), "/root", "/home", "/tmp"):
+            assert local not in stored
+        # Luau: the bundle's line markers name the modules as the mount does.
+        await fs.write_file("Box/Tool.luau", b'local h = require("helper")\nprint(h.n)\n')
+        [luau] = saves(fs, TOOL)
+        assert '-- @line 1 "Box/helper.luau"' in luau and '"Box/Tool.luau"' in luau
+        for local in (str(tmp_path), "/root", "/home", "/tmp"):
+            assert local not in luau
