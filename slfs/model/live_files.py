@@ -166,12 +166,19 @@ class _Dir:
         return st
 
 
-def check_file(path: str, where: TempDirs) -> os.stat_result:
+def check_file(path: str, where: TempDirs, limit: int = MAX_TEMP_BYTES) -> os.stat_result:
     """The lstat of `path` when it is the viewer's temp file (module doc); FileNotFoundError when
     there is none, FsError when it is refused."""
     parent, name = _in_dir(path, where)
     with _Dir(parent) as d:
-        return d.lstat(name)
+        st = d.lstat(name)
+    _refuse_size(path, st.st_size, limit)
+    return st
+
+
+def _refuse_size(path: str, size: int, limit: int) -> None:
+    if size > limit:
+        raise FsError(errno.EFBIG, f"{path}: {size} bytes or more, more than any script ({limit}): refused")
 
 
 def read_file(path: str, where: TempDirs, limit: int = MAX_TEMP_BYTES) -> tuple[Stamp, bytes]:
@@ -190,11 +197,9 @@ def read_file(path: str, where: TempDirs, limit: int = MAX_TEMP_BYTES) -> tuple[
         with os.fdopen(fd, "rb") as f:
             st = os.fstat(fd)
             _refuse_stat(path, st)
-            if st.st_size > limit:
-                raise FsError(errno.EFBIG, f"{path}: {st.st_size} bytes, more than any script ({limit}): refused")
-            data = f.read(limit + 1)
-            if len(data) > limit:
-                raise FsError(errno.EFBIG, f"{path}: more than {limit} bytes, more than any script: refused")
+            _refuse_size(path, st.st_size, limit)
+            data = f.read(limit + 1)  # it may grow after the fstat
+            _refuse_size(path, len(data), limit)
             return (st.st_mtime_ns, st.st_size), data
 
 
