@@ -74,7 +74,7 @@ async def test_open_file_runs_vim_only_inside_the_mount(mount_factory: MountFact
     result = tmp_path / "vim-result"
     # The real vim in ex mode writes the file it has open and its cursor line to `result`. No
     # `{path}`: slfs appends it, after `--` (vim takes it). `-o` splits at commas: none here.
-    script = (f"let r = expand('%:p') . ':' . line('.')", "enew", "put =r", "1d", f"w! {result}", "qa!")
+    script = ("let r = expand('%:p') . ':' . line('.')", "enew", "put =r", "1d", f"w! {result}", "qa!")
     open_cmd = "vim -es -n -u NONE -i NONE +{line} " + " ".join(f"-c {shlex.quote(c)}" for c in script)
     m = await stubbed_mount(mount_factory, tmp_path, f"open_cmd={open_cmd}")
     assert m.sim is not None
