@@ -190,12 +190,14 @@ class LiveScripts:
             temp_dir = res.temp_dir if isinstance(res.temp_dir, str) else ""
         except FsError as exc:
             log.info("live: script.list failed (%s): no temp_dir from the viewer", exc.message)
+        mapper = self.ws.paths.mapper
+        drives = mapper.windows_mount if mapper.mode == "wsl" else None
         try:
             if temp_dir:
                 local = await trio.to_thread.run_sync(self.local_path, temp_dir)
-                return await trio.to_thread.run_sync(live_files.viewer_dirs, local)
+                return await trio.to_thread.run_sync(live_files.viewer_dirs, local, drives)
             return await trio.to_thread.run_sync(functools.partial(live_files.fallback_dirs, temp_path,
-                                                                   windows=windows))
+                                                                   windows=windows, windows_drives=drives))
         except FsError as exc:
             raise self.refused(f"live: not subscribing to {temp_path}", exc) from None
 

@@ -20,6 +20,7 @@ for any other file or directory that is not the viewer's, EFBIG for a file large
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import secrets
 import stat
@@ -28,6 +29,8 @@ import tempfile
 import attrs
 
 from .errors import FsError
+
+log = logging.getLogger(__name__)
 
 # A script holds at most 262,144 bytes in-world (naming_rules.SCRIPT_MAX); a temp file may hold
 # more (an envelope, Firestorm's unprocessed source), but never this much.
@@ -45,6 +48,7 @@ class TempDirs:
 
     dirs: tuple[str, ...]
     source: str
+    windows_drives: str | None = None  # WSL2's drvfs root: see check_dir
 
 
 def _uid() -> int:
@@ -61,9 +65,17 @@ def _others_may_write(st: os.stat_result) -> bool:
     return bool(st.st_mode & stat.S_IWGRP) and st.st_gid != os.getegid()
 
 
-def check_dir(path: str) -> str:
+def _on_drives(real: str, windows_drives: str | None) -> bool:
+    if not windows_drives:
+        return False
+    root = os.path.realpath(windows_drives)
+    return real == root or real.startswith(root.rstrip("/") + "/")
+
+
+def check_dir(path: str, windows_drives: str | None = None) -> str:
     """`path` realpath'd, when it is a directory the viewer's temp files may be in: ours, or root's
-    and sticky (/tmp), and no directory above it changeable by another user. EPERM otherwise."""
+    and sticky (/tmp), and no directory above it changeable by another user. EPERM otherwise.
+    `windows_drives` is WSL2's mount of the Windows drives (-o windows_mount), or None."""
     real = os.path.realpath(path)
     try:
         st = os.stat(real)
@@ -71,6 +83,12 @@ def check_dir(path: str) -> str:
         raise FsError(exc.errno or errno.ENOENT, f"temp dir {real}: {exc.strerror}") from None
     if not stat.S_ISDIR(st.st_mode):
         raise FsError(errno.ENOTDIR, f"temp dir {real}: not a directory")
+    if _on_drives(real, windows_drives):
+        # WSL2's drvfs shows every Windows file as the mounting user's, mode 0777 (without the
+        # `metadata` mount option): Windows ACLs decide who may write there and the mode bits say
+        # nothing, so only the files themselves are judged (owner, one link, no symlink).
+        log.info("live: %s is on the Windows drives (%s): its mode bits are not checked", real, windows_drives)
+        return real
     sticky_root = st.st_uid == 0 and bool(st.st_mode & stat.S_ISVTX)
     if st.st_uid != _uid() and not sticky_root:
         raise FsError(errno.EPERM, f"temp dir {real} belongs to uid {st.st_uid}, not to you: refused "
@@ -87,12 +105,12 @@ def check_dir(path: str) -> str:
         above = os.path.dirname(above)
 
 
-def viewer_dirs(temp_dir: str) -> TempDirs:
+def viewer_dirs(temp_dir: str, windows_drives: str | None = None) -> TempDirs:
     """The temp dir script.list named (local already), checked."""
-    return TempDirs((check_dir(temp_dir),), "script.list's temp_dir")
+    return TempDirs((check_dir(temp_dir, windows_drives),), "script.list's temp_dir", windows_drives)
 
 
-def fallback_dirs(temp_path: str, *, windows: bool) -> TempDirs:
+def fallback_dirs(temp_path: str, *, windows: bool, windows_drives: str | None = None) -> TempDirs:
     """Where a viewer that named no temp dir keeps its temp files (a viewer without script.list,
     or one answering without `temp_dir`). Not simply the first file's directory: whoever names
     the file would choose it. For a Linux viewer the system temp dirs (LINUX_TEMP_DIRS,
@@ -106,7 +124,7 @@ def fallback_dirs(temp_path: str, *, windows: bool) -> TempDirs:
     refused: list[str] = []
     for candidate in candidates:
         try:
-            real = check_dir(candidate)
+            real = check_dir(candidate, windows_drives)
         except FsError as exc:
             refused.append(exc.message)
             continue
@@ -115,7 +133,7 @@ def fallback_dirs(temp_path: str, *, windows: bool) -> TempDirs:
     if not dirs:
         raise FsError(errno.EPERM, "; ".join(refused))
     return TempDirs(tuple(dirs), "the viewer named no temp_dir: " + (
-        "the Windows temp file's own private directory" if windows else "the system temp dirs"))
+        "the Windows temp file's own private directory" if windows else "the system temp dirs"), windows_drives)
 
 
 def _refuse_stat(path: str, st: os.stat_result) -> None:
@@ -137,7 +155,7 @@ def _in_dir(path: str, where: TempDirs) -> tuple[str, str]:
     if parent not in where.dirs:
         raise FsError(errno.EPERM, f"{path} is not in the viewer's temp dir ({', '.join(where.dirs)}, "
                       f"from {where.source}): refused")
-    return check_dir(parent), os.path.basename(path)
+    return check_dir(parent, where.windows_drives), os.path.basename(path)
 
 
 class _Dir:

@@ -161,3 +161,24 @@ def test_with_no_temp_dir_from_the_viewer(tmp_path: Path) -> None:
     assert live_files.fallback_dirs(str(private / NAME), windows=True).dirs == (str(private),)
     private.chmod(0o777)
     assert refused(lambda: live_files.fallback_dirs(str(private / NAME), windows=True)) == errno.EPERM
+
+
+def test_on_wsl_drives_the_mode_bits_are_not_judged_but_the_files_are(tmp_path: Path) -> None:
+    """WSL2's drvfs shows Windows files as ours with mode 0777: the temp dir there is taken, and
+    its files still get every check (here: a hard link is refused)."""
+    drives = tmp_path / "mnt"
+    temp = drives / "c" / "Users" / "me" / "AppData" / "Local" / "Temp"
+    temp.mkdir(parents=True)
+    for d in (drives, drives / "c", temp):
+        d.chmod(0o777)
+    with pytest.raises(FsError):
+        live_files.check_dir(str(temp))  # as a Linux dir: open to everyone, refused
+    where = live_files.viewer_dirs(str(temp), str(drives))
+    assert where.dirs == (os.path.realpath(temp),)
+    f = temp / "sl_script_x.lsl"
+    f.write_text("default {}\n")
+    assert live_files.read_file(str(f), where)[1] == b"default {}\n"
+    os.link(f, temp / "other")
+    with pytest.raises(FsError) as info:
+        live_files.read_file(str(f), where)
+    assert info.value.errno == errno.EPERM
