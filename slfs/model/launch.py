@@ -31,6 +31,7 @@ import trio
 
 from ..protocol.text import clean, one_line
 from ..winpaths import WindowsPathError
+from .open_cmd import TEMPLATE, check_template
 
 if TYPE_CHECKING:
     from ..winpaths import PathTranslator
@@ -56,7 +57,6 @@ DASHDASH_EDITORS = frozenset({
     "mousepad", "pluma", "xed", "geany",
 })
 
-_TEMPLATE = re.compile(r"\{path\}|\{line\}")
 _DIGITS = re.compile(r"[0-9]{1,8}")
 
 
@@ -64,23 +64,7 @@ class Refused(Exception):
     """A path not opened, and why."""
 
 
-# --- the template (-o open_cmd) and the argument vector -------------------------------------------
-
-def check_template(open_cmd: str) -> list[str]:
-    """The words of `-o open_cmd`, or ValueError saying what is wrong. `{path}` may be a whole word
-    or begin one (`{path}:{line}`): the word then begins with `/`, never an option; inside a word
-    (`-c 'e {path}'`, `+{path}`) the file name would be read by the editor as a command."""
-    words = shlex.split(open_cmd)  # never through a shell: the path is one argument
-    if not words or not words[0]:
-        raise ValueError("no program to run")
-    if _TEMPLATE.search(words[0]):
-        raise ValueError("the program (the first word) cannot be {path} or {line}")
-    for word in words[1:]:
-        if "{path}" in word and (not word.startswith("{path}") or word.count("{path}") > 1):
-            raise ValueError(f"{word!r}: {{path}} must be a whole word or begin one (e.g. {{path}} or "
-                             "{path}:{line}), so the file name is never read as an option or a command")
-    return words
-
+# --- the argument vector (the template, -o open_cmd: open_cmd.py) ---------------------------------
 
 def line_number(value: Any) -> tuple[int, str | None]:
     """The line to show (1..MAX_LINE) of what the viewer sent, and a complaint when it was not one:
@@ -113,7 +97,7 @@ def editor_argv(words: list[str], path: str, line: int) -> list[str]:
     for i, word in enumerate(words):
         if dashdash and word == "{path}" and i == len(words) - 1:
             argv.append("--")  # only after the last option: `vim {path} +5` would open a file "+5"
-        argv.append(_TEMPLATE.sub(lambda m: path if m.group(0) == "{path}" else str(line), word) if i else word)
+        argv.append(TEMPLATE.sub(lambda m: path if m.group(0) == "{path}" else str(line), word) if i else word)
     return argv
 
 

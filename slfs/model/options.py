@@ -8,7 +8,7 @@ import os
 import attrs
 
 from ..winpaths import CHOICES as WINDOWS_PATHS_CHOICES
-from .launch import check_template
+from .open_cmd import check_template
 
 VM_CHOICES = ("mono", "lsl2", "luau")
 
