@@ -62,7 +62,7 @@ def to_fs(name: str) -> str:
         name = name.replace("/", SLASH_STANDIN)
     if "\0" in name:
         name = name.replace("\0", " ")
-    if _CONTROLS.search(name):
+    if not name.isprintable() and _CONTROLS.search(name):  # isprintable: C speed, every name
         name = _CONTROLS.sub(_picture, name)
     return name
 
