@@ -13,11 +13,11 @@ from pathlib import Path
 from . import __version__, paths
 from .cli_verbs import VERBS, add_verb_parsers, run_verb
 from .model.options import Options, parse_options
+from .protocol.constants import DEFAULT_PORT
 from .protocol.text import printable
 
 log = logging.getLogger("slfs")
 
-DEFAULT_PORT = 9020
 
 
 def _default_port() -> int:

@@ -23,10 +23,10 @@ from typing import Any, TextIO
 
 from . import paths, winpaths
 from .control.client import ControlClient, ControlError, NoMount, connect, find_mount, mount_path, read_registry
+from .protocol import constants
+from .protocol.constants import DEFAULT_PORT, NULL_UUID, RECOMPILE_TARGETS
 from .protocol.text import printable
 from .stats import render as render_stats
-
-RECOMPILE_TARGETS = ("luau", "lsl2", "mono", "auto")  # as slfs.protocol.types.RECOMPILE_TARGETS
 
 VIEWER_VERBS = {
     "teleport": ("viewer.teleport", "teleport to the object of DIR"),
@@ -37,13 +37,8 @@ VIEWER_VERBS = {
 URI_PREFIX = "vscode://lindenlab.sl-vscode-plugin/connect"
 OPEN_URI_MOUNT_TIMEOUT = 30.0
 FIND_TIMEOUT = 10.0
-DEFAULT_PORT = 9020  # as slfs.cli.DEFAULT_PORT (SLFS_PORT overrides it there too)
 DIAG_WAIT = 70.0  # `slfs diag --wait`: how long the daemon waits for the compile of the last save
 EDITOR_GRACE = 0.5  # an editor that exits non-zero this soon failed to start
-# The viewer's temp file of a live-synced script (live-sync.md): sl_script_<name>_<md5>.<ext>, or
-# sl_script_<md5>.<ext> when the named file could not be written.
-TEMP_NAME = re.compile(r"^sl_script_(.+)_([a-fA-F0-9]{32}|[a-fA-F0-9-]{36})\.(luau|lsl)$")
-TEMP_NAME_FALLBACK = re.compile(r"^sl_script_([a-fA-F0-9]{32})\.(luau|lsl)$")
 
 
 class VerbError(Exception):
@@ -605,12 +600,9 @@ def parse_temp_name(path: str) -> tuple[str | None, str, str]:
     case; extension). VerbError (exit status 2) when the name is not one of the viewer's. The viewer
     under Wine or on Windows (slfs in WSL2) names it by its Windows path: `\\` separates too."""
     base = winpaths.basename(path)
-    m = TEMP_NAME.match(base)
-    if m:
-        return m.group(1), m.group(2).lower(), m.group(3)
-    m = TEMP_NAME_FALLBACK.match(base)
-    if m:
-        return None, m.group(1).lower(), m.group(2)
+    parsed = constants.parse_temp_name(base)
+    if parsed is not None:
+        return parsed
     raise VerbError(f"{path}: not a temp file of the viewer's script editor (sl_script_NAME_ID.lsl or .luau, "
                     "ID being 32 hex digits); set the viewer's external editor to: slfs edit \"%s\"", 2)
 
@@ -838,9 +830,8 @@ def find_temp_file(temp_dir: str, script_id: str) -> str | None:
     except OSError:
         return None
     for name in names:
-        m = TEMP_NAME.match(name)
-        found = m.group(2) if m else (m2.group(1) if (m2 := TEMP_NAME_FALLBACK.match(name)) else None)
-        if found is None or found.lower() != want:
+        parsed = constants.parse_temp_name(name)
+        if parsed is None or parsed[1] != want:
             continue
         path = os.path.join(temp_dir, name)
         try:
@@ -850,7 +841,6 @@ def find_temp_file(temp_dir: str, script_id: str) -> str | None:
     return max(hits)[1] if hits else None
 
 
-NULL_UUID = "00000000-0000-0000-0000-000000000000"
 
 
 def live_ids(script: str, object_id: str | None) -> list[str]:

@@ -18,13 +18,13 @@ import functools
 import hashlib
 import logging
 import os
-import re
 import time
 from typing import Any, Protocol
 
 import attrs
 import trio
 
+from ..protocol import constants
 from ..protocol.types import (
     CompilationResult,
     ScriptList,
@@ -43,9 +43,6 @@ log = logging.getLogger(__name__)
 
 # How the viewer names its temp files (llpreviewscript.cpp; the research page gives the pattern),
 # and the fallback it uses when the name cannot be written.
-TEMP_NAME = re.compile(r"^sl_script_(.+)_([a-fA-F0-9]{32}|[a-fA-F0-9-]{36})\.(luau|lsl)$")
-TEMP_NAME_BARE = re.compile(r"^sl_script_([a-fA-F0-9]{32}|[a-fA-F0-9-]{36})\.(luau|lsl)$")
-NULL_UUID = "00000000-0000-0000-0000-000000000000"
 # The inode key of MOUNT/.slfs/live (the fs layer's control directory uses the same one).
 LIVE_DIR_KEY = "ctl:live"
 # The viewer polls its temp file once a second; a state held longer is seen by at least one poll.
@@ -55,14 +52,11 @@ POLL_MARGIN = 0.25
 
 def parse_temp_name(path: str) -> tuple[str, str, str] | None:
     """(script name, script_id, language) of a viewer temp file's path, None when not one."""
-    base = os.path.basename(path)
-    m = TEMP_NAME.match(base)
-    if m is not None:
-        return m.group(1), m.group(2).lower(), m.group(3)
-    m = TEMP_NAME_BARE.match(base)
-    if m is not None:
-        return "script", m.group(1).lower(), m.group(2)
-    return None
+    parsed = constants.parse_temp_name(os.path.basename(path))
+    if parsed is None:
+        return None
+    name, script_id, language = parsed
+    return name or "script", script_id, language
 
 
 class ViewerRefused(FsError):

@@ -19,11 +19,10 @@ from typing import Any
 
 import attrs
 
+from ..protocol.constants import NULL_UUID
 from ..protocol.types import ItemRef
 from .live import LiveScripts
 from .tree import Folder, Item, Tree
-
-NULL_UUID = "00000000-0000-0000-0000-000000000000"
 
 ITEM, OBJECT, MOUNT = "item", "object", "mount"  # the scope of an attributed line
 

@@ -17,6 +17,7 @@ from typing import Union
 import attrs
 import trio
 
+from ..protocol.constants import NULL_UUID
 from ..protocol.gcpause import paused_gc
 from ..protocol.types import (
     InventoryItem,
@@ -60,7 +61,6 @@ class Shown:
 Invalidation = Union[EntryChanged, InodeChanged, Shown]
 
 
-NULL_UUID = "00000000-0000-0000-0000-000000000000"
 
 
 def _now_ns() -> int:

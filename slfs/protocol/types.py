@@ -652,4 +652,3 @@ VIEWER_COMMANDS: dict[str, tuple[str, ...]] = {
     "viewer.script.reset_all": ("object_id",),
     "viewer.script.recompile_all": ("object_id", "target"),
 }
-RECOMPILE_TARGETS = ("luau", "lsl2", "mono", "auto")

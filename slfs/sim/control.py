@@ -15,9 +15,11 @@ from typing import Any
 
 import trio
 
+from slfs.protocol.constants import NULL_UUID
+
 from .compiler import compile_source, runtime_events
 from .generation import Generation
-from .world import NULL_UUID, Item, Prim, SimObject, World, item_from_json, prim_from_json, script_id_for
+from .world import Item, Prim, SimObject, World, item_from_json, prim_from_json, script_id_for
 
 NOTECARD_LIMIT = 65536
 

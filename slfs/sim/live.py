@@ -40,10 +40,12 @@ from typing import Any
 import attrs
 import trio
 
+from slfs.protocol.constants import NULL_UUID
+
 from .compile_output import parse_line, raw_lines
 from .control import WorldControl
 from .transport import CallContext, Connection, SyncError
-from .world import NULL_UUID, Item, Prim, SimObject, script_id_for
+from .world import Item, Prim, SimObject, script_id_for
 
 log = logging.getLogger("slfs.sim")
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import trio
 
+from slfs.protocol.constants import RECOMPILE_TARGETS
 from slfs.protocol.errors import (
     ACCESS_DENIED,
     INTERNAL_ERROR,
@@ -53,7 +54,6 @@ EMBEDDED_ITEMS_REFUSED = (
     "The notecard holds embedded items, which saving its text would lose; edit it in the viewer"
 )
 COMPILE_FAILURES = ("stoi", "nul")
-RECOMPILE_TARGETS = ("luau", "lsl2", "mono", "auto")
 
 
 def denied(message: str) -> RpcError:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import sys
 import time
 from pathlib import Path
@@ -20,12 +19,12 @@ import pytest
 import trio
 from trio_websocket import ConnectionClosed
 
+from slfs.protocol.constants import NULL_UUID, TEMP_NAME
 from slfs.sim import SimViewer, sample_world
 from slfs.sim.cli import build_parser, build_sim, resolve_items
 from slfs.sim.live import editor_argv, script_id_for
-from slfs.sim.world import NULL_UUID, World, world_from_json
+from slfs.sim.world import World, world_from_json
 
-TEMP_NAME = re.compile(r"^sl_script_(.+)_([a-fA-F0-9]{32}|[a-fA-F0-9-]{36})\.(luau|lsl)$")
 GOOD = 'default { state_entry() { llOwnerSay("live"); } }\n'
 BAD = "default {\n    syntax error here\n}\n"
 INV_ITEM = "0a9c5f3e-1111-4222-8333-444455556666"

@@ -16,11 +16,11 @@ import trio
 from test_sim_newer_viewers import ids
 from trio_websocket import ConnectionClosed
 
+from slfs.protocol.constants import NULL_UUID
 from slfs.sim import SimViewer, sample_world
 from slfs.sim.cli import build_parser, build_sim
 from slfs.sim.generation import G1, G2, G3, G4, V1, V2, profile_for
 from slfs.sim.live import script_id_for
-from slfs.sim.world import NULL_UUID
 
 MISSING = "00000000-0000-4000-8000-000000000000"
 BAD_LSL = "default {\n    syntax error here\n}\n"

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 import trio
 
+from slfs.protocol.constants import NULL_UUID
 from slfs.sim import SimViewer
 from slfs.sim.live import script_id_for
-from slfs.sim.world import AGENT_RIGHTS, NULL_UUID, item_from_json, world_from_json
+from slfs.sim.world import AGENT_RIGHTS, item_from_json, world_from_json
 
 MISSING = "00000000-0000-4000-8000-000000000000"
 REGION_DOWN = (-32005, "The object's region is not connected")

@@ -17,7 +17,6 @@ import pytest
 from slfs import cli, cli_verbs
 from slfs.cli_verbs import VerbError, parse_params, parse_since, parse_uri
 from slfs.control.client import ControlClient, ControlError, ShutDown, find_mount, mount_path
-from slfs.protocol.types import RECOMPILE_TARGETS
 
 REPO = Path(__file__).resolve().parents[2]
 OBJ = "edb64ade-4edb-5ab6-9b00-726ed29bc790"
@@ -101,10 +100,6 @@ def test_every_verb_parses_with_json_and_mount() -> None:
     # the old verbs are still there
     assert parser.parse_args(["mount", "-f", "--port", "9021", "/x"]).port == 9021
     assert parser.parse_args(["umount", "/x"]).mountpoint == "/x"
-
-
-def test_recompile_targets_match_the_protocol() -> None:
-    assert tuple(cli_verbs.RECOMPILE_TARGETS) == tuple(RECOMPILE_TARGETS)
 
 
 def test_completion_and_man_page_list_every_verb() -> None:

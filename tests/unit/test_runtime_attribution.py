@@ -8,10 +8,11 @@ import time
 from typing import Any
 
 from slfs.model.events import EventLog
-from slfs.model.runtime import ITEM, MOUNT, NULL_UUID, OBJECT, attribute
+from slfs.model.runtime import ITEM, MOUNT, OBJECT, attribute
 from slfs.model.tree import Tree
 from slfs.protocol import from_json
 from slfs.protocol import types as t
+from slfs.protocol.constants import NULL_UUID
 
 ROOT, CHILD, MAIN, DOOR = "a" * 8 + "-0000-0000-0000-000000000001", "c" * 8 + "-0000-0000-0000-000000000002", \
     "1" * 8 + "-0000-0000-0000-000000000003", "2" * 8 + "-0000-0000-0000-000000000004"
