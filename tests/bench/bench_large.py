@@ -48,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from e2e.harness import Mount, free_port, new_mountpoint
 from e2e.worlds import item, many_items_world
 
-from slfs.control.client import ControlClient
+from slfs.client.connection import ControlClient
 from slfs.sim.world import world_from_json
 
 BIG_ID = "b16b16b1-0000-4000-8000-000000000000"

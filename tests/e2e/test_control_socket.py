@@ -18,7 +18,9 @@ import trio
 from session.foreign import require_root
 
 from e2e.harness import Mount
-from slfs.control.client import ControlClient, ControlError, find_mount
+from slfs.client import ClientError
+from slfs.client.connection import ControlClient
+from slfs.client.mounts import find_mount
 
 pytestmark = pytest.mark.fuse
 
@@ -140,7 +142,7 @@ async def test_client_correlates_and_skips_events(mounted: Mount) -> None:
             code = None
             try:
                 c.request("run", path=f"{CUBE}/nope.lsl")
-            except ControlError as exc:
+            except ClientError as exc:
                 code = exc.code
             return status, results, code
 
@@ -160,7 +162,7 @@ async def test_subscribe_streams_events(mounted: Mount) -> None:
         try:
             for event in client.subscribe(since=0):
                 got.append(event)
-        except ControlError:
+        except ClientError:
             pass  # closed under it
 
     try:

@@ -13,7 +13,7 @@ import pytest
 import trio
 
 from e2e.harness import Mount
-from slfs.control.client import ControlClient
+from slfs.client.connection import ControlClient
 
 pytestmark = pytest.mark.fuse
 

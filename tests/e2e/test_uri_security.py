@@ -17,7 +17,9 @@ import trio
 
 from e2e.harness import MountFactory, is_mounted
 from e2e.worlds import LAMP_ID
-from slfs import cli, cli_verbs
+from slfs import cli
+from slfs.cli.output import VerbError
+from slfs.client import mounts
 
 NOBODY = 65534
 
@@ -28,17 +30,17 @@ def uri(port: int) -> str:
 
 @pytest.fixture
 def no_mounts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[tuple[int, float]]:
-    """No mount is running; _start_mount records what it would start instead of starting it."""
+    """No mount is running; start_mount records what it would start instead of starting it."""
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     monkeypatch.delenv("SLFS_PORT", raising=False)
     started: list[tuple[int, float]] = []
 
-    def start(port: int, connect_wait: float = 0) -> dict[str, Any]:
+    def start(port: int, connect_wait: float = 0, **kw: Any) -> dict[str, Any]:
         started.append((port, connect_wait))
-        raise cli_verbs.VerbError("(not started in this test)", 7)
+        raise VerbError("(not started in this test)", 7)
 
-    monkeypatch.setattr(cli_verbs, "_start_mount", start)
+    monkeypatch.setattr(mounts, "start_mount", start)
     return started
 
 
@@ -57,8 +59,7 @@ def test_the_default_port_and_listed_ports_are_accepted(no_mounts: list[tuple[in
     assert cli.main(["open-uri", "-o", "uri_ports=9021,9022", uri(9022)]) == 7
     assert cli.main(["open-uri", "-o", "uri_ports=9021", "-o", "connect_wait=3", uri(9021)]) == 7
     # A URI-started mount always has a first-connection wait.
-    assert no_mounts == [(9020, cli_verbs.OPEN_URI_MOUNT_TIMEOUT), (9022, cli_verbs.OPEN_URI_MOUNT_TIMEOUT),
-                         (9021, 3.0)]
+    assert no_mounts == [(9020, mounts.START_WAIT), (9022, mounts.START_WAIT), (9021, 3.0)]
 
 
 def test_open_uri_takes_only_its_own_options(no_mounts: list[tuple[int, float]],

@@ -14,9 +14,11 @@ from typing import Any
 
 import pytest
 
-from slfs import cli, cli_verbs
-from slfs.cli_verbs import VerbError, editor_argv, find_temp_file, parse_temp_name
-from slfs.control.client import ControlError, NoMount
+from slfs import cli
+from slfs.cli.edit import editor_argv, parse_temp_name
+from slfs.cli.output import VerbError
+from slfs.client import ClientError, NoMount, mounts
+from slfs.client.live import find_temp_file
 
 MD5 = "0123456789abcdef0123456789abcdef"
 OBJ = "edb64ade-4edb-5ab6-9b00-726ed29bc790"
@@ -35,7 +37,7 @@ class FakeClient:
     def request(self, kind: str, /, _timeout: float | None = 60.0, **params: Any) -> Any:
         self.calls.append((kind, params))
         if kind not in self.handlers:
-            raise ControlError(f"unknown command {kind!r}", "EINVAL")
+            raise ClientError(f"unknown command {kind!r}", "EINVAL")
         return self.handlers[kind](params)
 
     def __enter__(self) -> FakeClient:
@@ -53,8 +55,8 @@ def daemon(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> tuple[dict[str, A
         monkeypatch.delenv(var, raising=False)
     handlers: dict[str, Any] = {"status": lambda p: {"state": "connected"}}
     calls: list[tuple[str, dict[str, Any]]] = []
-    monkeypatch.setattr(cli_verbs, "find_mount", lambda mount=None, path=None, entries=None: ENTRY)
-    monkeypatch.setattr(cli_verbs, "connect", lambda entry, **kw: FakeClient(handlers, calls))
+    monkeypatch.setattr(mounts, "find_mount", lambda mount=None, path=None, entries=None: ENTRY)
+    monkeypatch.setattr(mounts, "connect", lambda entry, **kw: FakeClient(handlers, calls))
     return handlers, calls
 
 
@@ -236,7 +238,7 @@ def test_edit_refused(daemon: Any, tmp_path: Path, capsys: pytest.CaptureFixture
     handlers, _calls = daemon
 
     def refuse(params: dict[str, Any]) -> Any:
-        raise ControlError("the viewer refused: script is already subscribed (status 3)", "EREFUSED")
+        raise ClientError("the viewer refused: script is already subscribed (status 3)", "EREFUSED")
 
     handlers["live_subscribe"] = refuse
     assert cli.main(["edit", str(temp_file(tmp_path))]) == 1
@@ -256,10 +258,10 @@ def test_edit_mounts_when_none_runs(daemon: Any, tmp_path: Path, monkeypatch: py
 
     started: list[int] = []
     waited: list[dict[str, Any]] = []
-    monkeypatch.setattr(cli_verbs, "find_mount", none_running)
-    monkeypatch.setattr(cli_verbs, "_mount_for_port", lambda port: None)
-    monkeypatch.setattr(cli_verbs, "_start_mount", lambda port: started.append(port) or ENTRY)
-    monkeypatch.setattr(cli_verbs, "_wait_connected", lambda entry, timeout: waited.append(entry))
+    monkeypatch.setattr(mounts, "find_mount", none_running)
+    monkeypatch.setattr(mounts, "mount_for_port", lambda port: None)
+    monkeypatch.setattr(mounts, "start_mount", lambda port, **kw: started.append(port) or ENTRY)
+    monkeypatch.setattr(mounts, "wait_connected", lambda entry, timeout: waited.append(entry))
     assert cli.main(["edit", "--wait", str(temp_file(tmp_path))]) == 0
     assert started == [9020] and waited == [ENTRY]
 
@@ -328,8 +330,8 @@ def uri(**fields: str) -> str:
 
 @pytest.fixture
 def uri_daemon(daemon: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
-    monkeypatch.setattr(cli_verbs, "_mount_for_port", lambda port: ENTRY)
-    monkeypatch.setattr(cli_verbs, "_wait_connected", lambda entry, timeout: None)
+    monkeypatch.setattr(mounts, "mount_for_port", lambda port: ENTRY)
+    monkeypatch.setattr(mounts, "wait_connected", lambda entry, timeout: None)
     return daemon
 
 
@@ -416,7 +418,7 @@ def test_edit_of_an_untranslatable_windows_path_says_which_option(daemon: Any, t
     handlers, _calls = daemon
 
     def refuse(params: dict[str, Any]) -> Any:  # what the daemon answers (LiveScripts.local_path)
-        raise ControlError(f"{params['temp_path']!r} is a Windows path, and -o windows_paths=off does not "
+        raise ClientError(f"{params['temp_path']!r} is a Windows path, and -o windows_paths=off does not "
                            "translate them: set -o windows_paths=wine ...", "EINVAL")
 
     handlers["live_subscribe"] = refuse
@@ -430,7 +432,7 @@ def test_open_uri_says_why_a_windows_temp_dir_is_not_used(uri_daemon: Any, tmp_p
     handlers, _calls = uri_daemon
 
     def script_list(params: dict[str, Any]) -> Any:
-        raise ControlError(r"'Q:\Temp': drive Q: has no link in /w/dosdevices; ... set -o wine_prefix=DIR", "EINVAL")
+        raise ClientError(r"'Q:\Temp': drive Q: has no link in /w/dosdevices; ... set -o wine_prefix=DIR", "EINVAL")
 
     handlers["script_list"] = script_list
     handlers["find"] = lambda p: {"path": "/m/Box/Main.lsl"}

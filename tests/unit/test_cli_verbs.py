@@ -14,9 +14,14 @@ from typing import Any
 
 import pytest
 
-from slfs import cli, cli_verbs
-from slfs.cli_verbs import VerbError, parse_params, parse_since, parse_uri
-from slfs.control.client import ControlClient, ControlError, ShutDown, find_mount, mount_path
+from slfs import cli
+from slfs.cli import verbs
+from slfs.cli.output import VerbError
+from slfs.cli.uri import parse_uri
+from slfs.cli.verbs import parse_params, parse_since
+from slfs.client import ClientError, ShutDown
+from slfs.client.connection import ControlClient
+from slfs.client.mounts import find_mount, mount_path
 
 REPO = Path(__file__).resolve().parents[2]
 OBJ = "edb64ade-4edb-5ab6-9b00-726ed29bc790"
@@ -89,7 +94,7 @@ def test_every_verb_parses_with_json_and_mount() -> None:
         "recompile": ["--target", "luau", "d"], "exec": ["viewer.teleport", "object_id=x"], "commands": [],
         "open-uri": ["vscode://x"],
     }
-    assert set(samples) == set(cli_verbs.VERBS) == set(cli_verbs.HANDLERS)
+    assert set(samples) == set(verbs.VERBS) == set(verbs.HANDLERS)
     for verb, args in samples.items():
         ns = parser.parse_args([verb, "--json", "--mount", "/m", *args])
         assert ns.command == verb and ns.json is True and ns.mount == "/m"
@@ -105,7 +110,7 @@ def test_every_verb_parses_with_json_and_mount() -> None:
 def test_completion_and_man_page_list_every_verb() -> None:
     bash = (REPO / "contrib" / "completion" / "slfs.bash").read_text()
     man = (REPO / "man" / "slfs.1").read_text()
-    for verb in cli_verbs.VERBS:
+    for verb in verbs.VERBS:
         assert re.search(rf"(?<![\w-]){re.escape(verb)}(?![\w-])", bash), verb
         assert f".B {verb.replace('-', chr(92) + '-')}" in man, verb
 
@@ -131,15 +136,15 @@ def test_find_mount(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert find_mount(entries=both)["mountpoint"] == b
     assert find_mount(path="Obj/x.lsl", entries=both)["mountpoint"] == b  # relative to the cwd
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(ControlError, match=r"several mounts are running: .*; use --mount"):
+    with pytest.raises(ClientError, match=r"several mounts are running: .*; use --mount"):
         find_mount(entries=both)
-    with pytest.raises(ControlError, match="several mounts"):
+    with pytest.raises(ClientError, match="several mounts"):
         find_mount(path="/elsewhere/x", entries=both)  # a path in no mount falls through
     assert find_mount(entries=entries(a))["mountpoint"] == a
     assert find_mount(path="/elsewhere/x", entries=entries(a))["mountpoint"] == a
-    with pytest.raises(ControlError, match="no slfs mount is running"):
+    with pytest.raises(ClientError, match="no slfs mount is running"):
         find_mount(entries=[])
-    with pytest.raises(ControlError, match="not an slfs mount"):
+    with pytest.raises(ClientError, match="not an slfs mount"):
         find_mount(mount="/elsewhere", entries=both)
     # a symlink to a mount
     (tmp_path / "link").symlink_to(a)
@@ -232,7 +237,7 @@ def test_client_request_skips_events_and_other_answers(server: Any) -> None:
     with ControlClient(server(script)) as c:
         assert c.ready["mount"] == "/m"
         assert c.request("status", extra=1) == {"ok": 1}
-        with pytest.raises(ControlError) as info:
+        with pytest.raises(ClientError) as info:
             c.request("diag", path="/x")
         assert info.value.code == "ENOENT" and str(info.value) == "no such"
 
@@ -242,22 +247,22 @@ def test_client_checks_ready(server: Any) -> None:
         send(conn, {"type": "response", "success": True})
         recv()
 
-    with pytest.raises(ControlError, match="ready"):
+    with pytest.raises(ClientError, match="ready"):
         ControlClient(server(not_ready))
 
     def wrong_version(conn: socket.socket, recv: Callable[[], dict[str, Any]]) -> None:
         send(conn, {"type": "ready", "protocolVersion": 9, "supportedProtocolVersions": [9]})
         recv()
 
-    with pytest.raises(ControlError, match="protocol version"):
+    with pytest.raises(ClientError, match="protocol version"):
         ControlClient(server(wrong_version))
 
     def silent(conn: socket.socket, recv: Callable[[], dict[str, Any]]) -> None:
         recv()
 
-    with pytest.raises(ControlError, match="timed out"):
+    with pytest.raises(ClientError, match="timed out"):
         ControlClient(server(silent), connect_timeout=0.3)
-    with pytest.raises(ControlError, match="cannot connect"):
+    with pytest.raises(ClientError, match="cannot connect"):
         ControlClient("/nonexistent/slfs.sock")
 
 
@@ -267,7 +272,7 @@ def test_client_timeout_and_shutdown(server: Any) -> None:
         recv()
         recv()
 
-    with ControlClient(server(slow)) as c, pytest.raises(ControlError, match="no answer") as info:
+    with ControlClient(server(slow)) as c, pytest.raises(ClientError, match="no answer") as info:
         c.request("run", _timeout=0.3, path="x")
     assert info.value.code == "ETIMEDOUT"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from slfs.cli_verbs import VerbError
-from slfs.cli_verbs import parse_temp_name as verb_parse
+from slfs.cli.edit import parse_temp_name as verb_parse
+from slfs.cli.output import VerbError
 from slfs.model.live import parse_temp_name as model_parse
 from slfs.protocol.constants import parse_temp_name
 

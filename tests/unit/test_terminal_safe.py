@@ -6,7 +6,7 @@ import io
 import logging
 
 from slfs.cli import PrintableFormatter
-from slfs.cli_verbs import PrintableStream
+from slfs.cli.output import PrintableStream
 from slfs.model import names
 from slfs.protocol.text import printable
 

@@ -1,30 +1,19 @@
-"""The `slfs` command line."""
+"""`slfs mount`, `slfs umount` and `slfs demo`: a mount's life from the command line. The daemon
+(pyfuse3, trio) is imported only when one of them runs: the control verbs start faster without it."""
 
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import socket
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
-from . import __version__, paths
-from .cli_verbs import VERBS, add_verb_parsers, run_verb
-from .model.options import Options, parse_options
-from .protocol.constants import DEFAULT_PORT
-from .protocol.text import printable
-
-log = logging.getLogger("slfs")
-
-
-
-def _default_port() -> int:
-    try:
-        return int(os.environ.get("SLFS_PORT", DEFAULT_PORT))
-    except ValueError:
-        return DEFAULT_PORT
+from .. import paths
+from ..client.mounts import default_port
+from ..model.options import Options, parse_options
 
 
 def _port(text: str) -> int:
@@ -44,34 +33,13 @@ def _host(text: str) -> str:
     return text
 
 
-class PrintableFormatter(logging.Formatter):
-    """Log lines hold names, compiler lines and chat from the network, and people `tail -f` the log:
-    no control character but tab and newline reaches the file (slfs/protocol/text.py printable)."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        return printable(super().format(record))
-
-
-def setup_logging(verbose: bool) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(PrintableFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, handlers=[handler])
-    if not verbose:
-        for noisy in ("trio-websocket", "trio_websocket"):
-            logging.getLogger(noisy).setLevel(logging.WARNING)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="slfs", description="Mount what the Second Life viewer publishes.")
-    p.add_argument("--version", action="version", version=f"slfs {__version__}")
-    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND")
-
+def add_parsers(sub: Any) -> None:
+    """Add mount, umount and demo to the `slfs` subparsers."""
     m = sub.add_parser("mount", help="mount the viewer's published objects")
     m.add_argument("mountpoint")
     m.add_argument("-f", "--foreground", action="store_true", help="stay in the foreground")
     m.add_argument("--host", type=_host, default="127.0.0.1")
-    m.add_argument("--port", type=_port, default=_default_port())
+    m.add_argument("--port", type=_port, default=default_port())
     m.add_argument("-o", dest="options", action="append", default=[], metavar="OPT[,OPT...]")
     m.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)
 
@@ -81,39 +49,6 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("demo", help="mount the built-in simulated viewer's sample world")
     d.add_argument("mountpoint", nargs="?")
     d.add_argument("-o", dest="options", action="append", default=[], metavar="OPT[,OPT...]")
-
-    sub.add_parser("sim", help="run the simulated viewer (slfs sim --help)", add_help=False)
-    add_verb_parsers(sub)
-    return p
-
-
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "sim":
-        from .sim.cli import main as sim_main
-
-        return sim_main(argv[1:])
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    setup_logging(args.verbose)
-    try:
-        return _dispatch(parser, args, argv)
-    except paths.RuntimeDirError as exc:  # an unsafe or unusable runtime dir: refused, never a traceback
-        print(f"slfs: {exc}", file=sys.stderr)
-        return 1
-
-
-def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str]) -> int:
-    if args.command == "mount":
-        return cmd_mount(args, argv)
-    if args.command == "umount":
-        return cmd_umount(args.mountpoint)
-    if args.command == "demo":
-        return cmd_demo(args)
-    if args.command in VERBS:
-        return run_verb(args)
-    parser.print_help()
-    return 2
 
 
 def _options(raw: list[str]) -> Options | None:
@@ -125,10 +60,8 @@ def _options(raw: list[str]) -> Options | None:
 
 
 def cmd_mount(args: argparse.Namespace, argv: list[str]) -> int:
-    # The daemon (pyfuse3, trio) is imported only by the verbs that need it: the control verbs
-    # start faster without it.
-    from .daemon import Daemon, run_foreground, spawn_background
-    from .session.peer import is_loopback
+    from ..daemon import Daemon, run_foreground, spawn_background
+    from ..session.peer import is_loopback
 
     options = _options(args.options)
     if options is None:
@@ -152,8 +85,8 @@ def cmd_mount(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def cmd_umount(mountpoint: str) -> int:
-    from .daemon import is_mounted, unmount
-    from .registry import daemon_alive, read_registry, registry_path, remove_dead_entry
+    from ..daemon import is_mounted, unmount
+    from ..registry import daemon_alive, read_registry, registry_path, remove_dead_entry
 
     real = os.path.realpath(mountpoint)
     entry = next((e for e in read_registry() if e.get("mountpoint") == real), None)
@@ -181,8 +114,8 @@ def _free_port() -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from .daemon import Daemon, run_foreground
-    from .sim import SimViewer, sample_world
+    from ..daemon import Daemon, run_foreground
+    from ..sim import SimViewer, sample_world
 
     options = _options(args.options)
     if options is None:

@@ -1,5 +1,4 @@
-"""A small blocking client of the control socket (protocol: slfs/control/server.py), and how a
-command finds its mount in the registry of running mounts.
+"""A small blocking connection to a mount's control socket (protocol: slfs/control/server.py).
 
     with ControlClient(entry["socket"]) as c:
         c.request("status")                       # -> the response's data
@@ -17,29 +16,13 @@ from collections.abc import Iterator
 from types import TracebackType
 from typing import Any
 
-from ..registry import read_registry
+from .errors import ClientError, ShutDown
 
 PROTOCOL_VERSION = 1
 CONNECT_TIMEOUT = 5.0
 REQUEST_TIMEOUT = 60.0
 
 _ids = itertools.count(1)
-
-
-class ControlError(Exception):
-    """A failed command (the daemon's `error` and errno name `code`), or a broken connection."""
-
-    def __init__(self, message: str, code: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = code
-
-    def __str__(self) -> str:
-        return self.message
-
-
-class ShutDown(ControlError):
-    """The daemon said {"type":"shutdown"} or closed the connection."""
 
 
 class ControlClient:
@@ -52,16 +35,16 @@ class ControlClient:
             try:
                 self._sock.connect(self.socket_path)
             except OSError as exc:
-                raise ControlError(f"cannot connect to the control socket {self.socket_path}: "
-                                   f"{exc.strerror or exc}", "ECONNREFUSED") from None
+                raise ClientError(f"cannot connect to the control socket {self.socket_path}: "
+                                  f"{exc.strerror or exc}", "ECONNREFUSED") from None
             frame = self._read_frame(time.monotonic() + connect_timeout)
             if frame.get("type") != "ready":
-                raise ControlError(f"control socket {self.socket_path}: expected a ready frame, got {frame!r}",
-                                   "EPROTO")
+                raise ClientError(f"control socket {self.socket_path}: expected a ready frame, got {frame!r}",
+                                  "EPROTO")
             versions = frame.get("supportedProtocolVersions") or [frame.get("protocolVersion")]
             if PROTOCOL_VERSION not in versions:
-                raise ControlError(f"control socket {self.socket_path}: protocol version(s) {versions} "
-                                   f"not supported (this client speaks {PROTOCOL_VERSION})", "EPROTO")
+                raise ClientError(f"control socket {self.socket_path}: protocol version(s) {versions} "
+                                  f"not supported (this client speaks {PROTOCOL_VERSION})", "EPROTO")
             self.ready: dict[str, Any] = frame
         except BaseException:
             self._sock.close()
@@ -90,12 +73,12 @@ class ControlClient:
             else:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise ControlError("timed out waiting for the daemon", "ETIMEDOUT")
+                    raise ClientError("timed out waiting for the daemon", "ETIMEDOUT")
                 self._sock.settimeout(left)
             try:
                 chunk = self._sock.recv(65536)
             except TimeoutError:
-                raise ControlError("timed out waiting for the daemon", "ETIMEDOUT") from None
+                raise ClientError("timed out waiting for the daemon", "ETIMEDOUT") from None
             except OSError as exc:
                 raise ShutDown(f"control connection lost: {exc.strerror or exc}", "ECONNRESET") from None
             if not chunk:
@@ -119,7 +102,7 @@ class ControlClient:
     # --- commands ------------------------------------------------------------------------------
 
     def request(self, kind: str, /, _timeout: float | None = REQUEST_TIMEOUT, **params: Any) -> Any:
-        """Run one command; its `data`, or ControlError(error, code) when it failed.
+        """Run one command; its `data`, or ClientError(error, code) when it failed.
         Frames that are not the answer (events, other answers) are skipped."""
         rid = f"c{os.getpid()}-{next(_ids)}"
         self.send({**params, "id": rid, "type": kind})
@@ -127,16 +110,16 @@ class ControlClient:
         while True:
             try:
                 frame = self._read_frame(deadline)
-            except ControlError as exc:
+            except ClientError as exc:
                 if exc.code == "ETIMEDOUT":
-                    raise ControlError(f"{kind}: no answer from the daemon within {_timeout:g} s",
-                                       "ETIMEDOUT") from None
+                    raise ClientError(f"{kind}: no answer from the daemon within {_timeout:g} s",
+                                      "ETIMEDOUT") from None
                 raise
             if frame.get("type") != "response" or frame.get("id") != rid:
                 continue
             if frame.get("success"):
                 return frame.get("data")
-            raise ControlError(str(frame.get("error") or f"{kind} failed"), frame.get("code"))
+            raise ClientError(str(frame.get("error") or f"{kind} failed"), frame.get("code"))
 
     def subscribe(self, since: int | None = None) -> Iterator[dict[str, Any]]:
         """Events from `since` (a cursor: events after that seq) or from now on; runs until the
@@ -151,7 +134,7 @@ class ControlClient:
             if frame.get("type") == "event" and isinstance(frame.get("event"), dict):
                 yield frame["event"]
             elif frame.get("type") == "subscription_ended":
-                raise ControlError(f"the event stream ended: {frame.get('reason', 'no reason given')}", "EAGAIN")
+                raise ClientError(f"the event stream ended: {frame.get('reason', 'no reason given')}", "EAGAIN")
 
     def close(self) -> None:
         try:
@@ -167,85 +150,3 @@ class ControlClient:
                  tb: TracebackType | None) -> None:
         self.close()
 
-
-# --- which mount ---------------------------------------------------------------------------------
-
-
-class NoMount(ControlError):
-    pass
-
-
-def _inside(path: str, mountpoint: str) -> bool:
-    mountpoint = mountpoint.rstrip("/") or "/"
-    return path == mountpoint or path.startswith(mountpoint.rstrip("/") + "/")
-
-
-def _containing(path: str, entries: list[dict[str, Any]]) -> dict[str, Any] | None:
-    hits = [e for e in entries if _inside(path, str(e.get("mountpoint", "")))]
-    return max(hits, key=lambda e: len(str(e["mountpoint"]))) if hits else None
-
-
-def _lookup(path: str, entries: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The mount holding `path`: by its absolute path first (no lookups in the mount), then by the
-    real path (a symlink to a mount, such as ~/sl -> /mnt/sl)."""
-    hit = _containing(os.path.abspath(path), entries)
-    if hit is None:
-        try:
-            hit = _containing(os.path.realpath(path), entries)
-        except OSError:
-            hit = None
-    return hit
-
-
-def find_mount(mount: str | None = None, path: str | None = None,
-               entries: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """The registry entry a command acts on: `--mount MOUNT`, else the mount holding PATH, else the
-    mount holding the current directory, else the only running mount."""
-    entries = read_registry() if entries is None else entries
-    if mount is not None:
-        hit = _lookup(mount, entries)
-        if hit is None:
-            raise NoMount(f"{mount}: not an slfs mount (running: "
-                          f"{', '.join(str(e['mountpoint']) for e in entries) or 'none'})", "ENOENT")
-        return hit
-    if path is not None:
-        hit = _lookup(path, entries)
-        if hit is not None:
-            return hit
-    try:
-        cwd = os.getcwd()
-    except OSError:
-        cwd = None
-    if cwd is not None:
-        hit = _containing(cwd, entries)
-        if hit is not None:
-            return hit
-    if not entries:
-        raise NoMount("no slfs mount is running", "ENOENT")
-    if len(entries) > 1:
-        raise NoMount(f"several mounts are running: {', '.join(str(e['mountpoint']) for e in entries)}; "
-                      "use --mount", "EINVAL")
-    return entries[0]
-
-
-def mount_path(entry: dict[str, Any], arg: str) -> str:
-    """How to name `arg` to the daemon: its absolute path when it is inside the mount, else the
-    argument as given (a relative one is then taken relative to the mount's root)."""
-    mountpoint = str(entry["mountpoint"])
-    absolute = os.path.abspath(arg)
-    if _inside(absolute, mountpoint):
-        return absolute
-    try:
-        real = os.path.realpath(arg)
-    except OSError:
-        real = ""
-    if real and _inside(real, mountpoint):
-        return real
-    return arg
-
-
-def connect(entry: dict[str, Any], *, connect_timeout: float = CONNECT_TIMEOUT) -> ControlClient:
-    sock = entry.get("socket")
-    if not sock:
-        raise ControlError(f"{entry.get('mountpoint')}: the daemon has no control socket (an older slfs?)")
-    return ControlClient(str(sock), connect_timeout=connect_timeout)

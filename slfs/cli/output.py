@@ -1,0 +1,40 @@
+"""What every verb prints with: JSON documents, `slfs: ` messages on standard error, the terminal-safe
+stream, and VerbError, a verb's own refusal (its message and exit status)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, TextIO
+
+from ..protocol.text import printable
+
+
+class VerbError(Exception):
+    def __init__(self, message: str, status: int = 1) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def err(message: str) -> None:
+    print(f"slfs: {message}", file=sys.stderr, flush=True)
+
+
+class PrintableStream:
+    """What a verb prints for people (paths, names, diagnostics, runtime lines: network text) goes
+    through `printable`, so no escape sequence reaches the terminal; `--json` output is escaped
+    already (json.dumps escapes every control and non-ASCII character)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        return self.stream.write(printable(text))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
