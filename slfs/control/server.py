@@ -56,6 +56,9 @@ log = logging.getLogger(__name__)
 PROTOCOL_VERSION = 1
 MAX_FRAME = 1 << 20
 CONFIRM_TIMEOUT = 15.0
+# `run` of a faulted script: only a reset or a compiling save clears a fault, so the confirmation
+# wait is short (a viewer that restarts it anyway says so at once) and then says why.
+FAULTED_WAIT = 2.0
 
 Handler = Callable[[dict[str, Any]], Awaitable[Any]]
 
@@ -418,6 +421,7 @@ class ControlServer:
         item = self._item(p.get("path"))
         if not item.is_script:
             raise FsError(errno.EINVAL, f"{p.get('path')}: not a script")
+        faulted = bool(item.info.faulted)
         await self.scripts.set_state(item, word)
         want = {"run": True, "stop": False}.get(word)
         if want is not None:
@@ -425,8 +429,15 @@ class ControlServer:
             def confirmed() -> bool:
                 return bool(item.info.running) == want and not (want and item.info.faulted)
 
-            if await self.ws.wait_for_world(confirmed, float(p.get("timeout", CONFIRM_TIMEOUT))):
+            wait = float(p.get("timeout", CONFIRM_TIMEOUT))
+            if want and faulted:
+                wait = min(wait, FAULTED_WAIT)
+            if await self.ws.wait_for_world(confirmed, wait):
                 return {**self._describe(item), "state": self.scripts.state_word(item), "confirmed": True}
+            if want and item.info.faulted:
+                raise FsError(errno.EIO, f"{p.get('path')}: the viewer accepted run, but the script is faulted "
+                              "(stopped by a run-time error), which a running flag does not clear: reset it to "
+                              "start it again")
             raise FsError(errno.ETIMEDOUT, f"{p.get('path')}: the viewer accepted {word} but has not "
                           f"confirmed it (state: {self.scripts.state_word(item)})")
         return {**self._describe(item), "state": self.scripts.state_word(item), "confirmed": False}
