@@ -13,14 +13,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 import trio
-from session.foreign import require_root
+from support.foreign import require_root
+from support.mount import Mount
 
-from e2e.harness import Mount
 from slfs.control.client import ControlClient, ControlError, find_mount
-
-pytestmark = pytest.mark.fuse
 
 CUBE = "Hello Cube"
 
