@@ -45,8 +45,8 @@ from typing import Any
 import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from e2e.harness import Mount, free_port, new_mountpoint
-from e2e.worlds import item, many_items_world
+from support.mount import Mount, free_port, new_mountpoint
+from support.worlds import item, many_items_world
 
 from slfs.client.connection import ControlClient
 from slfs.sim.world import world_from_json

@@ -25,8 +25,8 @@ import pytest
 import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from e2e.worlds import many_items_world
-from inproc.harness import CTX, fs_against_sim
+from support.inproc import CTX, fs_against_sim
+from support.worlds import many_items_world
 
 from slfs.sim.world import world_from_json
 

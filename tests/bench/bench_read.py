@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from e2e.worlds import many_items_world
+from support.worlds import many_items_world
 
 BASE = Path.home() / ".cache" / "slfs-bench"
 PY = sys.executable

@@ -23,8 +23,8 @@ from pathlib import Path
 import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from e2e.harness import Mount, free_port, new_mountpoint
-from e2e.worlds import item, u
+from support.mount import Mount, free_port, new_mountpoint
+from support.worlds import item, u
 
 from slfs.sim.world import world_from_json
 

@@ -9,13 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 import trio
-
-from e2e.harness import Mount, MountFactory
-from e2e.worlds import LAMP_ID, sample_item
-
-pytestmark = pytest.mark.fuse
+from support.mount import Mount, MountFactory
+from support.worlds import LAMP_ID, sample_item
 
 CUBE = "Hello Cube"
 CUBE_ID = "edb64ade-4edb-5ab6-9b00-726ed29bc790"

@@ -11,13 +11,13 @@ import subprocess
 
 import pytest
 import trio
+from support.mount import Mount, require_tool
 
-from e2e.harness import Mount, require_tool
 from slfs.sim import syntax as sim_syntax
 
 # G1 differs in ways tests/e2e/test_viewer_generations.py covers (no object.list, set_running or
 # commands; notecards need copy+modify; runtime output only for live-sync subscribers).
-pytestmark = [pytest.mark.fuse, pytest.mark.generations("G2", "G3", "G4")]
+pytestmark = pytest.mark.generations("G2", "G3", "G4")
 
 CUBE = "Hello Cube"
 QF_LINE = re.compile(r"^(/.+):(\d+):(\d+): ([a-z]+): (.+)$")

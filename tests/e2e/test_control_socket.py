@@ -13,16 +13,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 import trio
-from session.foreign import require_root
+from support.foreign import require_root
+from support.mount import Mount
 
-from e2e.harness import Mount
 from slfs.client import ClientError
 from slfs.client.connection import ControlClient
 from slfs.client.mounts import find_mount
-
-pytestmark = pytest.mark.fuse
 
 CUBE = "Hello Cube"
 

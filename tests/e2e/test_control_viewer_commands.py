@@ -8,12 +8,8 @@ import os
 import stat
 from pathlib import Path
 
-import pytest
 import trio
-
-from e2e.harness import MountFactory
-
-pytestmark = pytest.mark.fuse
+from support.mount import MountFactory
 
 
 def events(text: str) -> list[dict[str, object]]:

@@ -16,13 +16,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 import trio
+from support.mount import Mount, MountFactory, require_tool
 
-from e2e.harness import Mount, MountFactory, require_tool
 from slfs.protocol.errors import INVALID_PARAMS
-
-pytestmark = pytest.mark.fuse
 
 NOTIFY_SLEEP = 0.5
 

@@ -24,8 +24,7 @@ from typing import Any
 
 import pytest
 import trio
-
-from e2e.faults_support import (
+from support.faults import (
     Outcome,
     check_outcomes,
     hostile_frames,
@@ -36,8 +35,9 @@ from e2e.faults_support import (
     sample_snapshot,
     write_stages,
 )
-from e2e.harness import Mount, MountFactory, missing
-from e2e.test_write_support import (
+from support.mount import Mount, MountFactory, missing
+from support.worlds import sample_item
+from support.writes import (
     ARM_DIR,
     GRACE,
     LEFT,
@@ -57,11 +57,8 @@ from e2e.test_write_support import (
     write_file,
     write_mount,
 )
-from e2e.worlds import sample_item
+
 from slfs.protocol.errors import REQUEST_TIMEOUT, RpcError
-
-pytestmark = pytest.mark.fuse
-
 
 # --- shared steps ---------------------------------------------------------------------------
 

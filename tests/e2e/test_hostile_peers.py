@@ -8,9 +8,9 @@ import os
 import sys
 from pathlib import Path
 
-from session.foreign import NOBODY, foreign_listener
+from support.foreign import NOBODY, foreign_listener
+from support.mount import MountFactory
 
-from e2e.harness import MountFactory
 from slfs import paths
 
 

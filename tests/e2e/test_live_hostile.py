@@ -12,12 +12,10 @@ import stat
 from pathlib import Path
 
 import pytest
+from support.mount import Mount, MountFactory
 
-from e2e.harness import Mount, MountFactory
 from e2e.test_control_cli import slfs
 from e2e.test_live_sync import BAD, GOOD, INV, live_world
-
-pytestmark = pytest.mark.fuse
 
 OTHER_UID = 65534
 SECRET = "-----BEGIN OPENSSH PRIVATE KEY-----\nnot yours\n"

@@ -13,16 +13,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.mount import Mount, MountFactory
+from support.worlds import FULL, item, u
 
-from e2e.harness import Mount, MountFactory
 from e2e.test_control_cli import slfs
-from e2e.worlds import FULL, item, u
 from slfs.sim.world import world_from_json
 from slfs.sources import envelope
 
 # G1 differs in ways tests/e2e/test_viewer_generations.py covers (no object.list, set_running or
 # commands; notecards need copy+modify; runtime output only for live-sync subscribers).
-pytestmark = [pytest.mark.fuse, pytest.mark.generations("G2", "G3", "G4")]
+pytestmark = pytest.mark.generations("G2", "G3", "G4")
 
 OBJ = u(1, "b")
 INV = u(7)  # a script in the agent's inventory
@@ -256,7 +256,7 @@ async def test_a_refused_subscription_exits_1_with_the_viewers_message(mount_fac
 async def test_slfs_edit_mounts_home_sl_when_no_mount_runs(mount_factory: MountFactory, tmp_path: Path) -> None:
     """As the viewer starts it, with nothing mounted: slfs edit mounts ~/sl for the (default)
     port, subscribes, and starts the editor there."""
-    from e2e.harness import force_unmount
+    from support.mount import force_unmount
 
     m = await mount_factory(live_world(), start=False)  # the viewer runs; no slfs yet
     assert m.sim is not None

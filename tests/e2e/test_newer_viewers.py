@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 import trio
-
-from e2e.harness import Mount, MountFactory
-from e2e.test_write_support import (
+from support.mount import Mount, MountFactory
+from support.worlds import FULL, item, u
+from support.writes import (
     NO_MOD,
     errno_of,
     recovery_files,
@@ -24,7 +24,7 @@ from e2e.test_write_support import (
     sim_of,
     write_file,
 )
-from e2e.worlds import FULL, item, u
+
 from slfs.sim.world import world_from_json
 
 BOX = u(10, "b")

@@ -5,12 +5,10 @@ from __future__ import annotations
 import os
 
 import pytest
+from support.mount import Mount, MountFactory
+from support.worlds import SAMPLE_DIRS, SAMPLE_FILES, UNREADABLE, sample_item
 
-from e2e.harness import Mount, MountFactory
-from e2e.worlds import SAMPLE_DIRS, SAMPLE_FILES, UNREADABLE, sample_item
 from slfs.winpaths import in_wsl
-
-pytestmark = pytest.mark.fuse
 
 
 async def test_slfs_hidden_but_reachable(mounted: Mount) -> None:

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 import trio
+from support.mount import Mount, MountFactory, is_mounted
+from support.worlds import item, u
 
-from e2e.harness import Mount, MountFactory, is_mounted
-from e2e.worlds import item, u
 from slfs.sim.world import world_from_json
 
 # G1 differs in ways tests/e2e/test_viewer_generations.py covers (no object.list, set_running or
 # commands; notecards need copy+modify; runtime output only for live-sync subscribers).
-pytestmark = [pytest.mark.fuse, pytest.mark.generations("G2", "G3", "G4")]
+pytestmark = pytest.mark.generations("G2", "G3", "G4")
 
 
 def registry(m: Mount) -> list[dict[str, object]]:

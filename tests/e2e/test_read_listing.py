@@ -7,9 +7,8 @@ import re
 import stat
 
 import pytest
-
-from e2e.harness import Mount, MountFactory, require_tool
-from e2e.worlds import (
+from support.mount import Mount, MountFactory, require_tool
+from support.worlds import (
     NAMES_DIRS,
     NAMES_EXPECTED,
     SAMPLE_DIRS,
@@ -21,7 +20,7 @@ from e2e.worlds import (
 
 # G1 differs in ways tests/e2e/test_viewer_generations.py covers (no object.list, set_running or
 # commands; notecards need copy+modify; runtime output only for live-sync subscribers).
-pytestmark = [pytest.mark.fuse, pytest.mark.generations("G2", "G3", "G4")]
+pytestmark = pytest.mark.generations("G2", "G3", "G4")
 
 
 def content_gets(m: Mount) -> list[str]:

@@ -5,14 +5,11 @@ from __future__ import annotations
 import errno
 import os
 
-import pytest
 import trio
+from support.mount import Mount, MountFactory
+from support.worlds import HOUSE_ID, LAMP_ID, SAMPLE_FILES, TWIN1_ID, sample_item
 
-from e2e.harness import Mount, MountFactory
-from e2e.worlds import HOUSE_ID, LAMP_ID, SAMPLE_FILES, TWIN1_ID, sample_item
 from slfs.protocol.errors import RpcError
-
-pytestmark = pytest.mark.fuse
 
 VISIBLE_WITHIN = 1.0
 

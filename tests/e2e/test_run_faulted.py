@@ -6,13 +6,10 @@ from __future__ import annotations
 
 import time
 
-import pytest
 import trio
+from support.mount import Mount
 
-from e2e.harness import Mount
 from e2e.test_control_cli import sj, slfs
-
-pytestmark = pytest.mark.fuse
 
 CUBE = "Hello Cube"
 

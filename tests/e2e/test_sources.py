@@ -18,15 +18,15 @@ from inproc.test_sources import (  # the same world and texts as the in-process 
     SOURCE,
     sources_world,
 )
+from support.mount import Mount, MountFactory
+from support.writes import mark, need, settle, sh
 
-from e2e.harness import Mount, MountFactory
 from e2e.test_control_cli import slfs
-from e2e.test_write_support import mark, need, settle, sh
 from slfs.sources import envelope
 
 # G1 differs in ways tests/e2e/test_viewer_generations.py covers (no object.list, set_running or
 # commands; notecards need copy+modify; runtime output only for live-sync subscribers).
-pytestmark = [pytest.mark.fuse, pytest.mark.generations("G2", "G3", "G4")]
+pytestmark = pytest.mark.generations("G2", "G3", "G4")
 
 GIT = "git -c user.name=T -c user.email=t@example.com -c init.defaultBranch=main"
 

@@ -9,13 +9,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
 import trio
+from support.mount import Mount
 
-from e2e.harness import Mount
 from slfs.client.connection import ControlClient
-
-pytestmark = pytest.mark.fuse
 
 
 def registry(m: Mount) -> dict[str, Any]:

@@ -8,9 +8,10 @@ import json
 import os
 import re
 
-from e2e.harness import Mount, MountFactory
+from support.mount import Mount, MountFactory
+from support.worlds import LAMP_ID
+
 from e2e.test_control_cli import slfs
-from e2e.worlds import LAMP_ID
 from slfs.sim.world import sample_world
 
 # An OSC that sets the title, one that writes the clipboard, a CSI that clears the screen, an 8-bit

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 import trio
+from support.mount import MountFactory, is_mounted
+from support.worlds import LAMP_ID
 
-from e2e.harness import MountFactory, is_mounted
-from e2e.worlds import LAMP_ID
 from slfs import cli
 from slfs.cli.output import VerbError
 from slfs.client import mounts

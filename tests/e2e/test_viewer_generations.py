@@ -13,14 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.mount import Mount, MountFactory
+from support.writes import errno_of
 
-from e2e.harness import Mount, MountFactory
 from e2e.test_control_cli import slfs
 from e2e.test_control_sidecars import BAD_LSL, BAD_LUAU, QF_LINE
 from e2e.test_live_sync import GOOD, IN_OBJ, OBJ, live_mount, live_round_trip, open_in_viewer
-from e2e.test_write_support import errno_of
 
-pytestmark = [pytest.mark.fuse, pytest.mark.generations]
+pytestmark = pytest.mark.generations
 
 CUBE = "Hello Cube"
 GOOD_LSL = 'default\n{\n    state_entry()\n    {\n        llOwnerSay("fine");\n    }\n}\n'

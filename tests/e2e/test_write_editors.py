@@ -7,9 +7,8 @@ import uuid
 
 import pytest
 import trio
-
-from e2e.harness import Mount
-from e2e.test_write_support import (
+from support.mount import Mount
+from support.writes import (
     ARM_DIR,
     MAIN,
     MAIN_TEXT,
@@ -25,12 +24,11 @@ from e2e.test_write_support import (
     need,
     saves,
     settle,
-    wm,  # noqa: F401  (fixture)
 )
 
 # G1 differs in ways tests/e2e/test_viewer_generations.py covers (no object.list, set_running or
 # commands; notecards need copy+modify; runtime output only for live-sync subscribers).
-pytestmark = [pytest.mark.fuse, pytest.mark.generations("G2", "G3", "G4")]
+pytestmark = pytest.mark.generations("G2", "G3", "G4")
 
 BOX = sorted(["Note", "Main.lsl", "Tool.luau", "Frozen", ARM_DIR])
 

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
-from e2e.harness import Mount
-from e2e.test_write_support import (
+from support.mount import Mount
+from support.writes import (
     MAIN,
     MAIN_TEXT,
     NOTE,
@@ -20,11 +18,8 @@ from e2e.test_write_support import (
     saves,
     settle,
     sh,
-    wm,  # noqa: F401  (fixture)
     writes,
 )
-
-pytestmark = pytest.mark.fuse
 
 GIT = "git -c user.name=T -c user.email=t@example.com -c init.defaultBranch=main -c advice.detachedHead=false"
 

@@ -7,9 +7,8 @@ import errno
 import os
 
 import pytest
-
-from e2e.harness import MountFactory
-from e2e.test_write_support import (
+from support.mount import MountFactory
+from support.writes import (
     MAIN,
     NOTE,
     NOTE_TEXT,
@@ -28,7 +27,7 @@ from e2e.test_write_support import (
 
 # G1 differs in ways tests/e2e/test_viewer_generations.py covers (no object.list, set_running or
 # commands; notecards need copy+modify; runtime output only for live-sync subscribers).
-pytestmark = [pytest.mark.fuse, pytest.mark.generations("G2", "G3", "G4")]
+pytestmark = pytest.mark.generations("G2", "G3", "G4")
 
 
 async def test_touch_creates_an_empty_script_once(mount_factory: MountFactory) -> None:

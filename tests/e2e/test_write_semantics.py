@@ -10,9 +10,8 @@ import time
 
 import pytest
 import trio
-
-from e2e.harness import Mount, MountFactory
-from e2e.test_write_support import (
+from support.mount import Mount, MountFactory
+from support.writes import (
     ARM,
     ARM_DIR,
     FROZEN,
@@ -35,15 +34,13 @@ from e2e.test_write_support import (
     sh,
     sim_of,
     trash_files,
-    wm,  # noqa: F401  (fixture)
     write_file,
     write_mount,
     write_world,
     writes,
 )
-from slfs.protocol.errors import INVALID_PARAMS, RpcError
 
-pytestmark = pytest.mark.fuse
+from slfs.protocol.errors import INVALID_PARAMS, RpcError
 
 AT_FDCWD = -100
 RENAME_NOREPLACE = 1

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import os
 
-import pytest
-
-from e2e.harness import Mount, MountFactory
-from e2e.test_write_support import (
+from support.mount import Mount, MountFactory
+from support.writes import (
     ARM_DIR,
     LEFT,
     LEFT_TEXT,
@@ -26,12 +24,9 @@ from e2e.test_write_support import (
     saves,
     settle,
     sh,
-    wm,  # noqa: F401  (fixture)
     write_mount,
     writes,
 )
-
-pytestmark = pytest.mark.fuse
 
 
 async def test_shell_redirect_truncate(wm: Mount) -> None:

@@ -7,11 +7,10 @@ import stat
 from pathlib import Path
 
 import pytest
-from e2e.test_write_support import NOTE, NOTE_TEXT, write_world
+from support.inproc import fs_against_sim
+from support.writes import NOTE, NOTE_TEXT, write_world
 
 from slfs.model.tree import Item
-
-from .harness import fs_against_sim
 
 VERSIONS = [pytest.param(1, id="v1"), pytest.param(2, id="v2")]
 

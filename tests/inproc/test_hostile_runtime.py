@@ -7,11 +7,10 @@ from pathlib import Path
 
 import pytest
 import trio
+from support.inproc import fs_against_sim
 
 from slfs.model.workspace import MAX_RUNTIME_TEXT
 from slfs.sim import sample_world
-
-from .harness import fs_against_sim
 
 
 @pytest.mark.parametrize("generation", ["G1", "G2", "G3", "G4"])

@@ -10,11 +10,10 @@ from pathlib import Path
 import pyfuse3
 import pytest
 import trio
-from e2e.test_write_support import NOTE, OBJ, write_world
+from support.inproc import CTX, Driver, fs_against_sim
+from support.writes import NOTE, OBJ, write_world
 
 from slfs.model.overlay import Overlay
-
-from .harness import CTX, Driver, fs_against_sim
 
 VERSIONS = [pytest.param(1, id="v1"), pytest.param(2, id="v2")]
 

@@ -9,15 +9,14 @@ from pathlib import Path
 
 import pytest
 import trio
-from e2e.worlds import item, u
+from support.inproc import CTX, Driver, fails, fs_against_sim
+from support.worlds import item, u
 
 from slfs.fs.operations import RENAME_NOREPLACE
 from slfs.model.buffers import HELD_MAX
 from slfs.model.live import ViewerRefused
 from slfs.sim import World
 from slfs.sim.world import world_from_json
-
-from .harness import CTX, Driver, fails, fs_against_sim
 
 VERSIONS = [pytest.param(1, id="v1"), pytest.param(2, id="v2")]
 INV = u(7)

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 import trio
+from support.inproc import Driver, fails, fs_against_sim
 
 from slfs.model.errors import FsError
 
-from .harness import Driver, fails, fs_against_sim
 from .test_live import BAD, GOOD, INV, world
 
 OTHER_UID = 65534

@@ -17,13 +17,13 @@ from typing import Any
 import attrs
 import pytest
 import trio
+from support.inproc import fs_against_sim
 
 from slfs.control.server import ControlServer
 from slfs.model.errors import FsError
 from slfs.model.options import Options
 from slfs.protocol.types import ScriptList
 
-from .harness import fs_against_sim
 from .test_live import GOOD, INV, world
 
 EDITED = GOOD.replace('"ok"', '"edited"')

@@ -13,15 +13,14 @@ from pathlib import Path
 
 import pytest
 import trio
-from e2e.worlds import FULL, item, u
+from support.inproc import Driver, fails, fs_against_sim
+from support.worlds import FULL, item, u
 
 from slfs.model.keep import META_SUFFIX, NAME_MAX
 from slfs.model.options import Options
 from slfs.protocol.errors import RpcError
 from slfs.sim import World
 from slfs.sim.world import world_from_json
-
-from .harness import Driver, fails, fs_against_sim
 
 OBJ_NAME = "O" * 255
 PRIM_NAME = "P" * 255

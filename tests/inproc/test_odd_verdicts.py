@@ -7,10 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.inproc import fs_against_sim
 
 from slfs.sim import sample_world
-
-from .harness import fs_against_sim
 
 BAD = 'default\n{\n    state_entry()\n    {\n        llOwnerSay("x" @);\n    }\n}\n'
 

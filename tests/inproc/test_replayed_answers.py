@@ -12,12 +12,11 @@ from pathlib import Path
 
 import pyfuse3
 import pytest
-from e2e.test_write_support import NOTE, NOTE_TEXT, write_world
+from support.inproc import CTX, Driver, fails, fs_against_sim
+from support.writes import NOTE, NOTE_TEXT, write_world
 
 from slfs.model.options import Options
 from slfs.model.tree import Item
-
-from .harness import CTX, Driver, fails, fs_against_sim
 
 VERSIONS = [pytest.param(1, id="v1"), pytest.param(2, id="v2")]
 

@@ -10,15 +10,14 @@ from pathlib import Path
 
 import pytest
 import trio
-from e2e.worlds import FULL, item, u
+from support.inproc import CTX, Driver, fails, fs_against_sim
+from support.worlds import FULL, item, u
 
 from slfs.model.options import Options
 from slfs.model.tree import Item
 from slfs.sim import World
 from slfs.sim.world import world_from_json
 from slfs.sources import envelope
-
-from .harness import CTX, Driver, fails, fs_against_sim
 
 VERSIONS = [pytest.param(1, id="v1"), pytest.param(2, id="v2")]
 

@@ -11,14 +11,13 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from e2e.test_write_support import ARM_DIR, FROZEN, MAIN, MAIN_TEXT, NOTE, NOTE_TEXT, OBJ, write_world
+from support.inproc import Driver, fails, fs_against_sim
+from support.writes import ARM_DIR, FROZEN, MAIN, MAIN_TEXT, NOTE, NOTE_TEXT, OBJ, write_world
 
 from slfs.fs.operations import BARE_FH
 from slfs.model.options import Options
 from slfs.model.tree import Item
 from slfs.protocol.errors import RpcError
-
-from .harness import Driver, fails, fs_against_sim
 
 VERSIONS = [pytest.param(1, id="v1"), pytest.param(2, id="v2")]
 

@@ -12,14 +12,13 @@ from typing import Any
 
 import pytest
 import trio
+from support.fakeviewer import FakeConn, FakeViewer
+from support.recorder import Recorder
 
 from slfs.protocol.errors import RpcError
 from slfs.protocol.types import ObjectListResponse, SuccessResponse
 from slfs.session import CallTimeout, NotConnected, ViewerSession
 from slfs.session import session as session_module
-
-from .fakeviewer import FakeConn, FakeViewer
-from .recorder import Recorder
 
 FAST: dict[str, Any] = {"backoff_min": 0.02, "backoff_max": 0.1}
 

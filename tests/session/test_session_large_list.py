@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 import trio
+from support.fakeviewer import FakeConn, FakeViewer, sample_objects
+from support.recorder import Recorder
 
 from slfs.session import session as session_module
 
-from .fakeviewer import FakeConn, FakeViewer, sample_objects
-from .recorder import Recorder
 from .test_session_fake import running
 
 

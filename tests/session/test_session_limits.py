@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 import trio
+from support.fakeviewer import FakeConn, FakeViewer
 
 from slfs.protocol.types import ContentGetResponse
 from slfs.session import MessageTooLarge
 from slfs.session.session import PREAUTH_SEND_LIMIT, SEND_LIMIT
 
-from .fakeviewer import FakeConn, FakeViewer
 from .test_session_fake import running
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import trio
+from support.fakeviewer import FakeConn, FakeViewer
+from support.recorder import Recorder
 
 from slfs.protocol.types import (
     ContentGetResponse,
@@ -16,8 +18,6 @@ from slfs.protocol.types import (
 )
 from slfs.session import ViewerSession
 
-from .fakeviewer import FakeConn, FakeViewer
-from .recorder import Recorder
 from .test_session_fake import FAST, running
 
 

@@ -10,12 +10,11 @@ from contextlib import AsyncExitStack
 import attrs
 import pytest
 import trio
+from support.fakeviewer import FakeViewer
+from support.foreign import NOBODY, Impostor, foreign_listener
+from support.recorder import Recorder
 
 from slfs.session import ViewerSession, peer
-
-from .fakeviewer import FakeViewer
-from .foreign import NOBODY, Impostor, foreign_listener
-from .recorder import Recorder
 
 
 def free_port() -> int:

@@ -9,12 +9,11 @@ from typing import Any
 
 import pytest
 import trio
+from support.recorder import Recorder
 
 from slfs.protocol.errors import RpcError
 from slfs.protocol.types import ContentGetResponse
 from slfs.session import CallTimeout, NotConnected, ViewerSession
-
-from .recorder import Recorder
 
 sim_mod = pytest.importorskip("slfs.sim")
 SimViewer = sim_mod.SimViewer

@@ -1,4 +1,5 @@
-"""Shared world, fixtures and assertions for the write-path end-to-end tests (no tests here).
+"""Shared world, helpers and assertions for the write-path end-to-end tests (the `wm` fixture:
+tests/e2e/conftest.py).
 
 Every write test asserts from the simulator: the exact final content, the item_id unchanged, and
 the exact list of write calls the viewer received (so no temp or backup item is ever created or
@@ -12,13 +13,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import pytest
 import trio
 
-from e2e.harness import Mount, MountFactory
-from e2e.worlds import FULL, item, u
 from slfs.sim import World
 from slfs.sim.world import world_from_json
+from support.mount import Mount, MountFactory
+from support.worlds import FULL, item, u
 
 GRACE = 0.5  # -o delete_grace for the write tests
 NO_MOD = {"owner": 0x7FFFFFFF & ~0x4000, "next_owner": 0x8E000}
@@ -175,7 +175,7 @@ async def sh(m: Mount, script: str, cwd: Path | None = None, timeout: float = 30
 
 
 def need(*tools: str) -> None:
-    from e2e.harness import require_tool
+    from support.mount import require_tool
 
     require_tool(*tools)
 
@@ -183,8 +183,3 @@ def need(*tools: str) -> None:
 def assert_writes(m: Mount, since: int, expected: Sequence[tuple[str, str]]) -> None:
     got = writes(m, since)
     assert got == list(expected), f"viewer got {got}, expected {list(expected)}"
-
-
-@pytest.fixture
-async def wm(mount_factory: MountFactory) -> Mount:
-    return await write_mount(mount_factory)

@@ -1,6 +1,6 @@
 """The end-to-end harness: a real slfs mount (daemon subprocess) over an in-process simulated viewer.
 
-The fixtures that use it live in tests/conftest.py (`mount_factory`, `mounted`).
+The fixtures that use it live in tests/e2e/conftest.py (`mount_factory`, `mounted`, `wm`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import socket
 import subprocess
 import sys
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -320,3 +321,65 @@ class Mount:
 
 
 MountFactory = Callable[..., Awaitable[Mount]]
+
+
+@asynccontextmanager
+async def open_mounts(nursery: trio.Nursery, tmp_path: Path, viewer_version: int,
+                      viewer_generation: str | None) -> AsyncIterator[MountFactory]:
+    """The `mount_factory` fixture: `await make(world=None, sim=True, sim_kwargs={}, args=(), env={},
+    wait_state=..., allow_traceback=False, start=True)` -> Mount. On exit every mount is stopped,
+    and the test fails if one stayed mounted or its daemon logged a traceback."""
+    require_fuse()
+    mounts: list[Mount] = []
+
+    async def make(
+        world: World | None = None,
+        *,
+        sim: bool = True,
+        sim_kwargs: dict[str, Any] | None = None,
+        args: Sequence[str] = (),
+        env: dict[str, str] | None = None,
+        wait_state: str | None = "connected",
+        allow_traceback: bool = False,
+        start: bool = True,
+        options: Sequence[str] = (),
+    ) -> Mount:
+        mnt = new_mountpoint()
+        full_env = dict(os.environ)
+        # Registry, logs and overlay stay inside the test's own directories.
+        full_env.update(
+            XDG_RUNTIME_DIR=str(tmp_path / f"run{len(mounts)}"),
+            XDG_STATE_HOME=str(tmp_path / f"state{len(mounts)}"),
+            XDG_DATA_HOME=str(tmp_path / f"data{len(mounts)}"),
+            PYTHONUNBUFFERED="1",
+        )
+        os.makedirs(full_env["XDG_RUNTIME_DIR"], mode=0o700, exist_ok=True)
+        full_env.update(env or {})
+        logdir = tmp_path / f"logs{len(mounts)}"
+        logdir.mkdir()
+        m = Mount(nursery, None, mnt, free_port(), full_env, args, allow_traceback, logdir, viewer_version,
+                  viewer_generation)
+        mounts.append(m)
+        if sim:
+            await m.start_sim(world, **(sim_kwargs or {}))
+        if start:
+            await m.start_daemon(wait_state=wait_state if sim else (wait_state or None), options=options)
+            if sim and wait_state == "connected" and m.generation == "G1":
+                await m.explore_published()  # G1 has no object.list: the user explores again
+        return m
+
+    try:
+        yield make
+    finally:
+        problems = []
+        with trio.CancelScope(shield=True):
+            for m in mounts:
+                await m.stop_daemon()
+                if is_mounted(m.mnt):
+                    problems.append(f"{m.mnt} still mounted")
+                if not m.allow_traceback and "Traceback" in m.log_text():
+                    problems.append(f"daemon logged a traceback:\n{m.log_text()}")
+                if not is_mounted(m.mnt):
+                    shutil.rmtree(m.mnt.parent, ignore_errors=True)
+        if problems:
+            pytest.fail("\n".join(problems))

@@ -12,11 +12,11 @@ from typing import Any
 
 import attrs
 
-from e2e.harness import Mount
-from e2e.test_write_support import OBJ, recovery_files
-from e2e.worlds import SAMPLE_DIRS, SAMPLE_FILES, item, u
 from slfs.sim import World
 from slfs.sim.world import world_from_json
+from support.mount import Mount
+from support.worlds import SAMPLE_DIRS, SAMPLE_FILES, item, u
+from support.writes import OBJ, recovery_files
 
 # --- worlds -------------------------------------------------------------------------------------
 
