@@ -12,13 +12,10 @@ from support.writes import NOTE, NOTE_TEXT, write_world
 
 from slfs.model.tree import Item
 
-VERSIONS = [pytest.param(1, id="v1"), pytest.param(2, id="v2")]
 
-
-@pytest.mark.parametrize("version", VERSIONS)
 async def test_size_after_a_save_and_during_an_edit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                    version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+                                                    viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=viewer_version) as fs:
         assert await fs.read_file("Box/Note") == NOTE_TEXT.encode()
         first = await fs.stat("Box/Note")
         assert first.st_size == len(NOTE_TEXT)
@@ -35,10 +32,9 @@ async def test_size_after_a_save_and_during_an_edit(tmp_path: Path, monkeypatch:
         assert (await fs.stat("Box/Note")).st_size == 2
 
 
-@pytest.mark.parametrize("version", VERSIONS)
 async def test_mode_after_the_viewer_changes_permissions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                         version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+                                                         viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=viewer_version) as fs:
         assert stat.S_IMODE((await fs.stat("Box/Note")).st_mode) == 0o644
         node = fs.ws.tree.by_uuid[NOTE]
         assert isinstance(node, Item) and node.folder is not None

@@ -27,10 +27,9 @@ async def _shown(fs: Driver) -> tuple[Any, ...]:
             attr.st_mode)
 
 
-@pytest.mark.parametrize("version", [pytest.param(1, id="v1"), pytest.param(2, id="v2")])
-async def test_an_ill_typed_running_keeps_the_run_state_shown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                              caplog: pytest.LogCaptureFixture, version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, viewer_version=version) as fs:
+async def test_an_ill_typed_running_keeps_the_run_state_shown(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, viewer_version=viewer_version) as fs:
         before = await _shown(fs)
         assert before[:2] == (b"running\n", "1")
         sim = fs.sim

@@ -15,8 +15,6 @@ from support.writes import NOTE, OBJ, write_world
 
 from slfs.model.overlay import Overlay
 
-VERSIONS = [pytest.param(1, id="v1"), pytest.param(2, id="v2")]
-
 
 @pytest.fixture(autouse=True)
 def _replies(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -51,10 +49,9 @@ async def shows(fs: Driver, path: str, present: set[str], absent: set[str] = fro
             await trio.sleep(0.01)
 
 
-@pytest.mark.parametrize("version", VERSIONS)
 async def test_files_created_renamed_and_deleted_through_the_mount(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                  version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+                                                                  viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=viewer_version) as fs:
         first = await listed(fs, "Box")
         assert "Note" in first
         folder = fs.ws.tree.objects[OBJ]
@@ -76,9 +73,8 @@ async def test_files_created_renamed_and_deleted_through_the_mount(tmp_path: Pat
         assert "Memo" in names and "Note" not in names
 
 
-@pytest.mark.parametrize("version", VERSIONS)
-async def test_changes_made_in_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+async def test_changes_made_in_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=viewer_version) as fs:
         assert "Note" in await listed(fs, "Box")
         assert "Note" in await listed(fs, "Box")
         await fs.sim.rename_item(NOTE, "Letter")
@@ -93,9 +89,8 @@ async def test_changes_made_in_world(tmp_path: Path, monkeypatch: pytest.MonkeyP
         await shows(fs, "", {"Box"})
 
 
-@pytest.mark.parametrize("version", VERSIONS)
-async def test_overlay_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+async def test_overlay_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=viewer_version) as fs:
         assert await listed(fs, "Box") == await listed(fs, "Box")
         fh = await fs.create("Box/.notes")
         await fs.close(fh)

@@ -18,7 +18,6 @@ from slfs.model.live import ViewerRefused
 from slfs.sim import World
 from slfs.sim.world import world_from_json
 
-VERSIONS = [pytest.param(1, id="v1"), pytest.param(2, id="v2")]
 INV = u(7)
 GOOD = "default\n{\n    state_entry()\n    {\n        llOwnerSay(\"ok\");\n    }\n}\n"
 BAD = GOOD.replace('"ok"', '"bad" @')
@@ -32,11 +31,6 @@ def world() -> World:
     })
 
 
-@pytest.fixture(params=VERSIONS)
-def version(request: pytest.FixtureRequest) -> int:
-    return int(request.param)
-
-
 async def subscribed(fs: Driver) -> tuple[str, str]:
     sid, temp = await fs.sim.open_script_editor(INV)
     await fs.sim.live_seen(sid, 1)  # the viewer's first poll: its own write, ignored
@@ -46,8 +40,9 @@ async def subscribed(fs: Driver) -> tuple[str, str]:
 
 async def test_a_save_reaches_the_viewer_and_its_compile_comes_back(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch,
-                                                                      version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, world(), viewer_version=version, live_poll_interval=0.2) as fs:
+                                                                      viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, world(), viewer_version=viewer_version,
+                              live_poll_interval=0.2) as fs:
         sid, temp = await subscribed(fs)
         assert await fs.entries(".slfs/live") == ["Pocket.lsl", "Pocket.lsl.diag", "Pocket.lsl.log"]
         assert await fs.read_file(".slfs/live/Pocket.lsl") == GOOD.encode()
@@ -64,8 +59,8 @@ async def test_a_save_reaches_the_viewer_and_its_compile_comes_back(tmp_path: Pa
 
 
 async def test_two_subscribes_of_one_script_share_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                     version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, world(), viewer_version=version) as fs:
+                                                     viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, world(), viewer_version=viewer_version) as fs:
         sid, temp = await fs.sim.open_script_editor(INV)
         got = []
         async with trio.open_nursery() as nursery:
@@ -80,8 +75,8 @@ async def _append(out: list[object], awaitable: object) -> None:
 
 
 async def test_a_refusal_and_a_missing_temp_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                 version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, world(), viewer_version=version) as fs:
+                                                 viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, world(), viewer_version=viewer_version) as fs:
         sid, temp = await fs.sim.open_script_editor(INV)
         fs.sim.fail_next_subscribe(sid)
         with pytest.raises(ViewerRefused, match="Internal server error"):
@@ -93,8 +88,8 @@ async def test_a_refusal_and_a_missing_temp_file(tmp_path: Path, monkeypatch: py
 
 
 async def test_the_editor_closed_while_a_handle_is_dirty(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                         version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, world(), viewer_version=version) as fs:
+                                                         viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, world(), viewer_version=viewer_version) as fs:
         sid, temp = await subscribed(fs)
         fh = await fs.open(".slfs/live/Pocket.lsl", os.O_WRONLY | os.O_TRUNC)
         await fs.ops.write(fh, 0, b"// unsaved\n")
@@ -110,8 +105,9 @@ async def test_the_editor_closed_while_a_handle_is_dirty(tmp_path: Path, monkeyp
         assert not os.path.exists(temp)
 
 
-async def test_a_reconnect_subscribes_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, world(), viewer_version=version) as fs:
+async def test_a_reconnect_subscribes_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                            viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, world(), viewer_version=viewer_version) as fs:
         sid, _temp = await subscribed(fs)
         first = fs.sim.live_editor(sid).holder
         await fs.sim.disconnect_all()
@@ -130,8 +126,8 @@ def recovered(tmp_path: Path) -> list[bytes]:
 
 async def test_a_temp_file_renamed_over_a_live_file_is_saved_into_it(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch,
-                                                                     version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, world(), viewer_version=version) as fs:
+                                                                     viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, world(), viewer_version=viewer_version) as fs:
         sid, temp = await subscribed(fs)
         fh = await fs.create(".slfs/live/sedAb12Cd", os.O_RDWR | os.O_CREAT | os.O_EXCL)
         await fs.ops.write(fh, 0, BAD.encode())
@@ -154,11 +150,11 @@ async def test_a_temp_file_renamed_over_a_live_file_is_saved_into_it(tmp_path: P
 
 
 async def test_live_files_hold_no_more_than_the_viewer_can_be_sent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                    version: int) -> None:
+                                                                    viewer_version: int) -> None:
     """A write at a huge offset or a truncation far past the end of a live file or a temporary
     file beside it: EFBIG, before the daemon allocates anything (it used to zero-fill the gap in
     memory: `truncate -s 100G` was the OOM killer's)."""
-    async with fs_against_sim(tmp_path, monkeypatch, world(), viewer_version=version) as fs:
+    async with fs_against_sim(tmp_path, monkeypatch, world(), viewer_version=viewer_version) as fs:
         await subscribed(fs)
         past = HELD_MAX + 1
         fh = await fs.open(".slfs/live/Pocket.lsl", os.O_RDWR)
@@ -175,8 +171,8 @@ async def test_live_files_hold_no_more_than_the_viewer_can_be_sent(tmp_path: Pat
 
 async def test_a_refused_save_by_rename_fails_the_rename_as_close_would(tmp_path: Path,
                                                                         monkeypatch: pytest.MonkeyPatch,
-                                                                        version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, world(), viewer_version=version) as fs:
+                                                                        viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, world(), viewer_version=viewer_version) as fs:
         _sid, temp = await subscribed(fs)
         fh = await fs.create(".slfs/live/XXabcdef")
         await fs.ops.write(fh, 0, b"\xff not utf-8\n")
@@ -189,8 +185,8 @@ async def test_a_refused_save_by_rename_fails_the_rename_as_close_would(tmp_path
         assert "not valid UTF-8" in fs.ws.status()["last_error"]
 
 
-async def test_unlink_of_a_temp_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, world(), viewer_version=version) as fs:
+async def test_unlink_of_a_temp_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, world(), viewer_version=viewer_version) as fs:
         _sid, temp = await subscribed(fs)
         await fs.write_file(".slfs/live/tmpab12cd34", b"scratch\n", create=True)
         assert "tmpab12cd34" in await fs.entries(".slfs/live")
@@ -207,8 +203,8 @@ async def test_unlink_of_a_temp_file(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 
 async def test_a_temp_file_renamed_to_a_name_that_is_no_live_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                  version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, world(), viewer_version=version) as fs:
+                                                                  viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, world(), viewer_version=viewer_version) as fs:
         _sid, temp = await subscribed(fs)
         await fs.write_file(".slfs/live/sedAAAAAA", b"draft\n", create=True)
         for name in ("Other.lsl", "notes.txt", "Pocket.lsl~"):
@@ -227,8 +223,8 @@ async def test_a_temp_file_renamed_to_a_name_that_is_no_live_file(tmp_path: Path
 
 
 async def test_creates_in_the_live_directory_other_than_temp_names_are_refused(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, world(), viewer_version=version) as fs:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, world(), viewer_version=viewer_version) as fs:
         await subscribed(fs)
         for name in ("Other.lsl", "notes.txt", "4913", ".Pocket.lsl.swp", "Pocket.lsl~"):
             assert await fails(fs.create(f".slfs/live/{name}")) == errno.EPERM, name
@@ -237,11 +233,11 @@ async def test_creates_in_the_live_directory_other_than_temp_names_are_refused(
 
 
 async def test_a_temp_file_left_behind_goes_to_the_recovery_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                   version: int) -> None:
+                                                                   viewer_version: int) -> None:
     from slfs.model import live_writes
 
     monkeypatch.setattr(live_writes, "SCRATCH_GRACE", 0.3)
-    async with fs_against_sim(tmp_path, monkeypatch, world(), viewer_version=version) as fs:
+    async with fs_against_sim(tmp_path, monkeypatch, world(), viewer_version=viewer_version) as fs:
         _sid, temp = await subscribed(fs)
         fh = await fs.create(".slfs/live/tmp.AbCdE12345")
         await fs.ops.write(fh, 0, b"never renamed\n")
@@ -259,8 +255,8 @@ async def test_a_temp_file_left_behind_goes_to_the_recovery_folder(tmp_path: Pat
 
 
 async def test_a_temp_file_at_shutdown_goes_to_the_recovery_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                   version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, world(), viewer_version=version) as fs:
+                                                                   viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, world(), viewer_version=viewer_version) as fs:
         await subscribed(fs)
         await fs.write_file(".slfs/live/XXq1w2e3", b"half done\n", create=True)
         await fs.write_file(".slfs/live/XXempty0", b"", create=True)

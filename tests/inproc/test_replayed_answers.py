@@ -18,8 +18,6 @@ from support.writes import NOTE, NOTE_TEXT, write_world
 from slfs.model.options import Options
 from slfs.model.tree import Item
 
-VERSIONS = [pytest.param(1, id="v1"), pytest.param(2, id="v2")]
-
 
 @pytest.fixture(autouse=True)
 def _replies(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -43,10 +41,10 @@ async def listed(fs: Driver, path: str) -> dict[str, pyfuse3.EntryAttributes]:
         await fs.ops.releasedir(fh)
 
 
-@pytest.mark.parametrize("version", VERSIONS)
-async def test_replayed_until_a_change(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int) -> None:
+async def test_replayed_until_a_change(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, viewer_version: int) -> None:
     options = Options(delete_grace=0.2, prefetch=0)  # the first fetch is the read below
-    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version, options=options) as fs:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=viewer_version,
+                              options=options) as fs:
         before = await listed(fs, "Box")
         assert before["Note"].st_size == 0 and before["Note"].attr_timeout == 0  # not fetched yet
         assert await fs.read_file("Box/Note") == NOTE_TEXT.encode()
@@ -75,10 +73,9 @@ async def test_replayed_until_a_change(tmp_path: Path, monkeypatch: pytest.Monke
         assert stat.S_IMODE((await listed(fs, "Box"))["Note"].st_mode) == 0o444
 
 
-@pytest.mark.parametrize("version", VERSIONS)
 async def test_an_unreported_change_fails_the_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                    version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+                                                    viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=viewer_version) as fs:
         assert fs.ops._check_listings  # tests/conftest.py turns the check on for the whole suite
         await fs.read_file("Box/Note")
         first = await listed(fs, "Box")
@@ -91,10 +88,9 @@ async def test_an_unreported_change_fails_the_check(tmp_path: Path, monkeypatch:
         assert (await listed(fs, "Box"))["Note"].st_mtime_ns == first["Note"].st_mtime_ns + 1_000_000_000
 
 
-@pytest.mark.parametrize("version", VERSIONS)
 async def test_warm_opens_replayed_until_a_change(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                  version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+                                                  viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=viewer_version) as fs:
         inode = await fs.lookup("Box/Note")
         assert await fs.read_file("Box/Note") == NOTE_TEXT.encode()
         first = await fs.ops.open(inode, os.O_RDONLY, CTX)
@@ -119,10 +115,9 @@ async def test_warm_opens_replayed_until_a_change(tmp_path: Path, monkeypatch: p
         assert await fs.ops.read(fresh.fh, 0, 100) == b"changed in-world\n"
 
 
-@pytest.mark.parametrize("version", VERSIONS)
 async def test_an_unreported_change_fails_the_warm_open_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                              version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+                                                              viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=viewer_version) as fs:
         inode = await fs.lookup("Box/Note")
         await fs.read_file("Box/Note")
         await fs.ops.open(inode, os.O_RDONLY, CTX)

@@ -19,8 +19,6 @@ from slfs.sim import World
 from slfs.sim.world import world_from_json
 from slfs.sources import envelope
 
-VERSIONS = [pytest.param(1, id="v1"), pytest.param(2, id="v2")]
-
 OBJ = u(1, "b")
 ARM = u(2, "c")
 FS_SCRIPT = u(1)
@@ -85,14 +83,9 @@ def item_of(fs: Driver, item_id: str) -> Item:
     return node
 
 
-@pytest.fixture(params=VERSIONS)
-def version(request: pytest.FixtureRequest) -> int:
-    return int(request.param)
-
-
 async def test_a_firestorm_script_shows_its_source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                   version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=version) as fs:
+                                                   viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=viewer_version) as fs:
         assert await fs.read_file("Box/Greeter.lsl") == SOURCE.encode()
         assert (await fs.stat("Box/Greeter.lsl")).st_size == len(SOURCE.encode())
         assert await fs.read_file("Box/.slfs/Greeter.lsl.inworld") == FIRESTORM_TEXT.encode()
@@ -105,16 +98,16 @@ async def test_a_firestorm_script_shows_its_source(tmp_path: Path, monkeypatch: 
 
 
 async def test_writing_the_shown_source_back_sends_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                           version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=version) as fs:
+                                                           viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=viewer_version) as fs:
         await fs.write_file("Box/Greeter.lsl", SOURCE.encode())
         assert saves(fs, FS_SCRIPT) == []
         assert fs.sim.item(FS_SCRIPT).content == FIRESTORM_TEXT
 
 
 async def test_an_edit_is_saved_as_a_new_envelope(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                  version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=version) as fs:
+                                                  viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=viewer_version) as fs:
         edited = SOURCE.replace('"hello"', '"hello again"')
         await fs.write_file("Box/Greeter.lsl", edited.encode())
         [stored] = saves(fs, FS_SCRIPT)
@@ -128,8 +121,8 @@ async def test_an_edit_is_saved_as_a_new_envelope(tmp_path: Path, monkeypatch: p
 
 
 async def test_a_plain_script_that_includes_a_notecard_is_built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=version) as fs:
+                                                                viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=viewer_version) as fs:
         arm = next(n for n in await fs.entries("Box") if n.startswith("Arm"))
         body = PLAIN_TEXT.replace('llOwnerSay("plain")', 'say("x")')
         source = f'#include "lib.lsl"\n#include "{arm}/arm.lsl"\n' + body
@@ -146,8 +139,8 @@ async def test_a_plain_script_that_includes_a_notecard_is_built(tmp_path: Path, 
 
 
 async def test_plain_text_and_preprocessor_off_are_saved_verbatim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                  version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=version) as fs:
+                                                                  viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=viewer_version) as fs:
         text = PLAIN_TEXT.replace("plain", "still plain")
         await fs.write_file("Box/Plain.lsl", text.encode())
         off = "//fspreprocessor off\n" + PLAIN_TEXT
@@ -157,11 +150,12 @@ async def test_plain_text_and_preprocessor_off_are_saved_verbatim(tmp_path: Path
 
 async def test_a_missing_include_fails_with_its_place_and_search_path(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch,
-                                                                      version: int) -> None:
+                                                                      viewer_version: int) -> None:
     include_dir = tmp_path / "include"
     include_dir.mkdir()
     opts = Options(delete_grace=0.2, include=(str(include_dir),))
-    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=version, options=opts) as fs:
+    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=viewer_version,
+                              options=opts) as fs:
         source = 'default\n{\n#include "nowhere.lsl"\n}\n'
         fh = await fs.open("Box/Plain.lsl", os.O_WRONLY | os.O_TRUNC)
         await fs.ops.write(fh, 0, source.encode())
@@ -177,12 +171,13 @@ async def test_a_missing_include_fails_with_its_place_and_search_path(tmp_path: 
 
 
 async def test_a_compile_error_maps_to_the_include_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                        version: int) -> None:
+                                                        viewer_version: int) -> None:
     include_dir = tmp_path / "include"
     include_dir.mkdir()
     (include_dir / "broken.lsl").write_text("ok()\n{\n}\nbad() { llOwnerSay(\"x\" @); }\n")
     opts = Options(delete_grace=0.2, include=(str(include_dir),))
-    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=version, options=opts) as fs:
+    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=viewer_version,
+                              options=opts) as fs:
         source = "// top\n#include <broken.lsl>\n" + PLAIN_TEXT
         await fs.write_file("Box/Plain.lsl", source.encode())  # stored; the compile fails
         diag = (await fs.read_file("Box/.slfs/Plain.lsl.diag")).decode()
@@ -192,8 +187,8 @@ async def test_a_compile_error_maps_to_the_include_line(tmp_path: Path, monkeypa
 
 
 async def test_angle_includes_search_only_the_include_directories(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                  version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=version) as fs:
+                                                                  viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=viewer_version) as fs:
         fh = await fs.open("Box/Plain.lsl", os.O_WRONLY | os.O_TRUNC)
         await fs.ops.write(fh, 0, b"#include <lib.lsl>\n" + PLAIN_TEXT.encode())
         assert await fails(fs.ops.flush(fh)) == errno.EIO  # lib.lsl is in the prim, not an include dir
@@ -201,8 +196,8 @@ async def test_angle_includes_search_only_the_include_directories(tmp_path: Path
 
 
 async def test_an_in_world_text_over_the_limit_is_efbig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                        version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=version) as fs:
+                                                        viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=viewer_version) as fs:
         # A source under the limit whose envelope + expansion is over it.
         source = "#define X " + "x" * 10 + "\n" + ("X\n" * 40_000) + PLAIN_TEXT
         assert len(source) < 262_144
@@ -215,8 +210,9 @@ async def test_an_in_world_text_over_the_limit_is_efbig(tmp_path: Path, monkeypa
         assert "bytes" in diag and "262144" in diag
 
 
-async def test_build_saves_only_what_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=version) as fs:
+async def test_build_saves_only_what_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=viewer_version) as fs:
         writer = fs.svc.writer
         source = '#include "lib.lsl"\n' + PLAIN_TEXT
         await fs.write_file("Box/Plain.lsl", source.encode())
@@ -235,8 +231,8 @@ async def test_build_saves_only_what_changed(tmp_path: Path, monkeypatch: pytest
 
 
 async def test_luau_require_is_inlined_in_alchemys_envelope(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                            version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=version) as fs:
+                                                            viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=viewer_version) as fs:
         source = 'local h = require("helper")\nprint(h.n)\n'
         await fs.write_file("Box/Tool.luau", source.encode())
         [stored] = saves(fs, TOOL)
@@ -311,8 +307,8 @@ async def test_luau_sources_round_trip_through_the_long_bracket(tmp_path: Path,
 
 
 async def test_agent_macros_come_from_the_session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                  version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=version) as fs:
+                                                  viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=viewer_version) as fs:
         source = ("#define X 1\ndefault { state_entry() { llOwnerSay(__AGENTNAME__); "
                   "llOwnerSay(__AGENTKEY__); key k = __AGENTIDRAW__; } }\n")
         await fs.write_file("Box/Plain.lsl", source.encode())
@@ -324,9 +320,9 @@ async def test_agent_macros_come_from_the_session(tmp_path: Path, monkeypatch: p
 
 async def test_a_plain_luau_script_written_unchanged_is_saved_as_before(tmp_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch,
-                                                                         version: int) -> None:
+                                                                         viewer_version: int) -> None:
     """Only built sources skip an unchanged save: a plain script's save recompiles, as it always did."""
-    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=version) as fs:
+    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=viewer_version) as fs:
         shown = await fs.read_file("Box/Tool.luau")
         await fs.write_file("Box/Tool.luau", shown)
         await fs.write_file("Box/Plain.lsl", PLAIN_TEXT.encode())
@@ -334,7 +330,7 @@ async def test_a_plain_luau_script_written_unchanged_is_saved_as_before(tmp_path
 
 
 async def test_includes_never_reach_outside_their_places(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                         version: int) -> None:
+                                                         viewer_version: int) -> None:
     """A source can be a peer's (an enveloped script the viewer sent): no include of it may pull
     another file of the user's in-world - absolute names, names climbing out of the include
     directory or the overlay, symlinks out, another object's scripts."""
@@ -344,7 +340,8 @@ async def test_includes_never_reach_outside_their_places(tmp_path: Path, monkeyp
     secret.write_text("string SECRET = \"do not send\";\n")
     (include_dir / "link.lsl").symlink_to(secret)
     opts = Options(delete_grace=0.2, include=(str(include_dir),))
-    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=version, options=opts) as fs:
+    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=viewer_version,
+                              options=opts) as fs:
         for name in (f'"{secret}"', f"<{secret}>", '"../secret.lsl"', "<../secret.lsl>", '"link.lsl"',
                      '"../Box/lib.lsl"', '"../../secret.lsl"'):
             fh = await fs.open("Box/Plain.lsl", os.O_WRONLY | os.O_TRUNC)
@@ -363,8 +360,8 @@ def _bomb(levels: int = 40, leaf: str = "x" * 1000) -> str:
 
 
 async def test_a_macro_bomb_is_efbig_and_leaves_the_daemon_answering(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                    version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=version) as fs:
+                                                                    viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=viewer_version) as fs:
         with trio.fail_after(25):  # generous: each bomb stops after a few hundred tokens
             for attempt in range(10):
                 fh = await fs.open("Box/Plain.lsl", os.O_WRONLY | os.O_TRUNC)
@@ -382,8 +379,8 @@ async def test_a_macro_bomb_is_efbig_and_leaves_the_daemon_answering(tmp_path: P
 
 
 async def test_a_work_bomb_is_efbig_with_the_limit_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                         version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=version) as fs:
+                                                         viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=viewer_version) as fs:
         # White space only, 2**40 times: little output, the work limit stops it.
         fh = await fs.open("Box/Plain.lsl", os.O_WRONLY | os.O_TRUNC)
         await fs.ops.write(fh, 0, ("#define E\n" + _bomb(levels=40, leaf="E")).encode())
@@ -396,12 +393,13 @@ async def test_a_work_bomb_is_efbig_with_the_limit_named(tmp_path: Path, monkeyp
 
 
 async def test_the_in_world_text_names_no_local_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                     version: int) -> None:
+                                                     viewer_version: int) -> None:
     include_dir = tmp_path / "include"
     include_dir.mkdir()
     (include_dir / "where.lsl").write_text('string INC = __FILE__;\n')
     opts = Options(delete_grace=0.2, include=(str(include_dir),))
-    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=version, options=opts) as fs:
+    async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=viewer_version,
+                              options=opts) as fs:
         source = '#include <where.lsl>\n#include "lib.lsl"\nstring MAIN = __FILE__;\n' + PLAIN_TEXT
         await fs.write_file("Box/Plain.lsl", source.encode())
         [stored] = saves(fs, PLAIN)

@@ -19,8 +19,6 @@ from slfs.model.options import Options
 from slfs.model.tree import Item
 from slfs.protocol.errors import RpcError
 
-VERSIONS = [pytest.param(1, id="v1"), pytest.param(2, id="v2")]
-
 
 def saves(fs: Driver, item_id: str) -> list[str]:
     return [p["content"] for m, p in fs.sim.calls if m == "object.content.save" and p.get("item_id") == item_id]
@@ -30,18 +28,14 @@ def calls(fs: Driver, method: str) -> int:
     return sum(1 for m, _ in fs.sim.calls if m == method)
 
 
-@pytest.fixture(params=VERSIONS)
-def version(request: pytest.FixtureRequest) -> int:
-    return int(request.param)
-
-
 def recovery(tmp_path: Path) -> list[bytes]:
     d = tmp_path / "xdg_state_home" / "slfs" / "recovery"
     return [p.read_bytes() for p in sorted(d.iterdir())] if d.is_dir() else []
 
 
-async def test_save_lands_on_the_same_item(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+async def test_save_lands_on_the_same_item(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=viewer_version) as fs:
         assert await fs.read_file("Box/Note") == NOTE_TEXT.encode()
         await fs.write_file("Box/Note", b"new text\n")
         assert fs.sim.item(NOTE).content == "new text\n"
@@ -50,9 +44,9 @@ async def test_save_lands_on_the_same_item(tmp_path: Path, monkeypatch: pytest.M
 
 
 async def test_vim_style_rename_away_and_recreate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                  version: int) -> None:
+                                                  viewer_version: int) -> None:
     """`mv F F~` then a create of F: the item comes back (same item_id), nothing deleted in-world."""
-    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=viewer_version) as fs:
         await fs.read_file("Box/Note")
         await fs.rename("Box/Note", "Box/.Note~")
         assert "Note" not in await fs.entries("Box")
@@ -64,8 +58,8 @@ async def test_vim_style_rename_away_and_recreate(tmp_path: Path, monkeypatch: p
 
 
 async def test_rm_then_create_within_grace_adopts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                  version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+                                                  viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=viewer_version) as fs:
         await fs.unlink("Box/Note")
         assert await fails(fs.lookup("Box/Note")) == errno.ENOENT
         await fs.write_file("Box/Note", b"again\n", create=True)
@@ -75,8 +69,8 @@ async def test_rm_then_create_within_grace_adopts(tmp_path: Path, monkeypatch: p
 
 
 async def test_rm_deletes_after_the_grace_with_a_trash_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                            version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+                                                            viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=viewer_version) as fs:
         await fs.unlink("Box/Note")
         with trio.fail_after(5):
             while calls(fs, "object.item.delete") == 0:
@@ -87,8 +81,8 @@ async def test_rm_deletes_after_the_grace_with_a_trash_copy(tmp_path: Path, monk
 
 
 async def test_new_file_is_created_once_even_with_two_flushes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                              version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version,
+                                                              viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=viewer_version,
                               method_latency_ms={"object.item.create": 200}) as fs:
         fh = await fs.create("Box/Fresh")
         await fs.ops.write(fh, 0, b"first\n")
@@ -104,8 +98,8 @@ async def test_new_file_is_created_once_even_with_two_flushes(tmp_path: Path, mo
 
 
 async def test_o_trunc_of_a_file_another_handle_edits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                      version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+                                                      viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=viewer_version) as fs:
         a = await fs.open("Box/Note", os.O_RDWR)
         await fs.ops.write(a, 0, b"XX")
         b = await fs.open("Box/Note", os.O_WRONLY | os.O_TRUNC)
@@ -116,8 +110,8 @@ async def test_o_trunc_of_a_file_another_handle_edits(tmp_path: Path, monkeypatc
 
 
 async def test_moves_between_prims_and_kinds_are_exdev(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                       version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+                                                       viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=viewer_version) as fs:
         assert await fails(fs.rename("Box/Note", f"Box/{ARM_DIR}/Note")) == errno.EXDEV
         assert await fails(fs.rename("Box/Note", "Box/Note.lsl")) == errno.EXDEV
         assert await fails(fs.rename("Box/Main.lsl", "Box/Main.luau")) == errno.EXDEV
@@ -128,8 +122,8 @@ async def test_moves_between_prims_and_kinds_are_exdev(tmp_path: Path, monkeypat
 
 
 async def test_rename_over_an_item_saves_into_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                 version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+                                                 viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=viewer_version) as fs:
         await fs.write_file("Box/.Main.lsl.tmp", MAIN_TEXT.replace("one", "two").encode(), create=True)
         await fs.rename("Box/.Main.lsl.tmp", "Box/Main.lsl")
         assert fs.sim.item(MAIN).content == MAIN_TEXT.replace("one", "two")
@@ -137,16 +131,16 @@ async def test_rename_over_an_item_saves_into_it(tmp_path: Path, monkeypatch: py
         assert await fails(fs.lookup("Box/.Main.lsl.tmp")) == errno.ENOENT
 
 
-async def test_no_modify_item_is_eacces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+async def test_no_modify_item_is_eacces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=viewer_version) as fs:
         assert await fails(fs.open("Box/Frozen", os.O_WRONLY)) == errno.EACCES
         assert await fails(fs.unlink("Box/Frozen")) == errno.EACCES
         assert fs.sim.item(FROZEN).content == "do not touch\n"
 
 
 async def test_unpublished_while_open_goes_to_recovery(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                       version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+                                                       viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=viewer_version) as fs:
         fh = await fs.open("Box/Note", os.O_WRONLY | os.O_TRUNC)
         await fs.ops.write(fh, 0, b"mine\n")
         await fs.sim.unpublish(OBJ)
@@ -178,8 +172,8 @@ def _block_recovery(tmp_path: Path) -> None:
 
 
 async def test_conflict_is_estale_with_recovery(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+                                                viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=viewer_version) as fs:
         fh = await _edit_changed_in_world(fs)
         assert await fails(fs.ops.flush(fh)) == errno.ESTALE
         await fs.ops.release(fh)
@@ -191,8 +185,8 @@ async def test_conflict_is_estale_with_recovery(tmp_path: Path, monkeypatch: pyt
 
 
 async def test_bare_truncation_and_truncate_by_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                    version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+                                                    viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=viewer_version) as fs:
         fh = await fs.open("Box/Note", os.O_WRONLY | os.O_TRUNC)
         await fs.ops.flush(fh)  # bash's `>` closes a duplicate before it writes: nothing yet
         assert saves(fs, NOTE) == []
@@ -210,9 +204,9 @@ async def test_bare_truncation_and_truncate_by_path(tmp_path: Path, monkeypatch:
 
 
 async def test_a_background_job_failure_leaves_the_mount_serving(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                 version: int) -> None:
+                                                                 viewer_version: int) -> None:
     monkeypatch.setenv("SLFS_INJECT_JOB_FAULT", "_delete_later")
-    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=viewer_version) as fs:
         await fs.unlink("Box/Note")
         await trio.testing.wait_all_tasks_blocked()
         status = fs.ws.status()
@@ -222,8 +216,8 @@ async def test_a_background_job_failure_leaves_the_mount_serving(tmp_path: Path,
 
 
 async def test_recovery_on_a_full_disk_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                   version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+                                                   viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=viewer_version) as fs:
         _block_recovery(tmp_path)
         fs.sim.fail_next("object.content.save", RpcError(-32603, "Internal error: disk full in-world"))
         with pytest.raises(Exception) as info:
@@ -237,10 +231,10 @@ async def test_recovery_on_a_full_disk_is_reported(tmp_path: Path, monkeypatch: 
         assert "nowhere" not in status["last_error"]
 
 
-async def test_a_conflict_whose_recovery_copy_fails_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                           version: int, caplog: pytest.LogCaptureFixture) -> None:
+async def test_a_conflict_whose_recovery_copy_fails_says_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, viewer_version: int, caplog: pytest.LogCaptureFixture) -> None:
     """ESTALE's message names the recovery copy; when the copy failed, it says that instead."""
-    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=viewer_version) as fs:
         _block_recovery(tmp_path)
         fh = await _edit_changed_in_world(fs)
         assert await fails(fs.ops.flush(fh)) == errno.ESTALE
@@ -252,8 +246,8 @@ async def test_a_conflict_whose_recovery_copy_fails_says_so(tmp_path: Path, monk
 
 
 async def test_reconnect_wait_lets_a_save_land(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                               version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version,
+                                               viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=viewer_version,
                               options=Options(delete_grace=0.2, reconnect_wait=5)) as fs:
         fs.ws.session.backoff_min = fs.ws.session.backoff_max = 0.2
         await fs.read_file("Box/Note")
@@ -266,8 +260,8 @@ async def test_reconnect_wait_lets_a_save_land(tmp_path: Path, monkeypatch: pyte
 
 
 async def test_a_read_cut_by_a_drop_is_asked_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                   version: int) -> None:
-    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version,
+                                                   viewer_version: int) -> None:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=viewer_version,
                               method_latency_ms={"object.content.get": 300}) as fs:
         got: list[bytes] = []
 
@@ -286,10 +280,10 @@ async def test_a_read_cut_by_a_drop_is_asked_again(tmp_path: Path, monkeypatch: 
 
 
 async def test_a_new_file_is_bounded_by_its_items_limit_at_a_truncation_too(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, viewer_version: int) -> None:
     """`truncate -s` of a new file before its first flush (no item yet): EFBIG past the limit of
     the item it will be, as a write there is; before, the daemon zero-filled any size in memory."""
-    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=viewer_version) as fs:
         fh = await fs.create("Box/Fresh")
         assert await fails(fs.truncate("Box/Fresh", 65_537)) == errno.EFBIG
         assert await fails(fs.truncate("Box/Fresh", 16 << 20)) == errno.EFBIG
@@ -315,11 +309,11 @@ def cut_after(fs: Driver, monkeypatch: pytest.MonkeyPatch, method: str,
 
 
 @pytest.mark.parametrize("landed", [pytest.param(True, id="landed"), pytest.param(False, id="lost")])
-async def test_a_save_cut_by_a_drop_is_sent_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int,
+async def test_a_save_cut_by_a_drop_is_sent_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, viewer_version: int,
                                                   landed: bool) -> None:
     """A save the drop cut, landed in-world or not: the item holds what we sent or what the file
     was read from, so the save goes again once the session is back and the close returns 0."""
-    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=viewer_version) as fs:
         fs.ws.session.backoff_min = fs.ws.session.backoff_max = 0.05
         assert await fs.read_file("Box/Note") == NOTE_TEXT.encode()
         real = fs.sim._handlers["object.content.save"]
@@ -336,10 +330,10 @@ async def test_a_save_cut_by_a_drop_is_sent_again(tmp_path: Path, monkeypatch: p
 
 
 async def test_a_save_cut_by_a_drop_does_not_overwrite_a_change_made_meanwhile(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, viewer_version: int) -> None:
     """The drop cut our save, and the item now holds neither its base nor our text: someone else's
     change, which a second save would overwrite. ESTALE, our text in the recovery folder."""
-    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=viewer_version) as fs:
         fs.ws.session.backoff_min = fs.ws.session.backoff_max = 0.05
         assert await fs.read_file("Box/Note") == NOTE_TEXT.encode()
 
@@ -357,10 +351,10 @@ async def test_a_save_cut_by_a_drop_does_not_overwrite_a_change_made_meanwhile(
 
 
 async def test_a_handle_opened_before_a_change_reads_the_new_content(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                      version: int) -> None:
+                                                                      viewer_version: int) -> None:
     """One page cache per inode: a reader that opened before the viewer's change and reads after
     its invalidation must not bring the old pages back (every later keep_cache open would see them)."""
-    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=viewer_version) as fs:
         fh = await fs.open("Box/Note")
         assert await fs.ops.read(fh, 0, 4096) == NOTE_TEXT.encode()
         node = fs.ws.tree.by_uuid[NOTE]
@@ -374,10 +368,10 @@ async def test_a_handle_opened_before_a_change_reads_the_new_content(tmp_path: P
 
 
 async def test_read_only_handles_are_bare_and_follow_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                              version: int) -> None:
+                                                              viewer_version: int) -> None:
     """A read-only open of an item holds no handle entry (the warm grep -r path), yet reads what the
     file holds now: another handle's unsaved writes, then the stored text."""
-    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=viewer_version) as fs:
         reader = await fs.open("Box/Note")
         assert reader >= BARE_FH and not fs.ops._handles
         assert await fs.ops.read(reader, 0, 4096) == NOTE_TEXT.encode()
@@ -394,10 +388,10 @@ async def test_read_only_handles_are_bare_and_follow_the_file(tmp_path: Path, mo
 
 
 async def test_a_read_only_handle_follows_its_item_to_a_local_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                    version: int) -> None:
+                                                                    viewer_version: int) -> None:
     """An item renamed to a dot name becomes an overlay file with the same inode: a read-only
     handle opened before reads that file, as a handle of a local disk would."""
-    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=viewer_version) as fs:
         reader = await fs.open("Box/Note")
         await fs.rename("Box/Note", "Box/.note-backup")
         assert await fs.ops.read(reader, 0, 4096) == NOTE_TEXT.encode()
@@ -406,11 +400,11 @@ async def test_a_read_only_handle_follows_its_item_to_a_local_name(tmp_path: Pat
 
 
 async def test_a_reconnect_right_after_a_save_is_no_echo_of_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                               version: int) -> None:
+                                                               viewer_version: int) -> None:
     """The first inventory after our save passes for its echo (the content is what we saved), but
     only on the connection the save was made on: a viewer killed before its echo and started again
     with other content (its own state) lists the item afresh, and the file shows what it holds."""
-    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version) as fs:
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=viewer_version) as fs:
         fs.ws.session.backoff_min = fs.ws.session.backoff_max = 0.05
 
         async def killed_before_its_echo(*args: object) -> None:
@@ -421,7 +415,7 @@ async def test_a_reconnect_right_after_a_save_is_no_echo_of_it(tmp_path: Path, m
         assert await fs.read_file("Box/Note") == b"our save\n"
         restarted = fs.sim.item(NOTE)
         restarted.content = "what the restarted viewer holds\n"
-        if version == 2:
+        if viewer_version == 2:
             restarted.revision = fs.sim.world.next_revision()  # not the one our save was answered at
         await fs.sim.disconnect_all()
         with trio.fail_after(5):
@@ -432,11 +426,11 @@ async def test_a_reconnect_right_after_a_save_is_no_echo_of_it(tmp_path: Path, m
 
 
 async def test_a_stop_during_a_reconnect_waits_to_save_what_is_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                  version: int) -> None:
+                                                                  viewer_version: int) -> None:
     """What the daemon does on its way out (Writer.keep_unsaved) for a file written and still open:
     while the session reconnects after a drop, it waits for it (reconnect_wait) and saves in-world,
     rather than going straight to the recovery folder."""
-    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version,
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=viewer_version,
                               options=Options(delete_grace=0.2, reconnect_wait=5)) as fs:
         fs.ws.session.backoff_min = fs.ws.session.backoff_max = 0.3
         fh = await fs.open("Box/Note", os.O_WRONLY | os.O_TRUNC)
@@ -452,10 +446,10 @@ async def test_a_stop_during_a_reconnect_waits_to_save_what_is_open(tmp_path: Pa
 
 
 async def test_wait_saved_ends_with_the_save_in_progress(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                         version: int) -> None:
+                                                         viewer_version: int) -> None:
     """What `slfs diag --wait` waits for on a script saved through the mount: a save another
     program's close started, until the viewer answered it."""
-    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version,
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=viewer_version,
                               method_latency_ms={"object.content.save": 300}) as fs:
         item = fs.ws.tree.by_uuid[MAIN]
         assert isinstance(item, Item)
@@ -471,12 +465,12 @@ async def test_wait_saved_ends_with_the_save_in_progress(tmp_path: Path, monkeyp
 
 
 async def test_an_edit_in_world_before_our_echo_is_not_taken_for_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                     version: int) -> None:
+                                                                     viewer_version: int) -> None:
     """Someone edits the script right after our save, and their update comes before our save's
     echo: the file shows their edit, and a buffer still holding ours is not saved over it
     (ESTALE). Newer viewers' revision moves the same way for both, so a fetch tells them apart."""
     theirs = MAIN_TEXT.replace('"one"', '"theirs"')
-    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=version,
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=viewer_version,
                               apply_delay=0.3) as fs:
         node = fs.ws.tree.by_uuid[MAIN]
         assert isinstance(node, Item)

@@ -76,10 +76,9 @@ async def with_sim(
             nursery.cancel_scope.cancel()
 
 
-@pytest.mark.parametrize("version", [1, 2])
-async def test_connect_and_object_list(version: int) -> None:
+async def test_connect_and_object_list(viewer_version: int) -> None:
     with trio.fail_after(10):
-        async with with_sim(version) as (sim, session, rec, _):
+        async with with_sim(viewer_version) as (sim, session, rec, _):
             info = await session.wait_connected(5)
             assert info.agent_id == sim.world.agent_id
             assert info.agent_name == sim.world.agent_name

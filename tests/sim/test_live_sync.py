@@ -58,10 +58,9 @@ def world_with_inventory() -> World:
     return world_from_json(data)
 
 
-@pytest.mark.parametrize("version", [1, 2])
-async def test_handshake_advertises_live_sync(start_sim, connect, version: int) -> None:
+async def test_handshake_advertises_live_sync(start_sim, connect, viewer_version: int) -> None:
     with trio.fail_after(10):
-        sim = await start_sim(viewer_version=version)
+        sim = await start_sim(viewer_version=viewer_version)
         async with connect(sim) as c:
             assert c.handshake_params["features"]["live_sync"] is True
 
@@ -93,10 +92,9 @@ async def test_temp_file_name_id_and_content(start_sim, tmp_path: Path) -> None:
             await sim.open_script_editor(by_name(sim, "Notes/Todo")["item_id"])
 
 
-@pytest.mark.parametrize("version", [1, 2])
-async def test_subscribe_statuses_and_ids(start_sim, connect, tmp_path: Path, version: int) -> None:
+async def test_subscribe_statuses_and_ids(start_sim, connect, tmp_path: Path, viewer_version: int) -> None:
     with trio.fail_after(15):
-        sim = await start_sim(viewer_version=version, tmpdir=str(tmp_path), live_poll_interval=None)
+        sim = await start_sim(viewer_version=viewer_version, tmpdir=str(tmp_path), live_poll_interval=None)
         light = by_name(sim, "Light")  # child prim: object_id is the child, root_id the root
         sid, _path = await sim.open_script_editor(light["item_id"])
         async with connect(sim) as a, connect(sim) as b:
@@ -133,7 +131,7 @@ async def test_subscribe_statuses_and_ids(start_sim, connect, tmp_path: Path, ve
             }
             assert (await a.result("script.subscribe", sub(sid2)))["status"] == 2
             assert (await a.result("script.list"))["script_ids"] == [sid]
-            if version == 1:  # b lost its last (only) subscription with the entry
+            if viewer_version == 1:  # b lost its last (only) subscription with the entry
                 assert await b.notification("session.disconnect") == {"reason": 1, "message": "Editor closed"}
             else:
                 assert (await b.result("system.status")) == {"status": "OK"}
@@ -154,10 +152,9 @@ async def test_subscription_ends_with_its_connection_entry_stays(start_sim, conn
             assert (await b.result("script.subscribe", sub(sid)))["status"] == 0
 
 
-@pytest.mark.parametrize("version", [1, 2])
-async def test_unsubscribe_call(start_sim, connect, tmp_path: Path, version: int) -> None:
+async def test_unsubscribe_call(start_sim, connect, tmp_path: Path, viewer_version: int) -> None:
     with trio.fail_after(10):
-        sim = await start_sim(viewer_version=version, tmpdir=str(tmp_path), live_poll_interval=None)
+        sim = await start_sim(viewer_version=viewer_version, tmpdir=str(tmp_path), live_poll_interval=None)
         sid, path = await sim.open_script_editor(by_name(sim, "Hello")["item_id"])
         async with connect(sim) as a, connect(sim) as b:
             assert (await a.result("script.subscribe", sub(sid)))["status"] == 0
@@ -170,7 +167,7 @@ async def test_unsubscribe_call(start_sim, connect, tmp_path: Path, version: int
             assert (await b.result("script.list"))["script_ids"] == []
             assert (await b.result("script.subscribe", sub(sid)))["status"] == 2
             assert os.path.exists(path)
-            if version == 1:  # older viewers: its last subscription gone, the connection is closed
+            if viewer_version == 1:  # older viewers: its last subscription gone, the connection is closed
                 assert await a.notification("session.disconnect") == {"reason": 1, "message": "Editor closed"}
                 with pytest.raises(ConnectionClosed):
                     await a.ws.get_message()
@@ -200,10 +197,10 @@ async def test_script_list_every_entry_held_or_not(start_sim, connect, tmp_path:
             assert sorted((await c.result("script.list"))["script_ids"]) == sorted([s1, s3])
 
 
-@pytest.mark.parametrize("version", [1, 2])
-async def test_live_change_compiled_to_the_subscriber_only(start_sim, connect, tmp_path: Path, version: int) -> None:
+async def test_live_change_compiled_to_the_subscriber_only(start_sim, connect, tmp_path: Path,
+                                                           viewer_version: int) -> None:
     with trio.fail_after(15):
-        sim = await start_sim(viewer_version=version, tmpdir=str(tmp_path), live_poll_interval=0.02)
+        sim = await start_sim(viewer_version=viewer_version, tmpdir=str(tmp_path), live_poll_interval=0.02)
         hello = by_name(sim, "Hello")
         sid, path = await sim.open_script_editor(hello["item_id"])
         await sim.live_seen(sid, 1)  # the file's appearance, the viewer's own write: ignored
@@ -215,7 +212,7 @@ async def test_live_change_compiled_to_the_subscriber_only(start_sim, connect, t
             await sim.live_seen(sid, 2)
             note = await a.notification("script.compiled")
             expected: dict[str, Any] = {"script_id": sid, "success": True, "running": True}
-            if version == 2:
+            if viewer_version == 2:
                 expected.update(object_id=hello["object_id"], prim_id=hello["prim_id"], item_id=hello["item_id"])
             assert note == expected
             item = sim.item(hello["item_id"])
@@ -307,10 +304,9 @@ async def test_whole_second_polling(start_sim, tmp_path: Path) -> None:
         assert sim.live_editor(sid).outcomes == ["ignored", "compiled", "compiled", "vanished", "compiled"]
 
 
-@pytest.mark.parametrize("version", [1, 2])
-async def test_viewer_save_live(start_sim, connect, tmp_path: Path, version: int) -> None:
+async def test_viewer_save_live(start_sim, connect, tmp_path: Path, viewer_version: int) -> None:
     with trio.fail_after(15):
-        sim = await start_sim(viewer_version=version, tmpdir=str(tmp_path), live_poll_interval=None)
+        sim = await start_sim(viewer_version=viewer_version, tmpdir=str(tmp_path), live_poll_interval=None)
         hello = by_name(sim, "Hello")
         sid, path = await sim.open_script_editor(hello["item_id"])
         past = time.time() - 100
@@ -344,10 +340,9 @@ async def test_viewer_save_live(start_sim, connect, tmp_path: Path, version: int
             assert sim.item(hello["item_id"]).content == GOOD
 
 
-@pytest.mark.parametrize("version", [1, 2])
-async def test_close_script_editor(start_sim, connect, tmp_path: Path, version: int) -> None:
+async def test_close_script_editor(start_sim, connect, tmp_path: Path, viewer_version: int) -> None:
     with trio.fail_after(15):
-        sim = await start_sim(viewer_version=version, tmpdir=str(tmp_path), live_poll_interval=None)
+        sim = await start_sim(viewer_version=viewer_version, tmpdir=str(tmp_path), live_poll_interval=None)
         s1, p1 = await sim.open_script_editor(by_name(sim, "Hello")["item_id"])
         s2, _p2 = await sim.open_script_editor(by_name(sim, "Controller")["item_id"])
         s3, p3 = await sim.open_script_editor(by_name(sim, "Spinner")["item_id"])
@@ -364,7 +359,7 @@ async def test_close_script_editor(start_sim, connect, tmp_path: Path, version: 
             assert not os.path.exists(p3)
             await sim.close_script_editor(s2)
             assert await a.notification("script.unsubscribe") == {"script_id": s2}
-            if version == 1:
+            if viewer_version == 1:
                 assert await a.notification("session.disconnect") == {"reason": 1, "message": "Editor closed"}
                 with pytest.raises(ConnectionClosed):
                     await a.ws.get_message()
@@ -400,13 +395,12 @@ async def test_external_editor_runs_with_the_path(start_sim, tmp_path: Path) -> 
         assert sim.editor_launches[-1].process is None and sim.editor_launches[-1].error == "editor not found"
 
 
-@pytest.mark.parametrize("version", [1, 2])
-async def test_agent_inventory_script(start_sim, connect, tmp_path: Path, version: int) -> None:
+async def test_agent_inventory_script(start_sim, connect, tmp_path: Path, viewer_version: int) -> None:
     with trio.fail_after(15):
         world = world_with_inventory()
         assert world.to_json()["agent_inventory"][0]["item_id"] == INV_ITEM
         assert world_from_json(world.to_json()).to_json() == world.to_json()
-        sim = await start_sim(viewer_version=version, tmpdir=str(tmp_path), live_poll_interval=0.02, world=world)
+        sim = await start_sim(viewer_version=viewer_version, tmpdir=str(tmp_path), live_poll_interval=0.02, world=world)
         sid, path = await sim.open_script_editor(INV_ITEM)
         assert sid == hashlib.md5(f"{NULL_UUID}_{INV_ITEM}".encode()).hexdigest()
         assert os.path.basename(path) == f"sl_script_Pocket Script_{sid}.lsl"
@@ -420,7 +414,7 @@ async def test_agent_inventory_script(start_sim, connect, tmp_path: Path, versio
             await sim.live_seen(sid, 2)
             note = await c.notification("script.compiled")
             assert note["script_id"] == sid and note["success"] is False and note["running"] is False
-            if version == 2:  # item_id only: the script is in no object
+            if viewer_version == 2:  # item_id only: the script is in no object
                 assert note["item_id"] == INV_ITEM and "object_id" not in note and "prim_id" not in note
             else:
                 assert set(note) == {"script_id", "success", "running", "diagnostics"}

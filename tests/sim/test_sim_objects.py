@@ -144,10 +144,9 @@ async def test_republish_sends_unpublish_first(start_sim, connect) -> None:
             assert (await c.notification("object.publish"))["object"]["object_id"] == cube
 
 
-@pytest.mark.parametrize("version", [1, 2])
-async def test_unpublish(start_sim, connect, version: int) -> None:
+async def test_unpublish(start_sim, connect, viewer_version: int) -> None:
     with trio.fail_after(10):
-        sim = await start_sim(viewer_version=version)
+        sim = await start_sim(viewer_version=viewer_version)
         async with connect(sim) as c:
             cube = obj_id(sim, "Hello Cube")
             rid = await c.request("object.unpublish", {"object_id": cube})
@@ -159,7 +158,7 @@ async def test_unpublish(start_sim, connect, version: int) -> None:
             }
             resp = {"jsonrpc": "2.0", "id": rid, "result": {"success": True, "object_id": cube}}
             # V2 (real viewers): notification before the response; V1 as documented: after it
-            assert [first, second] == ([note, resp] if version == 2 else [resp, note])
+            assert [first, second] == ([note, resp] if viewer_version == 2 else [resp, note])
             assert (await c.error("object.unpublish", {"object_id": cube})) == (
                 -32602,
                 "Invalid params: Object is not published",

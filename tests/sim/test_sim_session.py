@@ -113,10 +113,9 @@ async def test_v2_no_answer_times_out(start_sim, connect) -> None:
             assert not os.path.exists(msg["params"]["challenge"])
 
 
-@pytest.mark.parametrize("version", [1, 2])
-async def test_nothing_dispatched_before_session_ok(start_sim, connect, version) -> None:
+async def test_nothing_dispatched_before_session_ok(start_sim, connect, viewer_version) -> None:
     with trio.fail_after(10):
-        sim = await start_sim(viewer_version=version)
+        sim = await start_sim(viewer_version=viewer_version)
         async with connect(sim, login=False) as c:
             await c.recv()  # the handshake request, left unanswered
             resp = await c.call("object.list")
