@@ -8,6 +8,7 @@ through `on_invalidate` so the file system layer can drop the kernel's copy from
 
 from __future__ import annotations
 
+import enum
 import itertools
 import logging
 import time
@@ -28,6 +29,7 @@ from ..protocol.types import (
 )
 from . import names
 from .compiles import Place
+from .echo import Echo
 
 log = logging.getLogger(__name__)
 
@@ -51,14 +53,14 @@ class InodeChanged:
 
 
 @attrs.frozen
-class Shown:
+class StatChanged:
     """What stat shows of `inode` may have changed where the kernel needs no telling (it never
     cached it: a first fetch makes a size known): for the file system layer's own caches only."""
 
     inode: int
 
 
-Invalidation = Union[EntryChanged, InodeChanged, Shown]
+Invalidation = Union[EntryChanged, InodeChanged, StatChanged]
 
 
 
@@ -89,7 +91,7 @@ def describe_perms(p: Permissions | None) -> str:
     return f"owner=0x{p.owner:08x} next_owner={next_owner}"
 
 
-def _shown(folder: Folder) -> tuple[object, ...]:
+def _folder_stat(folder: Folder) -> tuple[object, ...]:
     """What stat and getfattr show of a folder (a change must reach the kernel's cache)."""
     return (folder.link_name, folder.link_number, folder.description, folder.permissions, folder.owner_id,
             folder.can_save_back)
@@ -134,14 +136,13 @@ class Node:
 
 
 @attrs.define(eq=False)
-class Item(Node):
-    data: InventoryItem | None = None
-    folder: Folder | None = None
+class Cache:
+    """What the Workspace knows of an item's content (it alone writes these)."""
+
     # Content as bytes once fetched. `content_valid` is False when the viewer may have changed it
     # since (an inventory replacement): the old bytes stay for comparison and offline reads.
     content: bytes | None = None
     content_valid: bool = False
-    mtime_ns: int = attrs.field(default=_AS_CTIME)
     # Bumped each time an inventory replacement may have changed this item's content: a fetch that
     # started before it is not current.
     generation: int = 0
@@ -156,28 +157,38 @@ class Item(Node):
     # A build of ours: where each in-world row came from (source file and row; None for the
     # envelope's rows), while `inworld` is that build. Maps the viewer's own compiles of it too.
     inworld_places: tuple[Place | None, ...] | None = None
-    # Until this time.monotonic(), the next inventory update is the echo of our own save.
-    expect_own_update: float = 0.0
-    # Older viewers (no revision): the content is our save's, and an update that passed for its
-    # echo has come; a fetch confirms it (someone's edit may have come first). Newer viewers say
-    # the same with content_revision behind the item's revision.
-    echo_unconfirmed: bool = False
-    # Local edits not yet stored in-world (shared by every open handle, as on a local disk) and
-    # the content they started from (a save whose base differs from the viewer's is a conflict),
-    # with the revision that base was read at.
-    local: bytearray | None = None
+
+
+@attrs.define(eq=False)
+class Edit:
+    """An item's edit buffer (the Writer alone writes these): edits not yet stored in-world, shared
+    by every open handle as on a local disk, and the content they started from (a save whose base
+    differs from the viewer's is a conflict), with the revision that base was read at."""
+
+    buffer: bytearray | None = None
     base: bytes | None = None
     base_revision: int | None = None
     dirty: bool = False
-    # (data, wanted_base, wanted_ext) for the `data` they were worked out from.
+
+
+@attrs.define(eq=False)
+class Item(Node):
+    # The inventory record (the tree writes it, and a rename the viewer answered).
+    record: InventoryItem | None = None
+    folder: Folder | None = None
+    mtime_ns: int = attrs.field(default=_AS_CTIME)
+    cache: Cache = attrs.field(factory=Cache)
+    edit: Edit = attrs.field(factory=Edit)
+    echo: Echo = attrs.field(factory=Echo)
+    # (record, wanted_base, wanted_ext) for the `record` they were worked out from.
     _wanted_names: tuple[InventoryItem | None, str, str] | None = attrs.field(default=None, init=False, repr=False)
-    # (data, readable) for the `data` it was worked out from: every warm open asks.
+    # (record, readable) for the `record` it was worked out from: every warm open asks.
     _readable: tuple[InventoryItem | None, bool] | None = attrs.field(default=None, init=False, repr=False)
 
     @property
     def info(self) -> InventoryItem:
-        assert self.data is not None
-        return self.data
+        assert self.record is not None
+        return self.record
 
     @property
     def is_script(self) -> bool:
@@ -191,11 +202,11 @@ class Item(Node):
     def readable(self) -> bool:
         """Scripts need COPY and MODIFY to be read; notecards are always readable."""
         cached = self._readable
-        if cached is not None and cached[0] is self.data:
+        if cached is not None and cached[0] is self.record:
             return cached[1]
         p = self.perms
         readable = not self.is_script or p is None or (p.can_copy and p.can_modify)
-        self._readable = (self.data, readable)
+        self._readable = (self.record, readable)
         return readable
 
     @property
@@ -208,44 +219,44 @@ class Item(Node):
     @property
     def saveable(self) -> bool:
         """Its text can be saved: writable, and not a notecard holding embedded items."""
-        return self.writable and not self.embedded_items
+        return self.writable and not self.cache.embedded_items
 
     def save_refusal(self) -> str | None:
         """Why the text cannot be saved, for the errno's log and status line; None when it can."""
         if not self.writable:
             return "no modify permission"
-        if self.embedded_items:
-            return f"holds {self.embedded_items} embedded items; edit it in the viewer"
+        if self.cache.embedded_items:
+            return f"holds {self.cache.embedded_items} embedded items; edit it in the viewer"
         return None
 
     def take_base(self, data: bytes | None) -> None:
         """Local edits start from `data`, the content known now."""
-        self.base = data
-        self.base_revision = self.content_revision
+        self.edit.base = data
+        self.edit.base_revision = self.cache.content_revision
 
     @property
     def content_current(self) -> bool:
         """The cached content is known to be what the viewer holds now. Valid but not current is
         our own save's content after its echo, until a fetch confirms it (newer viewers: at the
         revision the echo brought; Tree._content_may_have_changed)."""
-        if not self.content_valid or self.content is None or self.echo_unconfirmed:
+        if not self.cache.content_valid or self.cache.content is None or self.echo.unconfirmed:
             return False
-        now, known = self.info.revision, self.content_revision
+        now, known = self.info.revision, self.cache.content_revision
         return now is None or known is None or known == now
 
     def fetched_at(self, shown: bytes, revision: int | None) -> None:
         """A fetch at `revision` returned `shown`: when that is the base, the base is known there
         too (a save over it loses nothing in-world), so our own save's echo is no conflict."""
-        if revision is not None and self.base is not None and self.base == shown:
-            self.base_revision = max(self.base_revision or revision, revision)
+        if revision is not None and self.edit.base is not None and self.edit.base == shown:
+            self.edit.base_revision = max(self.edit.base_revision or revision, revision)
 
     @property
     def size(self) -> int | None:
         """Exact size when the content is known and current, else None."""
-        if self.local is not None:
-            return len(self.local)
-        if self.content is not None and self.content_valid:
-            return len(self.content)
+        if self.edit.buffer is not None:
+            return len(self.edit.buffer)
+        if self.cache.content is not None and self.cache.content_valid:
+            return len(self.cache.content)
         if not self.readable:
             return 0
         return None
@@ -261,9 +272,9 @@ class Item(Node):
 
     def _wanted(self) -> tuple[InventoryItem | None, str, str]:
         cached = self._wanted_names
-        if cached is None or cached[0] is not self.data:
+        if cached is None or cached[0] is not self.record:
             info = self.info
-            cached = self._wanted_names = (self.data, names.to_fs(info.name),
+            cached = self._wanted_names = (self.record, names.to_fs(info.name),
                                            names.extension_for(info.type, info.subtype))
         return cached
 
@@ -272,36 +283,57 @@ class Item(Node):
         return False
 
 
+class LiveState(enum.Enum):
+    """A new file of MOUNT/.slfs/live (model/live_writes.py), never created in-world."""
+
+    NAMED = "named"  # it has its name there
+    EXPIRED = "expired"  # kept in the recovery folder; its name went
+
+
 @attrs.define(eq=False)
-class Scratch(Node):
-    """A file that lives only in memory: a new file not yet created in-world (pending), or an
-    orphan (an item file replaced or unlinked while open: its data never reaches the viewer)."""
+class MemoryFile(Node):
+    """A file that lives only in memory: a NewFile or an Orphan."""
 
     data: bytearray = attrs.field(factory=bytearray)
     mode: int = 0o644
     mtime_ns: int = attrs.field(default=_AS_CTIME)
     dirty: bool = False
-    # The folder it was created in (pending only); None for orphans.
+
+
+@attrs.define(eq=False)
+class NewFile(MemoryFile):
+    """A file created in the mount, not yet in-world (pending), or a temp file of .slfs/live."""
+
+    # The folder it was created in, while it waits under its name there; None once it left it.
     folder: Folder | None = None
     # Set while its object.item.create is in flight; a second flush waits for it.
     creating: trio.Event | None = None
     # Its path, once its create failed and its name is gone: what is written later is not saved.
     failed: str = ""
-    # A new file of MOUNT/.slfs/live (model/live_writes.py), never created in-world: "named" while
-    # it has its name there, "expired" once it was kept in the recovery folder and its name went.
-    live: str = ""
+    # A temp file of .slfs/live: whether it still has its name there; None for other new files.
+    live: LiveState | None = None
 
     @property
     def attached(self) -> bool:
-        return self.parent is not None or self.live == "named"
+        return self.parent is not None or self.live is LiveState.NAMED
 
 
 @attrs.define(eq=False)
-class Local(Node):
+class Orphan(MemoryFile):
+    """The inode of an item file replaced or unlinked while open, keeping its last data: open
+    handles on it keep working, but its data never reaches the viewer."""
+
+    @property
+    def attached(self) -> bool:
+        return self.parent is not None
+
+
+@attrs.define(eq=False)
+class OverlayNode(Node):
     """A file, directory or symlink of the local overlay, kept on disk at `path`."""
 
     path: str = ""
-    local_parent: Node | None = None  # the folder or overlay directory it lives in
+    overlay_parent: Node | None = None  # the folder or overlay directory it lives in
 
 
 @attrs.define(eq=False)
@@ -322,8 +354,8 @@ class Folder(Node):
     entries: dict[str, Node] = attrs.field(factory=dict)  # file name -> node, as listed
     listed: bool = False
     mtime_ns: int = attrs.field(default=_AS_CTIME)
-    # Write path: new files not yet in-world, and item names hidden locally.
-    scratch: dict[str, Scratch] = attrs.field(factory=dict)
+    # Write path: new files not yet in-world, under their names.
+    new_files: dict[str, NewFile] = attrs.field(factory=dict)
     # name -> item: unlinked (the delete waits for the grace period) or renamed to a backup name.
     tombstones: dict[str, Item] = attrs.field(factory=dict)
     # (link_name, is_child, wanted_base) for the link name it was worked out from.
@@ -365,7 +397,7 @@ def _release(node: Node) -> None:
         node.items = {}
         node.prims = {}
         node.entries = {}
-        node.scratch = {}
+        node.new_files = {}
         node.tombstones = {}
 
 
@@ -436,36 +468,36 @@ class Tree:
         item.inode, item.lookups = fresh, 0
         self.nodes[fresh] = item
         self._inodes[item.uuid] = fresh
-        self._on_invalidate(Shown(old))
+        self._on_invalidate(StatChanged(old))
 
     def fresh_inode(self) -> int:
         return next(self._next_inode)
 
     def add_node(self, node: Node) -> None:
         self.nodes[node.inode] = node
-        self.shown(node)  # the inode may have meant another node
+        self.stat_changed(node)  # the inode may have meant another node
 
     def drop_node(self, inode: int) -> None:
         """The inode now means a node kept elsewhere (an overlay file that took it over)."""
         self.nodes.pop(inode, None)
-        self._on_invalidate(Shown(inode))
+        self._on_invalidate(StatChanged(inode))
 
-    def rebind(self, item: Item, inode: int) -> Scratch:
+    def rebind(self, item: Item, inode: int) -> Orphan:
         """Give `item` the kernel inode `inode` (a file renamed or created onto its name).
 
-        The inode the item had becomes an orphan Scratch holding its last data, so open handles
+        The inode the item had becomes an Orphan holding its last data, so open handles
         on it keep working but never reach the viewer."""
         old = item.inode
-        orphan = Scratch(inode=old, uuid="", name=item.name, lookups=item.lookups,
-                         data=bytearray(item.local if item.local is not None else item.content or b""))
+        orphan = Orphan(inode=old, uuid="", name=item.name, lookups=item.lookups,
+                        data=bytearray(item.edit.buffer if item.edit.buffer is not None else item.cache.content or b""))
         self.nodes[old] = orphan
         displaced = self.nodes.get(inode)
         item.lookups = displaced.lookups if displaced is not None else 0
         item.inode = inode
         self.nodes[inode] = item
         self._inodes[item.uuid] = inode
-        self._on_invalidate(Shown(old))
-        self.shown(item)
+        self._on_invalidate(StatChanged(old))
+        self.stat_changed(item)
         return orphan
 
     def register(self, node: Node) -> None:
@@ -488,7 +520,7 @@ class Tree:
         object.list may hold another content (a viewer restarted with its own state), so it must
         not pass for that echo (_content_may_have_changed)."""
         for item in self.iter_items():
-            item.expect_own_update = 0.0
+            item.echo.cancel()
 
     def iter_items(self) -> Iterator[Item]:
         for obj in self.objects.values():
@@ -622,9 +654,9 @@ class Tree:
     def invalidate_item(self, item: Item, *, data: bool) -> None:
         self._on_invalidate(InodeChanged(item.inode, data=data))
 
-    def shown(self, node: Node) -> None:
-        """Report a change of what stat shows of `node` that the kernel has no copy of (Shown)."""
-        self._on_invalidate(Shown(node.inode))
+    def stat_changed(self, node: Node) -> None:
+        """Report a change of what stat shows of `node` that the kernel has no copy of (StatChanged)."""
+        self._on_invalidate(StatChanged(node.inode))
 
     def _touch(self, node: Node) -> None:
         self._on_invalidate(InodeChanged(node.inode, data=False))
@@ -643,7 +675,7 @@ class Tree:
             self.register(folder)
             renamed = True
             dropped = frozenset()
-        before = _shown(folder)
+        before = _folder_stat(folder)
         was = folder.permissions
         if "object_name" not in dropped:
             renamed = renamed or folder.link_name != obj.object_name
@@ -658,7 +690,7 @@ class Tree:
         if "can_save_back" not in dropped:
             folder.can_save_back = obj.can_save_back
         folder.published = obj
-        if _shown(folder) != before:  # a reconnect's unchanged object costs no invalidation
+        if _folder_stat(folder) != before:  # a reconnect's unchanged object costs no invalidation
             self._touch(folder)
         if "inventory" not in dropped:
             self._set_inventory(folder, obj.inventory, relayout=False)
@@ -694,7 +726,7 @@ class Tree:
             obj_folder.prims[link.link_id] = child
             self.register(child)
             dropped = frozenset()
-        before = _shown(child)
+        before = _folder_stat(child)
         was = child.permissions
         if "link_name" not in dropped:
             child.link_name = link.link_name
@@ -705,7 +737,7 @@ class Tree:
         if "permissions" not in dropped:
             child.permissions = _merged(child.permissions, link.permissions)
         self._items_follow(child, was)
-        if _shown(child) != before:
+        if _folder_stat(child) != before:
             self._touch(child)
         if "inventory" not in dropped:
             self._set_inventory(child, link.inventory)
@@ -724,29 +756,29 @@ class Tree:
         """A complete replacement of a prim's inventory (the only inventory shape viewers send)."""
         keep = {i.item_id for i in inventory}
         now = time.monotonic()
-        echo = any(i.expect_own_update > now for i in folder.items.values())
+        echo = any(i.echo.expected(now) for i in folder.items.values())
         for item_id in [k for k in folder.items if k not in keep]:
             self._detach(folder.items.pop(item_id))
         for data in inventory:
             item = folder.items.get(data.item_id)
             if item is None:
-                item = Item(inode=self.inode_for(data.item_id), uuid=data.item_id, data=data, folder=folder)
+                item = Item(inode=self.inode_for(data.item_id), uuid=data.item_id, record=data, folder=folder)
                 item.parent = folder
                 folder.items[data.item_id] = item
                 self.register(item)
                 continue
             old = item.info
             data = _item_known(data, old)
-            item.data = data
+            item.record = data
             if data != old:
                 self._touch(item)  # mode, run state, xattrs
             if not self._content_may_have_changed(item, old, data, echo):
-                if item.content is not None and item.content_valid and not item.content_current:
+                if item.cache.content is not None and item.cache.content_valid and not item.content_current:
                     self._on_stale(item)  # presumably our save's content: a fetch confirms it
                 continue
-            item.generation += 1
-            if item.content is not None and item.content_valid:
-                item.content_valid = False
+            item.cache.generation += 1
+            if item.cache.content is not None and item.cache.content_valid:
+                item.cache.content_valid = False
                 self._on_stale(item)
                 # Its size may change: the kernel's copy goes (one never fetched was never cached).
                 self._on_invalidate(InodeChanged(item.inode, data=False))
@@ -769,7 +801,7 @@ class Tree:
         save of your own changes nothing; another's edit meanwhile comes with an update of its own:
         the protocol document's newer revision, mirrored in Alchemy's doc/external-editor-json-rpc.md,
         sends an inventory replacement per change and coalesces only linkset membership changes)."""
-        own = item.expect_own_update > time.monotonic()
+        own = item.echo.expected()
         # A revision of an unexpected type (`dropped`; _item_known carried the last one over) is
         # no signal either way: taken as sent, it would hide the change it may have announced, and
         # taken as a change, every sibling's update would drop the cache. So that item, in that
@@ -779,13 +811,12 @@ class Tree:
         if new.revision is not None and "revision" not in new.dropped:
             if new.revision == old.revision:
                 return False
-            if own and old.revision is not None and item.content_revision == old.revision:
-                item.expect_own_update = 0.0
+            if own and old.revision is not None and item.cache.content_revision == old.revision:
+                item.echo.cancel()
                 return False
             return True
         if own:
-            item.expect_own_update = 0.0
-            item.echo_unconfirmed = True
+            item.echo.came_unconfirmed()
             return False
         return not (echo and new == old)
 
@@ -819,7 +850,7 @@ class Tree:
             # A name that meant nothing before has no dentry to drop (ENOENT is not cached), unless a
             # local file of that name is now shadowed. Invalidating it anyway would race with a
             # program that just looked it up and chdir'd into it (getcwd() then fails).
-            if before is None and name not in folder.scratch:
+            if before is None and name not in folder.new_files:
                 continue
             self._on_invalidate(EntryChanged(folder.inode, name))
         for name, node in layout.items():
