@@ -16,10 +16,12 @@ from ..model.tree import (
     InodeChanged,
     Invalidation,
     Item,
-    Local,
+    LiveState,
+    MemoryFile,
+    NewFile,
     Node,
-    Scratch,
-    Shown,
+    OverlayNode,
+    StatChanged,
     Tree,
     describe_perms,
 )
@@ -44,16 +46,16 @@ def _guard(node: Node) -> Guard | None:
     first fetch, a detach or rename, an object's republished permissions), so each use compares
     the inputs themselves, by identity where they are immutable records."""
     if isinstance(node, Item):
-        if node.local is not None:
+        if node.edit.buffer is not None:
             return None  # a bytearray edited in place: its length is read every time
-        content = node.content
-        known = node.content_valid and content is not None
+        content = node.cache.content
+        known = node.cache.content_valid and content is not None
         if not known and node.readable:
             return None  # size unknown: answered with attr_timeout 0 until fetched
         folder = node.folder
         # No inode: an entry is found by the node's inode and kept for that very node, and its
         # st_ino is the key it was found by.
-        return (node.parent, node.mtime_ns, node.data, node.embedded_items,
+        return (node.parent, node.mtime_ns, node.record, node.cache.embedded_items,
                 len(content) if known and content is not None else -1,
                 folder, folder.permissions if folder is not None else None)
     if isinstance(node, Folder) and node.inode != ROOT_INODE:
@@ -75,7 +77,7 @@ class Attributes:
 
     def changed(self, inv: Invalidation) -> None:
         """The model reported a change (PendingInvalidations listener): drop what it may affect."""
-        if isinstance(inv, (InodeChanged, Shown)):
+        if isinstance(inv, (InodeChanged, StatChanged)):
             self._cache.pop(inv.inode, None)
 
     def replayable(self, node: Node) -> pyfuse3.EntryAttributes | None:
@@ -144,14 +146,15 @@ class Attributes:
             a.st_nlink = 1 if node.attached else 0
             mtime = node.mtime_ns
             a.st_ctime_ns = max(node.ctime_ns, mtime)
-        elif isinstance(node, Scratch):
+        elif isinstance(node, MemoryFile):
             a.st_mode = stat.S_IFREG | node.mode
             a.st_size = len(node.data)
-            a.st_nlink = 1 if node.folder is not None or node.live == "named" else 0
+            named = isinstance(node, NewFile) and (node.folder is not None or node.live is LiveState.NAMED)
+            a.st_nlink = 1 if named else 0
             a.attr_timeout = a.entry_timeout = 1
             mtime = node.mtime_ns
             a.st_ctime_ns = mtime
-        elif isinstance(node, Local):
+        elif isinstance(node, OverlayNode):
             st = os.lstat(node.path)
             a.st_mode = st.st_mode
             a.st_size = st.st_size
@@ -207,11 +210,11 @@ class Attributes:
             out["type"] = info.type
             out["description"] = info.description or ""
             out["perms"] = describe_perms(info.permissions)
-            if info.type == "notecard" and node.embedded_items is not None:
-                out["embedded_items"] = str(node.embedded_items)
+            if info.type == "notecard" and node.cache.embedded_items is not None:
+                out["embedded_items"] = str(node.cache.embedded_items)
             if info.revision is not None:
                 out["revision"] = str(info.revision)
-            if node.inworld is not None:
+            if node.cache.inworld is not None:
                 out["preprocessed"] = "1"  # shown through its envelope (.slfs/F.inworld has the text)
             if node.is_script:
                 out["vm"] = info.vm or ""

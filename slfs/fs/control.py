@@ -238,7 +238,7 @@ class Control:
         """The text as stored in-world, envelope included (read-only, every item)."""
         def render() -> bytes:
             node = self._item_named(vdir, file_name)
-            return node.inworld if node.inworld is not None else node.content or b""
+            return node.cache.inworld if node.cache.inworld is not None else node.cache.content or b""
 
         async def fetch() -> None:
             await self.ws.read_content(self._item_named(vdir, file_name))

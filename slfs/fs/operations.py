@@ -22,7 +22,7 @@ import trio
 
 from ..model import names
 from ..model.errors import FsError
-from ..model.naming_rules import is_local_name
+from ..model.naming_rules import is_overlay_name
 from ..model.overlay import Overlay
 from ..model.tree import (
     ROOT_INODE,
@@ -31,9 +31,10 @@ from ..model.tree import (
     InodeChanged,
     Invalidation,
     Item,
-    Local,
+    MemoryFile,
+    NewFile,
     Node,
-    Scratch,
+    OverlayNode,
 )
 from ..model.workspace import Workspace
 from ..model.writes import Writer
@@ -221,14 +222,14 @@ class Operations(pyfuse3.Operations):
         if isinstance(parent, Folder):
             if name == names.CONTROL_DIR:
                 return self.control.control_dir(parent)
-            node = parent.entries.get(name) or parent.scratch.get(name)
+            node = parent.entries.get(name) or parent.new_files.get(name)
             return node or self.overlay.find(parent, name)
-        if isinstance(parent, Local):
+        if isinstance(parent, OverlayNode):
             return self.overlay.find(parent, name)
         if isinstance(parent, Virtual):
             found = self.control.lookup(parent, name)
             if found is None and parent.kind == LIVE:
-                return self.ws.live.scratch.get(name)  # sed -i's temp file, say
+                return self.ws.live.new_files.get(name)  # sed -i's temp file, say
             return found
         return None
 
@@ -288,7 +289,7 @@ class Operations(pyfuse3.Operations):
     async def setattr(self, inode: int, attr: pyfuse3.EntryAttributes, fields: pyfuse3.SetattrFields,
                       fh: int | None, ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes:
         node = self._node(inode)
-        if isinstance(node, Local):
+        if isinstance(node, OverlayNode):
             if fields.update_size:
                 os.truncate(node.path, attr.st_size)
             if fields.update_mode and not stat.S_ISLNK(os.lstat(node.path).st_mode):
@@ -308,14 +309,14 @@ class Operations(pyfuse3.Operations):
                 h.trunc_pending = False
             if isinstance(node, Item):
                 await self.writer.resize_item(node, attr.st_size, by_path=h is None)
-            elif isinstance(node, Scratch):
-                self.writer.resize_scratch(node, attr.st_size)
+            elif isinstance(node, MemoryFile):
+                self.writer.resize_memory_file(node, attr.st_size)
             elif isinstance(node, Virtual) and node.live is not None:
                 self.writer.live.resize(node.live, attr.st_size)
             else:
                 raise FsError(errno.EACCES if isinstance(node, Virtual) else errno.EISDIR, "")
-        if fields.update_mode and isinstance(node, Scratch):
-            self.writer.set_scratch_mode(node, stat.S_IMODE(attr.st_mode))
+        if fields.update_mode and isinstance(node, MemoryFile):
+            self.writer.set_memory_file_mode(node, stat.S_IMODE(attr.st_mode))
         # Other changes to items (mode, owner, times) are accepted and not kept: modes show the
         # in-world permissions and mtime only moves when the content does.
         return self.attributes.entry(node)
@@ -323,7 +324,7 @@ class Operations(pyfuse3.Operations):
     @guarded
     async def readlink(self, inode: int, ctx: pyfuse3.RequestContext) -> bytes:
         node = self._node(inode)
-        if isinstance(node, Local):
+        if isinstance(node, OverlayNode):
             return os.fsencode(os.readlink(node.path))
         if not isinstance(node, Virtual) or node.kind != LINK or node.target is None:
             raise FsError(errno.EINVAL, "")
@@ -350,7 +351,7 @@ class Operations(pyfuse3.Operations):
         if cached is not None:  # listed before (a warm `find`): the same listing while all holds
             folder = cached.folder
             if folder is not None and cached.overlay_epoch == self.shown_epoch and folder.entries is cached.source \
-                    and not folder.scratch and self.tree.nodes.get(inode) is folder \
+                    and not folder.new_files and self.tree.nodes.get(inode) is folder \
                     and (cached.overlay is None or not _is_dir(cached.overlay)):
                 fh = next(self._fh)
                 self._dir_handles[fh] = cached
@@ -360,14 +361,14 @@ class Operations(pyfuse3.Operations):
             if node.inode != ROOT_INODE:
                 self.ws.start_prefetch(node)
             listing = self._folder_listing(node)
-        elif isinstance(node, Local):
+        elif isinstance(node, OverlayNode):
             if not os.path.isdir(node.path):
                 raise FsError(errno.ENOTDIR, "")
             listing = _Listing(sorted(self._overlay_entries(node, node.path).items()))
         elif isinstance(node, Virtual) and node.kind not in (FILE, LINK):
             rows = [(v.name, v.inode) for v in self.control.children(node)]
             if node.kind == LIVE:
-                rows += [(name, n.inode) for name, n in self.ws.live.scratch.items()]
+                rows += [(name, n.inode) for name, n in self.ws.live.new_files.items()]
             listing = _Listing(sorted(rows))
         else:
             raise FsError(errno.ENOTDIR, "")
@@ -375,7 +376,7 @@ class Operations(pyfuse3.Operations):
         self._dir_handles[fh] = listing
         return fh
 
-    def _overlay_entries(self, node: Folder | Local, base: str) -> dict[str, int]:
+    def _overlay_entries(self, node: Folder | OverlayNode, base: str) -> dict[str, int]:
         return {de.name: self.overlay.node(node, de.name, de.path).inode for de in os.scandir(base)}
 
     def _folder_listing(self, folder: Folder) -> _Listing:
@@ -384,7 +385,7 @@ class Operations(pyfuse3.Operations):
         keeps that very mapping (a relayout always replaces it) and the model reports no change
         of the folder's names (`_listing_changed`)."""
         base = self._overlay_dir(folder)
-        if (base is None or not _is_dir(base)) and not folder.scratch:
+        if (base is None or not _is_dir(base)) and not folder.new_files:
             entries = folder.entries
             cached = self._listings.get(folder.inode)
             if cached is not None and cached.folder is folder and cached.source is entries \
@@ -400,7 +401,7 @@ class Operations(pyfuse3.Operations):
             self._listings[folder.inode] = listing
             return listing
         merged = self._overlay_entries(folder, base) if base is not None and _is_dir(base) else {}
-        merged.update({name: n.inode for name, n in folder.scratch.items()})
+        merged.update({name: n.inode for name, n in folder.new_files.items()})
         merged.update({name: n.inode for name, n in folder.entries.items()})
         return _Listing(sorted(merged.items()))
 
@@ -411,10 +412,10 @@ class Operations(pyfuse3.Operations):
         if self._listings:
             self._listings.pop(inv.parent if isinstance(inv, EntryChanged) else inv.inode, None)
 
-    def _overlay_dir(self, node: Folder | Local) -> str | None:
+    def _overlay_dir(self, node: Folder | OverlayNode) -> str | None:
         """overlay.dir_of, remembered per folder while the names it is built from stay (building
         the path costs more than the rest of an opendir)."""
-        if isinstance(node, Local):
+        if isinstance(node, OverlayNode):
             return node.path
         key = (node.object_folder.name, node.name, node.is_child)
         memo = self._overlay_dirs.get(node.inode)
@@ -492,10 +493,10 @@ class Operations(pyfuse3.Operations):
                     ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes:
         parent = self._node(parent_inode)
         sname = os.fsdecode(name)
-        if isinstance(parent, Folder) and not is_local_name(sname):
+        if isinstance(parent, Folder) and not is_overlay_name(sname):
             raise FsError(errno.EPERM, f"mkdir {sname}: prims cannot be created from the file system; "
                           "only overlay (dot) directories")
-        if not isinstance(parent, (Folder, Local)):
+        if not isinstance(parent, (Folder, OverlayNode)):
             raise FsError(errno.EPERM, "")
         if isinstance(parent, Folder) and self._lookup(parent, sname) is not None:
             raise FsError(errno.EEXIST, "")
@@ -510,7 +511,7 @@ class Operations(pyfuse3.Operations):
         node = self._lookup(parent, os.fsdecode(name))
         if node is None:
             raise FsError(errno.ENOENT, "")
-        if isinstance(node, Local):
+        if isinstance(node, OverlayNode):
             os.rmdir(node.path)
             self.overlay.removed(node)
             return
@@ -523,9 +524,9 @@ class Operations(pyfuse3.Operations):
                       ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes:
         parent = self._node(parent_inode)
         sname = os.fsdecode(name)
-        if isinstance(parent, Folder) and not is_local_name(sname):
+        if isinstance(parent, Folder) and not is_overlay_name(sname):
             raise FsError(errno.EPERM, f"symlink {sname}: in-world folders hold only scripts and notecards")
-        if not isinstance(parent, (Folder, Local)):
+        if not isinstance(parent, (Folder, OverlayNode)):
             raise FsError(errno.EPERM, "")
         path = os.path.join(self.overlay.ensure(parent), sname)
         os.symlink(target, path)
@@ -537,8 +538,8 @@ class Operations(pyfuse3.Operations):
         node = self._node(inode)
         parent = self._node(new_parent_inode)
         sname = os.fsdecode(new_name)
-        if not isinstance(node, Local) or not isinstance(parent, (Folder, Local)) or (
-                isinstance(parent, Folder) and not is_local_name(sname)):
+        if not isinstance(node, OverlayNode) or not isinstance(parent, (Folder, OverlayNode)) or (
+                isinstance(parent, Folder) and not is_overlay_name(sname)):
             raise FsError(errno.EPERM, f"link {sname}: hard links exist only in the local overlay")
         path = os.path.join(self.overlay.ensure(parent), sname)
         os.link(node.path, path)
@@ -580,7 +581,8 @@ class Operations(pyfuse3.Operations):
     @staticmethod
     def _is_warm(node: Node | None) -> bool:
         """A read-only open of `node` needs no handle, no fetch and no check beyond this."""
-        return (type(node) is Item and node.local is None and node.content_valid and node.content is not None
+        return (type(node) is Item and node.edit.buffer is None and node.cache.content_valid
+                and node.cache.content is not None
                 and node.readable)
 
     def _check_warm(self, inode: int) -> None:
@@ -612,12 +614,12 @@ class Operations(pyfuse3.Operations):
             data = node.render() if node.render is not None and not wants_write else b""
             self._handles[fh] = Handle(node.inode, data, writable=wants_write)
             return pyfuse3.FileInfo(fh=fh, direct_io=node.direct_io or wants_write, keep_cache=False)
-        if isinstance(node, Local):
+        if isinstance(node, OverlayNode):
             fd = os.open(node.path, flags & ~(os.O_CREAT | os.O_EXCL | os.O_NOCTTY))
             self._handles[fh] = Handle(node.inode, fd=fd, writable=wants_write)
             return pyfuse3.FileInfo(fh=fh, keep_cache=False)
-        if isinstance(node, Scratch):
-            self.writer.open_scratch(node, truncate=bool(flags & os.O_TRUNC))
+        if isinstance(node, MemoryFile):
+            self.writer.open_memory_file(node, truncate=bool(flags & os.O_TRUNC))
             self._handles[fh] = Handle(node.inode, writable=wants_write)
             return pyfuse3.FileInfo(fh=fh, keep_cache=False)
         assert isinstance(node, Item)
@@ -628,9 +630,9 @@ class Operations(pyfuse3.Operations):
             trunc = await self.writer.open_item(node, truncate=bool(flags & os.O_TRUNC))
             self._handles[fh] = Handle(node.inode, writable=True, trunc_pending=trunc)
             return pyfuse3.FileInfo(fh=fh, keep_cache=False)
-        if node.local is not None:  # being edited through another handle: its buffer, uncached
+        if node.edit.buffer is not None:  # being edited through another handle: its buffer, uncached
             return pyfuse3.FileInfo(fh=BARE_FH + node.inode, keep_cache=False)
-        if not (node.content_valid and node.content is not None):
+        if not (node.cache.content_valid and node.cache.content is not None):
             await self.ws.read_content(node)
         return pyfuse3.FileInfo(fh=BARE_FH + node.inode, keep_cache=True)
 
@@ -641,12 +643,12 @@ class Operations(pyfuse3.Operations):
         if h is None:
             raise FsError(errno.EBADF, f"unknown file handle {fh}")
         node = self._node(h.inode)
-        if h.fd >= 0 and not isinstance(node, Local):
+        if h.fd >= 0 and not isinstance(node, OverlayNode):
             # An overlay file renamed onto an item's name while open (gedit): its inode is the
             # item's now, and so is what it writes next.
             os.close(h.fd)
             h.fd = -1
-        if isinstance(node, Local) and h.fd < 0:
+        if isinstance(node, OverlayNode) and h.fd < 0:
             h.fd = os.open(node.path, os.O_RDWR if h.writable else os.O_RDONLY)
         return h, node
 
@@ -657,15 +659,15 @@ class Operations(pyfuse3.Operations):
         h, node = self._handle(fh)
         if h.fd >= 0:
             return os.pread(h.fd, size, off)
-        if isinstance(node, Item) and node.local is not None:
-            return bytes(node.local[off : off + size])
-        if isinstance(node, Item) and (h.writable or (node.content_valid and node.content is not None)):
+        if isinstance(node, Item) and node.edit.buffer is not None:
+            return bytes(node.edit.buffer[off : off + size])
+        if isinstance(node, Item) and (h.writable or (node.cache.content_valid and node.cache.content is not None)):
             # The kernel keeps one page cache per inode: a handle opened before the content changed
             # must not serve its old copy after the change's invalidation, or the stale pages it
             # brings back outlive every later open (keep_cache). Like a local file, it reads what
             # the file holds now; its own copy only while the new content is still on its way.
-            return (node.content or b"")[off : off + size]
-        if isinstance(node, Scratch):
+            return (node.cache.content or b"")[off : off + size]
+        if isinstance(node, MemoryFile):
             return bytes(node.data[off : off + size])
         if isinstance(node, Virtual) and node.live is not None:
             ls = node.live
@@ -682,14 +684,14 @@ class Operations(pyfuse3.Operations):
         open (a newer revision) is fetched as for a first read."""
         node = self._node(inode)
         if isinstance(node, Item):
-            if node.local is not None:
-                return bytes(node.local[off : off + size])
-            if node.content is not None:
-                return node.content[off : off + size]
+            if node.edit.buffer is not None:
+                return bytes(node.edit.buffer[off : off + size])
+            if node.cache.content is not None:
+                return node.cache.content[off : off + size]
             return self._read_fetched(node, off, size)
-        if isinstance(node, Scratch):  # a file renamed over the item while open takes its inode
+        if isinstance(node, MemoryFile):  # a file renamed over the item while open takes its inode
             return bytes(node.data[off : off + size])
-        if isinstance(node, Local) and not os.path.isdir(node.path):
+        if isinstance(node, OverlayNode) and not os.path.isdir(node.path):
             # Renamed to a local name while open: the overlay file took the item's inode.
             fd = os.open(node.path, os.O_RDONLY)
             try:
@@ -722,8 +724,8 @@ class Operations(pyfuse3.Operations):
             return len(buf)
         if isinstance(node, Item):
             await self.writer.write_item(node, off, buf)
-        elif isinstance(node, Scratch):
-            self.writer.write_scratch(node, off, buf)
+        elif isinstance(node, MemoryFile):
+            self.writer.write_memory_file(node, off, buf)
         else:
             raise FsError(errno.EBADF, "")
         h.trunc_pending = False
@@ -733,8 +735,8 @@ class Operations(pyfuse3.Operations):
         """flush/fsync: store what this file holds in-world (nothing when nothing changed)."""
         if isinstance(node, Item):
             await self.writer.commit_item(node)
-        elif isinstance(node, Scratch):
-            await self.writer.commit_scratch(node)
+        elif isinstance(node, MemoryFile):
+            await self.writer.commit_new_file(node)
         elif isinstance(node, Virtual) and node.live is not None:
             await self.writer.live.commit(node.live)
 
@@ -789,7 +791,7 @@ class Operations(pyfuse3.Operations):
         parent = self._node(parent_inode)
         sname = os.fsdecode(name)
         fh = next(self._fh)
-        if isinstance(parent, Local) or (isinstance(parent, Folder) and is_local_name(sname)):
+        if isinstance(parent, OverlayNode) or (isinstance(parent, Folder) and is_overlay_name(sname)):
             path = os.path.join(self.overlay.ensure(parent), sname)
             fd = os.open(path, (flags | os.O_CREAT) & ~os.O_NOCTTY, mode & ~ctx.umask)
             node = self.overlay.node(parent, sname, path)
@@ -803,9 +805,9 @@ class Operations(pyfuse3.Operations):
         if not isinstance(parent, Folder) or parent.inode == ROOT_INODE:
             raise FsError(errno.EPERM, f"{sname}: objects cannot be created from the file system")
         new = self.writer.new_file(parent, sname)
-        # A new file (Scratch) is created in-world when it is written, or at its release if it never
+        # A new file (MemoryFile) is created in-world when it is written, or at its release if it never
         # is: flushes before the first write wait (bash closes a duplicate first).
-        self._handles[fh] = Handle(new.inode, writable=True, trunc_pending=isinstance(new, Scratch))
+        self._handles[fh] = Handle(new.inode, writable=True, trunc_pending=isinstance(new, MemoryFile))
         return pyfuse3.FileInfo(fh=fh, keep_cache=False), self._counted(new)
 
     @guarded
@@ -815,9 +817,9 @@ class Operations(pyfuse3.Operations):
         node = self._lookup(parent, sname)
         if node is None:
             raise FsError(errno.ENOENT, "")
-        if isinstance(node, Local):
+        if isinstance(node, OverlayNode):
             self.overlay.unlink(node)
-        elif isinstance(node, Scratch) and node.live:
+        elif isinstance(node, NewFile) and node.live:
             self.writer.live.remove(node)
         elif isinstance(parent, Folder) and isinstance(node, Node):
             await self.writer.remove(parent, node)
@@ -842,7 +844,7 @@ class Operations(pyfuse3.Operations):
             raise FsError(errno.EEXIST, "")
         if dst is src:
             return
-        if isinstance(src, Scratch) and src.live:
+        if isinstance(src, NewFile) and src.live:
             await self._rename_in_live(src, src_parent, dst_parent, new, dst, flags)
             return
         if isinstance(src, Virtual) or isinstance(dst, Virtual) or isinstance(dst_parent, Virtual):
@@ -852,14 +854,14 @@ class Operations(pyfuse3.Operations):
                 raise FsError(errno.EXDEV if dst is None else errno.EEXIST, "")
             await self.writer.rename_folder(src, new)
             return
-        local_target = isinstance(dst_parent, Local) or is_local_name(new)
+        local_target = isinstance(dst_parent, OverlayNode) or is_overlay_name(new)
         if local_target:
             await self._rename_to_local(src, src_parent, old, dst_parent, new, dst)
         else:
             assert isinstance(dst_parent, Folder)
             await self._rename_to_remote(src, src_parent, old, dst_parent, new, dst)
 
-    async def _rename_in_live(self, src: Scratch, src_parent: Node | Virtual, dst_parent: Node | Virtual, new: str,
+    async def _rename_in_live(self, src: NewFile, src_parent: Node | Virtual, dst_parent: Node | Virtual, new: str,
                               dst: Node | Virtual | None, flags: int) -> None:
         """A new file of .slfs/live renamed: over a live file it is saved into it (sed -i)."""
         if dst_parent is not src_parent:
@@ -875,15 +877,15 @@ class Operations(pyfuse3.Operations):
 
     async def _rename_to_local(self, src: Node, src_parent: Node | Virtual, old: str, dst_parent: Node | Virtual,
                                new: str, dst: Node | Virtual | None) -> None:
-        assert isinstance(dst_parent, (Folder, Local)) and isinstance(src_parent, (Folder, Local))
+        assert isinstance(dst_parent, (Folder, OverlayNode)) and isinstance(src_parent, (Folder, OverlayNode))
         if isinstance(dst, Virtual):
             raise FsError(errno.EPERM, "")
-        if isinstance(src, Local):
+        if isinstance(src, OverlayNode):
             # Within the overlay: a plain rename on disk.
-            if isinstance(dst, (Item, Folder)) or (isinstance(dst, Scratch) and dst.folder is not None):
+            if isinstance(dst, (Item, Folder)) or (isinstance(dst, NewFile) and dst.folder is not None):
                 raise FsError(errno.EEXIST, "")
             path = os.path.join(self.overlay.ensure(dst_parent), new)
-            if isinstance(dst, Local):
+            if isinstance(dst, OverlayNode):
                 self.overlay.removed(dst)
             os.rename(src.path, path)
             self.overlay.moved(src.path, path)
@@ -893,7 +895,7 @@ class Operations(pyfuse3.Operations):
 
     async def _rename_to_remote(self, src: Node, src_parent: Node | Virtual, old: str, dst_parent: Folder,
                                 new: str, dst: Node | Virtual | None) -> None:
-        if isinstance(dst, Virtual) or not isinstance(src_parent, (Folder, Local)):
+        if isinstance(dst, Virtual) or not isinstance(src_parent, (Folder, OverlayNode)):
             raise FsError(errno.EPERM, "")
         await self.writer.rename_to_remote(src, src_parent, old, dst_parent, new, dst)
 

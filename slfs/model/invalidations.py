@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import trio
 
-from .tree import EntryChanged, InodeChanged, Invalidation, Shown
+from .tree import EntryChanged, InodeChanged, Invalidation, StatChanged
 
 
 class PendingInvalidations:
@@ -21,7 +21,7 @@ class PendingInvalidations:
         self._inodes: dict[int, bool] = {}  # inode -> whether cached pages are stale too
         self._ready = trio.Event()
         # Told each report as it is made, before it is merged (the fs layer's attribute and listing
-        # caches), Shown reports included, which go no further.
+        # caches), StatChanged reports included, which go no further.
         self.listeners: list[Callable[[Invalidation], None]] = []
 
     def __len__(self) -> int:
@@ -30,7 +30,7 @@ class PendingInvalidations:
     def add(self, inv: Invalidation) -> None:
         for listener in self.listeners:
             listener(inv)
-        if isinstance(inv, Shown):
+        if isinstance(inv, StatChanged):
             return  # nothing for the kernel
         if isinstance(inv, EntryChanged):
             self._entries[(inv.parent, inv.name)] = None

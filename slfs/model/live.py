@@ -37,7 +37,7 @@ from ..winpaths import PathTranslator, WindowsPathError, is_windows_path
 from . import live_files, names
 from .compiles import CompileReport, Place, compiled_report, diagnostic_rows, event_fields
 from .errors import FsError
-from .tree import Item, Scratch, Tree
+from .tree import Item, NewFile, Tree
 
 log = logging.getLogger(__name__)
 
@@ -142,7 +142,7 @@ class LiveScripts:
         self.by_id: dict[str, LiveScript] = {}
         self.entries: dict[str, LiveScript] = {}  # file name -> script, as listed
         # New files (sed -i's and perl -pi's temp files), by name: live_writes.py owns them.
-        self.scratch: dict[str, Scratch] = {}
+        self.new_files: dict[str, NewFile] = {}
         # One subscribe in flight per script: two `slfs edit` of one temp file share it.
         self._subscribing: dict[str, trio.Lock] = {}
 

@@ -9,7 +9,7 @@ object-explorer save is; the temp file then holds what in-world will hold. close
 the file is written: the compile is the viewer's, and its answer comes as `script.compiled`.
 
 A new file in `.slfs/live/` under a tool's temporary name (sed -i's `sedXXXXXX`, perl -pi's
-`XXXXXXXX`, mkstemp's) is a Scratch kept in memory, as new files of folders are before their first
+`XXXXXXXX`, mkstemp's) is a NewFile kept in memory, as new files of folders are before their first
 flush: renamed over a live file it is saved into it exactly as a write and close of the live file
 would be, and the live file takes over its inode (as an item does in `Writer.replace_into`). One
 not renamed within SCRATCH_GRACE seconds of its last write, or still there when the daemon stops,
@@ -34,7 +34,7 @@ from .errors import FsError
 from .live import POLL_MARGIN, VIEWER_POLL, LiveScript, LiveScripts
 from .naming_rules import is_replacement_name, size_limit
 from .sources import BuildFailed, Sources, wants_build
-from .tree import Item, Scratch
+from .tree import Item, LiveState, NewFile
 from .workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -162,41 +162,41 @@ class LiveWriter:
 
     # --- new files: the temp files of sed -i, perl -pi... -------------------------------------
 
-    def new_file(self, name: str) -> Scratch:
+    def new_file(self, name: str) -> NewFile:
         """create(2) in .slfs/live: a tool's temporary name makes a file kept in memory until it
         is renamed over a live file; any other name is refused (live files come from `slfs edit`)."""
-        if self.live.named(name) is not None or name in self.live.scratch:
+        if self.live.named(name) is not None or name in self.live.new_files:
             raise FsError(errno.EEXIST, "")
         if not is_replacement_name(name):
             raise FsError(errno.EPERM, f".slfs/live/{name}: live files come only from `slfs edit`; a new file "
                           "here needs a tool's temporary name (sed -i, perl -pi) and is saved by a rename over "
                           "a live file")
-        scratch = Scratch(inode=self.ws.tree.fresh_inode(), uuid="", name=name, mode=0o644, live="named")
+        scratch = NewFile(inode=self.ws.tree.fresh_inode(), uuid="", name=name, mode=0o644, live=LiveState.NAMED)
         self.ws.tree.add_node(scratch)
-        self.live.scratch[name] = scratch
+        self.live.new_files[name] = scratch
         self.ws.spawn(self._expire, scratch)
         return scratch
 
-    def remove(self, scratch: Scratch) -> None:
+    def remove(self, scratch: NewFile) -> None:
         """unlink(2) of a new file: it goes, with what it holds (as on any disk)."""
-        if self.live.scratch.get(scratch.name) is not scratch:
+        if self.live.new_files.get(scratch.name) is not scratch:
             raise FsError(errno.ENOENT, "")
         self._drop(scratch)
 
-    def _drop(self, scratch: Scratch) -> None:
+    def _drop(self, scratch: NewFile) -> None:
         """The new file leaves .slfs/live; open handles keep its data."""
-        if self.live.scratch.get(scratch.name) is scratch:
-            del self.live.scratch[scratch.name]
+        if self.live.new_files.get(scratch.name) is scratch:
+            del self.live.new_files[scratch.name]
             self.ws.invalidate_live_name(scratch.name)
-        scratch.live = ""
+        scratch.live = None
 
-    async def rename(self, scratch: Scratch, new: str, *, replace: bool) -> LiveScript | None:
+    async def rename(self, scratch: NewFile, new: str, *, replace: bool) -> LiveScript | None:
         """rename(2) of a new file within .slfs/live. Over a live file, its content is saved into
         it as a write and close of the live file would be, and the live file takes the new file's
         inode (returned, for the file system to show). To another temporary name it is renamed.
         Otherwise EPERM, and it keeps its name."""
         old = scratch.name
-        if self.live.scratch.get(old) is not scratch:
+        if self.live.new_files.get(old) is not scratch:
             raise FsError(errno.ENOENT, "")
         target = self.live.named(new)
         if target is not None:
@@ -213,25 +213,25 @@ class LiveWriter:
         if not is_replacement_name(new):
             raise FsError(errno.EPERM, f".slfs/live/{old} -> {new}: not a live file; a new file here is saved "
                           "only by a rename over a live file")
-        other = self.live.scratch.get(new)
+        other = self.live.new_files.get(new)
         if other is not None:
             if not replace:
                 raise FsError(errno.EEXIST, "")
             self._drop(other)
-        del self.live.scratch[old]
+        del self.live.new_files[old]
         scratch.name = new
-        self.live.scratch[new] = scratch
+        self.live.new_files[new] = scratch
         return None
 
-    async def _expire(self, scratch: Scratch) -> None:
+    async def _expire(self, scratch: NewFile) -> None:
         """A new file not renamed over a live file within SCRATCH_GRACE seconds of its last write
         is given up: what it holds goes to the recovery folder and its name goes."""
         seen: int | None = None
-        while self.live.scratch.get(scratch.name) is scratch:
+        while self.live.new_files.get(scratch.name) is scratch:
             if scratch.mtime_ns == seen:
                 shown = f".slfs/live/{scratch.name}"
                 self._drop(scratch)
-                scratch.live, scratch.failed, scratch.dirty = "expired", shown, False
+                scratch.live, scratch.failed, scratch.dirty = LiveState.EXPIRED, shown, False
                 if scratch.data:
                     await self.recover(shown, bytes(scratch.data), f"{shown}: not renamed over a live file "
                                        f"within {SCRATCH_GRACE:g} s; not saved")
@@ -241,10 +241,10 @@ class LiveWriter:
             seen = scratch.mtime_ns
             await trio.sleep(SCRATCH_GRACE)
 
-    async def commit_scratch(self, scratch: Scratch) -> None:
+    async def commit_new_file(self, scratch: NewFile) -> None:
         """flush/fsync of a new file: nothing (it is saved by its rename), unless it was given up
         and written since: that is kept in the recovery folder too."""
-        if scratch.live == "expired" and scratch.dirty:
+        if scratch.live is LiveState.EXPIRED and scratch.dirty:
             scratch.dirty = False
             why = f"{scratch.failed}: written after it was given up (not renamed over a live file); not saved"
             kept = await self.recover(scratch.failed, bytes(scratch.data), why)
@@ -252,13 +252,13 @@ class LiveWriter:
 
     async def keep_unsaved(self) -> None:
         """The daemon stops: new files never renamed over a live file go to the recovery folder."""
-        for scratch in list(self.live.scratch.values()):
+        for scratch in list(self.live.new_files.values()):
             if scratch.data:
                 shown = f".slfs/live/{scratch.name}"
                 await self.recover(shown, bytes(scratch.data),
                                    "daemon stopped before the new file was renamed over a live file")
         for node in list(self.ws.tree.nodes.values()):
-            if isinstance(node, Scratch) and node.live == "expired" and node.dirty:
+            if isinstance(node, NewFile) and node.live is LiveState.EXPIRED and node.dirty:
                 await self.recover(node.failed, bytes(node.data), "written after it was given up; not saved")
 
     def _vm(self, ls: LiveScript) -> str:

@@ -34,7 +34,7 @@ TEMP_PATTERNS = [re.compile(p) for p in (
 )]
 
 
-def is_local_name(name: str) -> bool:
+def is_overlay_name(name: str) -> bool:
     """True for names that live only in the local overlay."""
     return name.startswith(".") or any(p.search(name) for p in TEMP_PATTERNS)
 
@@ -49,7 +49,7 @@ def is_replacement_name(name: str) -> bool:
     (sed -i, perl -pi, mkstemp, rsync's and gedit's dot names): what `.slfs/live/` accepts for a
     new file. Editors' swap and backup names are not: refused there, editors keep those elsewhere
     (vim's probe refused keeps vim writing live files in place)."""
-    return is_local_name(name) and not _EDITOR_SIDE_FILES.search(name)
+    return is_overlay_name(name) and not _EDITOR_SIDE_FILES.search(name)
 
 
 @attrs.frozen

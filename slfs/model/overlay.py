@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .. import paths
 from .errors import FsError
-from .tree import Folder, Local, Node, Tree
+from .tree import Folder, Node, OverlayNode, Tree
 
 KEY_PREFIX = "local:"
 
@@ -51,13 +51,13 @@ class Overlay:
 
     def dir_of(self, parent: Node) -> str | None:
         """The disk directory holding `parent`'s overlay entries (None where there is none)."""
-        if isinstance(parent, Local):
+        if isinstance(parent, OverlayNode):
             return parent.path
         if isinstance(parent, Folder):
             return str(self.folder_dir(parent))
         return None
 
-    def find(self, parent: Node, name: str) -> Local | None:
+    def find(self, parent: Node, name: str) -> OverlayNode | None:
         base = self.dir_of(parent)
         if base is None:
             return None
@@ -68,14 +68,14 @@ class Overlay:
             return None
         return self.node(parent, name, path, st)
 
-    def node(self, parent: Node, name: str, path: str, st: os.stat_result | None = None) -> Local:
+    def node(self, parent: Node, name: str, path: str, st: os.stat_result | None = None) -> OverlayNode:
         key = KEY_PREFIX + path
         ino = self._inode(parent, key, path, st)
         node = self.tree.node(ino)
-        if not isinstance(node, Local):
-            node = Local(inode=ino, uuid=key, name=name, path=path, local_parent=parent)
+        if not isinstance(node, OverlayNode):
+            node = OverlayNode(inode=ino, uuid=key, name=name, path=path, overlay_parent=parent)
             self.tree.add_node(node)
-        node.uuid, node.path, node.name, node.local_parent = key, path, name, parent
+        node.uuid, node.path, node.name, node.overlay_parent = key, path, name, parent
         return node
 
     def _inode(self, parent: Node, key: str, path: str, st: os.stat_result | None) -> int:
@@ -90,7 +90,7 @@ class Overlay:
         disk = (st.st_dev, st.st_ino)
         ino = self._by_disk.get(disk)
         node = self.tree.node(ino) if ino is not None else None
-        if ino is None or not (isinstance(node, Local) and _same_file(node.path, disk)):
+        if ino is None or not (isinstance(node, OverlayNode) and _same_file(node.path, disk)):
             # The first name seen of this file, or its inode was forgotten (or the disk inode
             # number reused by another file): the path's own inode.
             ino = self.tree.inode_for(key)
@@ -100,8 +100,8 @@ class Overlay:
         if st.st_nlink > 1:
             self.tree.bind_key(key, ino)
             names = self._names.setdefault(ino, {})
-            if isinstance(node, Local) and node.local_parent is not None:
-                names.setdefault(node.path, node.local_parent)
+            if isinstance(node, OverlayNode) and node.overlay_parent is not None:
+                names.setdefault(node.path, node.overlay_parent)
             names[path] = parent
         return ino
 
@@ -115,14 +115,14 @@ class Overlay:
                 names[path] = names.pop(before)
             node = self.tree.node(ino)
             # A file with several names keeps working through its other name if that one is current.
-            if isinstance(node, Local) and (names is None or node.path == before):
+            if isinstance(node, OverlayNode) and (names is None or node.path == before):
                 node.uuid, node.path = key, path
 
     def adopt_inode(self, path: str, inode: int) -> None:
         """A file becoming overlay content at `path` keeps the kernel inode it had."""
         self.tree.bind_key(KEY_PREFIX + path, inode)
 
-    def removed(self, node: Local) -> None:
+    def removed(self, node: OverlayNode) -> None:
         """The name `node.path` is gone: a new file at that path must get a new inode. A file that
         still has other names lives on under one of them."""
         self.tree.unbind_key(node.uuid, node.inode)
@@ -132,7 +132,8 @@ class Overlay:
         others = {p: parent for p, parent in names.items() if disk is not None and _same_file(p, disk)}
         if others and self.tree.node(node.inode) is node:
             path, parent = next(iter(others.items()))
-            node.uuid, node.path, node.name, node.local_parent = KEY_PREFIX + path, path, os.path.basename(path), parent
+            node.uuid, node.path, node.name = KEY_PREFIX + path, path, os.path.basename(path)
+            node.overlay_parent = parent
             if len(others) > 1:
                 self._names[node.inode] = others
             return
@@ -145,12 +146,12 @@ class Overlay:
         if disk is not None and self._by_disk.get(disk) == node.inode:
             del self._by_disk[disk]
         self._disk_of.pop(node.inode, None)
-        node.local_parent = None
+        node.overlay_parent = None
 
     # Disk work the writer runs off the trio thread.
 
     @staticmethod
-    def read(node: Local) -> bytes:
+    def read(node: OverlayNode) -> bytes:
         with open(node.path, "rb") as f:
             return f.read()
 
@@ -163,7 +164,7 @@ class Overlay:
         os.replace(tmp, path)
         return path
 
-    def unlink(self, node: Local) -> None:
+    def unlink(self, node: OverlayNode) -> None:
         os.unlink(node.path)
         self.removed(node)
 

@@ -194,7 +194,7 @@ class Sources:
         its requires resolve, decided while expanding)."""
         if not item.is_script:
             return False
-        return wants_build(source, luau=item.info.is_luau, enveloped=item.inworld is not None)
+        return wants_build(source, luau=item.info.is_luau, enveloped=item.cache.inworld is not None)
 
     async def build(self, item: Item, source: str, tree_path: str) -> Build | None:
         """The in-world text for `source`, or None when it is saved verbatim. A source that cannot
@@ -203,7 +203,7 @@ class Sources:
             return None
         try:
             return await self.build_text(source, self.abspath(tree_path), luau=item.info.is_luau,
-                                         enveloped=item.inworld is not None, vm=item.info.vm or self.options.vm)
+                                         enveloped=item.cache.inworld is not None, vm=item.info.vm or self.options.vm)
         except BuildFailed as exc:
             self.ws.record_compile(item, exc.report, tree_path)
             raise exc.error from None
@@ -264,7 +264,7 @@ class Sources:
 
     def unchanged(self, item: Item, build: Build) -> bool:
         """Whether `build` would store what is in-world already (source and expansion alike)."""
-        inworld = item.inworld.decode("utf-8", "replace") if item.inworld is not None else None
+        inworld = item.cache.inworld.decode("utf-8", "replace") if item.cache.inworld is not None else None
         now = envelope.unwrap(inworld) if inworld is not None else None
         new = envelope.unwrap(build.inworld)
         return now is not None and new is not None and (now.source, now.expansion) == (new.source, new.expansion)

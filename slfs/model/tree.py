@@ -12,10 +12,8 @@ import itertools
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import Union
 
 import attrs
-import trio
 
 from ..protocol.constants import NULL_UUID
 from ..protocol.gcpause import paused_gc
@@ -26,70 +24,36 @@ from ..protocol.types import (
     Permissions,
     PublishedObject,
 )
-from . import names
-from .compiles import Place
+from .layout import Layout
+from .nodes import (
+    ROOT_INODE,
+    Cache,
+    Edit,
+    EntryChanged,
+    Folder,
+    InodeChanged,
+    Invalidation,
+    Item,
+    LiveState,
+    MemoryFile,
+    NewFile,
+    Node,
+    Orphan,
+    OverlayNode,
+    StatChanged,
+    describe_perms,
+    release,
+)
+
+# The node types are model/nodes.py's; the file system layer and the tests import them from here too.
+__all__ = ["ROOT_INODE", "Cache", "Edit", "EntryChanged", "Folder", "InodeChanged", "Invalidation", "Item",
+           "LiveState", "MemoryFile", "NewFile", "Node", "Orphan", "OverlayNode", "StatChanged", "Tree",
+           "describe_perms"]
 
 log = logging.getLogger(__name__)
 
-ROOT_INODE = 1
 
-
-@attrs.frozen
-class EntryChanged:
-    """The name `name` in folder `parent` now means something else (or nothing)."""
-
-    parent: int
-    name: str
-
-
-@attrs.frozen
-class InodeChanged:
-    """The attributes or content of `inode` changed; `data` says whether cached pages are stale."""
-
-    inode: int
-    data: bool = True
-
-
-@attrs.frozen
-class Shown:
-    """What stat shows of `inode` may have changed where the kernel needs no telling (it never
-    cached it: a first fetch makes a size known): for the file system layer's own caches only."""
-
-    inode: int
-
-
-Invalidation = Union[EntryChanged, InodeChanged, Shown]
-
-
-
-
-def _now_ns() -> int:
-    return time.time_ns()
-
-
-# A new node's mtime is its ctime: one clock read per node (100,000 items come in one object.list).
-_AS_CTIME = attrs.Factory(lambda self: self.ctime_ns, takes_self=True)
-
-
-def _groups_apart(plain: str) -> bool:
-    """Whether a wanted name keeps its collision group apart from every other (see Tree._index_root):
-    no "@", and short enough that a tag never shortens it."""
-    return "@" not in plain and (len(plain) * 4 <= _UNSHORTENED
-                                 or len(plain.encode("utf-8", "surrogateescape")) <= _UNSHORTENED)
-
-
-_UNSHORTENED = names.MAX_NAME_BYTES - 34  # names._shorten keeps a base of this many bytes whole
-
-
-def describe_perms(p: Permissions | None) -> str:
-    """`owner=0x... next_owner=0x...`; a mask the viewer has not sent yet is `unknown`."""
-    if p is None:
-        return "unknown"
-    next_owner = f"0x{p.next_owner:08x}" if p.next_owner is not None else "unknown"
-    return f"owner=0x{p.owner:08x} next_owner={next_owner}"
-
-
-def _shown(folder: Folder) -> tuple[object, ...]:
+def _folder_stat(folder: Folder) -> tuple[object, ...]:
     """What stat and getfattr show of a folder (a change must reach the kernel's cache)."""
     return (folder.link_name, folder.link_number, folder.description, folder.permissions, folder.owner_id,
             folder.can_save_back)
@@ -118,257 +82,6 @@ def _item_known(now: InventoryItem, before: InventoryItem) -> InventoryItem:
     return attrs.evolve(now, **kept)
 
 
-@attrs.define(eq=False)
-class Node:
-    inode: int
-    uuid: str
-    name: str = ""
-    parent: Folder | None = None
-    # Lookup count the kernel holds on this inode (readdirplus and lookup add, forget removes).
-    lookups: int = 0
-    ctime_ns: int = attrs.field(factory=_now_ns)
-
-    @property
-    def attached(self) -> bool:
-        return self.parent is not None or self.inode == ROOT_INODE
-
-
-@attrs.define(eq=False)
-class Item(Node):
-    data: InventoryItem | None = None
-    folder: Folder | None = None
-    # Content as bytes once fetched. `content_valid` is False when the viewer may have changed it
-    # since (an inventory replacement): the old bytes stay for comparison and offline reads.
-    content: bytes | None = None
-    content_valid: bool = False
-    mtime_ns: int = attrs.field(default=_AS_CTIME)
-    # Bumped each time an inventory replacement may have changed this item's content: a fetch that
-    # started before it is not current.
-    generation: int = 0
-    # The item's `revision` (newer viewers) the cached content is of; None when unknown.
-    content_revision: int | None = None
-    # Notecards: how many inventory items the viewer says it embeds (None until fetched). Saving its
-    # text would lose them, so such a notecard is read-only.
-    embedded_items: int | None = None
-    # Scripts kept in an envelope (the preprocessor's): the text as stored in-world, while
-    # `content` holds the source inside it. None when the file shows the in-world text as it is.
-    inworld: bytes | None = None
-    # A build of ours: where each in-world row came from (source file and row; None for the
-    # envelope's rows), while `inworld` is that build. Maps the viewer's own compiles of it too.
-    inworld_places: tuple[Place | None, ...] | None = None
-    # Until this time.monotonic(), the next inventory update is the echo of our own save.
-    expect_own_update: float = 0.0
-    # Older viewers (no revision): the content is our save's, and an update that passed for its
-    # echo has come; a fetch confirms it (someone's edit may have come first). Newer viewers say
-    # the same with content_revision behind the item's revision.
-    echo_unconfirmed: bool = False
-    # Local edits not yet stored in-world (shared by every open handle, as on a local disk) and
-    # the content they started from (a save whose base differs from the viewer's is a conflict),
-    # with the revision that base was read at.
-    local: bytearray | None = None
-    base: bytes | None = None
-    base_revision: int | None = None
-    dirty: bool = False
-    # (data, wanted_base, wanted_ext) for the `data` they were worked out from.
-    _wanted_names: tuple[InventoryItem | None, str, str] | None = attrs.field(default=None, init=False, repr=False)
-    # (data, readable) for the `data` it was worked out from: every warm open asks.
-    _readable: tuple[InventoryItem | None, bool] | None = attrs.field(default=None, init=False, repr=False)
-
-    @property
-    def info(self) -> InventoryItem:
-        assert self.data is not None
-        return self.data
-
-    @property
-    def is_script(self) -> bool:
-        return self.info.type == "script"
-
-    @property
-    def perms(self) -> Permissions | None:
-        return self.info.permissions
-
-    @property
-    def readable(self) -> bool:
-        """Scripts need COPY and MODIFY to be read; notecards are always readable."""
-        cached = self._readable
-        if cached is not None and cached[0] is self.data:
-            return cached[1]
-        p = self.perms
-        readable = not self.is_script or p is None or (p.can_copy and p.can_modify)
-        self._readable = (self.data, readable)
-        return readable
-
-    @property
-    def writable(self) -> bool:
-        """Modify permission on the item and its prim (rename and delete need no more)."""
-        p = self.perms
-        own = p is None or p.can_modify
-        return own and (self.folder is None or self.folder.writable)
-
-    @property
-    def saveable(self) -> bool:
-        """Its text can be saved: writable, and not a notecard holding embedded items."""
-        return self.writable and not self.embedded_items
-
-    def save_refusal(self) -> str | None:
-        """Why the text cannot be saved, for the errno's log and status line; None when it can."""
-        if not self.writable:
-            return "no modify permission"
-        if self.embedded_items:
-            return f"holds {self.embedded_items} embedded items; edit it in the viewer"
-        return None
-
-    def take_base(self, data: bytes | None) -> None:
-        """Local edits start from `data`, the content known now."""
-        self.base = data
-        self.base_revision = self.content_revision
-
-    @property
-    def content_current(self) -> bool:
-        """The cached content is known to be what the viewer holds now. Valid but not current is
-        our own save's content after its echo, until a fetch confirms it (newer viewers: at the
-        revision the echo brought; Tree._content_may_have_changed)."""
-        if not self.content_valid or self.content is None or self.echo_unconfirmed:
-            return False
-        now, known = self.info.revision, self.content_revision
-        return now is None or known is None or known == now
-
-    def fetched_at(self, shown: bytes, revision: int | None) -> None:
-        """A fetch at `revision` returned `shown`: when that is the base, the base is known there
-        too (a save over it loses nothing in-world), so our own save's echo is no conflict."""
-        if revision is not None and self.base is not None and self.base == shown:
-            self.base_revision = max(self.base_revision or revision, revision)
-
-    @property
-    def size(self) -> int | None:
-        """Exact size when the content is known and current, else None."""
-        if self.local is not None:
-            return len(self.local)
-        if self.content is not None and self.content_valid:
-            return len(self.content)
-        if not self.readable:
-            return 0
-        return None
-
-    # names.Named: worked out once per inventory record (a relayout asks every member again)
-    @property
-    def wanted_base(self) -> str:
-        return self._wanted()[1]
-
-    @property
-    def wanted_ext(self) -> str:
-        return self._wanted()[2]
-
-    def _wanted(self) -> tuple[InventoryItem | None, str, str]:
-        cached = self._wanted_names
-        if cached is None or cached[0] is not self.data:
-            info = self.info
-            cached = self._wanted_names = (self.data, names.to_fs(info.name),
-                                           names.extension_for(info.type, info.subtype))
-        return cached
-
-    @property
-    def always_tagged(self) -> bool:
-        return False
-
-
-@attrs.define(eq=False)
-class Scratch(Node):
-    """A file that lives only in memory: a new file not yet created in-world (pending), or an
-    orphan (an item file replaced or unlinked while open: its data never reaches the viewer)."""
-
-    data: bytearray = attrs.field(factory=bytearray)
-    mode: int = 0o644
-    mtime_ns: int = attrs.field(default=_AS_CTIME)
-    dirty: bool = False
-    # The folder it was created in (pending only); None for orphans.
-    folder: Folder | None = None
-    # Set while its object.item.create is in flight; a second flush waits for it.
-    creating: trio.Event | None = None
-    # Its path, once its create failed and its name is gone: what is written later is not saved.
-    failed: str = ""
-    # A new file of MOUNT/.slfs/live (model/live_writes.py), never created in-world: "named" while
-    # it has its name there, "expired" once it was kept in the recovery folder and its name went.
-    live: str = ""
-
-    @property
-    def attached(self) -> bool:
-        return self.parent is not None or self.live == "named"
-
-
-@attrs.define(eq=False)
-class Local(Node):
-    """A file, directory or symlink of the local overlay, kept on disk at `path`."""
-
-    path: str = ""
-    local_parent: Node | None = None  # the folder or overlay directory it lives in
-
-
-@attrs.define(eq=False)
-class Folder(Node):
-    """The mount root, an object (its root prim) or a child prim."""
-
-    object_id: str = ""
-    link_name: str = ""
-    description: str = ""
-    link_number: int = 1
-    permissions: Permissions | None = None
-    owner_id: str = ""  # object folders; newer viewers send it later (see Tree.update)
-    can_save_back: bool | None = None
-    is_child: bool = False
-    published: PublishedObject | None = None  # for object folders: the last full record
-    items: dict[str, Item] = attrs.field(factory=dict)
-    prims: dict[str, Folder] = attrs.field(factory=dict)  # child prims of an object folder
-    entries: dict[str, Node] = attrs.field(factory=dict)  # file name -> node, as listed
-    listed: bool = False
-    mtime_ns: int = attrs.field(default=_AS_CTIME)
-    # Write path: new files not yet in-world, and item names hidden locally.
-    scratch: dict[str, Scratch] = attrs.field(factory=dict)
-    # name -> item: unlinked (the delete waits for the grace period) or renamed to a backup name.
-    tombstones: dict[str, Item] = attrs.field(factory=dict)
-    # (link_name, is_child, wanted_base) for the link name it was worked out from.
-    _wanted_name: tuple[str, bool, str] | None = attrs.field(default=None, init=False, repr=False)
-
-    @property
-    def writable(self) -> bool:
-        return self.permissions is None or self.permissions.can_modify
-
-    @property
-    def object_folder(self) -> Folder:
-        return self.parent if self.is_child and self.parent is not None else self
-
-    # names.Named
-    @property
-    def wanted_base(self) -> str:
-        cached = self._wanted_name
-        if cached is None or cached[0] != self.link_name or cached[1] != self.is_child:
-            base = names.to_fs(self.link_name) or ("prim" if self.is_child else "object")
-            cached = self._wanted_name = (self.link_name, self.is_child, base)
-        return cached[2]
-
-    @property
-    def wanted_ext(self) -> str:
-        return ""
-
-    @property
-    def always_tagged(self) -> bool:
-        return self.is_child
-
-
-def _release(node: Node) -> None:
-    """A detached node the kernel no longer knows lets go of its children: a folder and its items
-    point at each other, and the tree after a large load is frozen out of the cycle collector's
-    reach (protocol/gcpause.py), so such a cycle would never be freed. Reference counting frees it
-    now. (The kernel forgets a folder only after everything in it, and the workspace's queues check
-    `attached` before they use a node.)"""
-    if isinstance(node, Folder):
-        node.items = {}
-        node.prims = {}
-        node.entries = {}
-        node.scratch = {}
-        node.tombstones = {}
-
-
 class Tree:
     def __init__(self, on_invalidate: Callable[[Invalidation], None] = lambda _i: None,
                  on_stale: Callable[[Item], None] = lambda _i: None) -> None:
@@ -382,11 +95,7 @@ class Tree:
         self.nodes[ROOT_INODE] = self.root
         self.objects: dict[str, Folder] = {}
         self.by_uuid: dict[str, Node] = {}
-        # The root's collision groups (see _index_root): wanted name -> UUID -> object folder, the
-        # names each group was given, and each object's wanted name as last laid out.
-        self._root_groups: dict[str, dict[str, Folder]] | None = {}
-        self._root_subs: dict[str, dict[str, Folder]] = {}
-        self._root_plain: dict[str, str] = {}
+        self.layout = Layout(self.root, self.objects, on_invalidate)
 
     # --- inode numbers --------------------------------------------------------------------
 
@@ -408,7 +117,7 @@ class Tree:
         if node.lookups == 0 and not node.attached:
             # Detached and no longer known to the kernel: the inode number stays reserved.
             del self.nodes[inode]
-            _release(node)
+            release(node)
 
     def bind_key(self, key: str, inode: int) -> None:
         """Make `key` (a UUID, or another stable name such as a local path) mean `inode`."""
@@ -436,36 +145,36 @@ class Tree:
         item.inode, item.lookups = fresh, 0
         self.nodes[fresh] = item
         self._inodes[item.uuid] = fresh
-        self._on_invalidate(Shown(old))
+        self._on_invalidate(StatChanged(old))
 
     def fresh_inode(self) -> int:
         return next(self._next_inode)
 
     def add_node(self, node: Node) -> None:
         self.nodes[node.inode] = node
-        self.shown(node)  # the inode may have meant another node
+        self.stat_changed(node)  # the inode may have meant another node
 
     def drop_node(self, inode: int) -> None:
         """The inode now means a node kept elsewhere (an overlay file that took it over)."""
         self.nodes.pop(inode, None)
-        self._on_invalidate(Shown(inode))
+        self._on_invalidate(StatChanged(inode))
 
-    def rebind(self, item: Item, inode: int) -> Scratch:
+    def rebind(self, item: Item, inode: int) -> Orphan:
         """Give `item` the kernel inode `inode` (a file renamed or created onto its name).
 
-        The inode the item had becomes an orphan Scratch holding its last data, so open handles
+        The inode the item had becomes an Orphan holding its last data, so open handles
         on it keep working but never reach the viewer."""
         old = item.inode
-        orphan = Scratch(inode=old, uuid="", name=item.name, lookups=item.lookups,
-                         data=bytearray(item.local if item.local is not None else item.content or b""))
+        orphan = Orphan(inode=old, uuid="", name=item.name, lookups=item.lookups,
+                        data=bytearray(item.edit.buffer if item.edit.buffer is not None else item.cache.content or b""))
         self.nodes[old] = orphan
         displaced = self.nodes.get(inode)
         item.lookups = displaced.lookups if displaced is not None else 0
         item.inode = inode
         self.nodes[inode] = item
         self._inodes[item.uuid] = inode
-        self._on_invalidate(Shown(old))
-        self.shown(item)
+        self._on_invalidate(StatChanged(old))
+        self.stat_changed(item)
         return orphan
 
     def register(self, node: Node) -> None:
@@ -481,14 +190,14 @@ class Tree:
                 self._detach(child)
         if node.lookups == 0:
             self.nodes.pop(node.inode, None)
-            _release(node)
+            release(node)
 
     def end_own_updates(self) -> None:
         """The connection ended: no echo of a save made on it can come any more. The next session's
         object.list may hold another content (a viewer restarted with its own state), so it must
         not pass for that echo (_content_may_have_changed)."""
         for item in self.iter_items():
-            item.expect_own_update = 0.0
+            item.echo.cancel()
 
     def iter_items(self) -> Iterator[Item]:
         for obj in self.objects.values():
@@ -622,9 +331,9 @@ class Tree:
     def invalidate_item(self, item: Item, *, data: bool) -> None:
         self._on_invalidate(InodeChanged(item.inode, data=data))
 
-    def shown(self, node: Node) -> None:
-        """Report a change of what stat shows of `node` that the kernel has no copy of (Shown)."""
-        self._on_invalidate(Shown(node.inode))
+    def stat_changed(self, node: Node) -> None:
+        """Report a change of what stat shows of `node` that the kernel has no copy of (StatChanged)."""
+        self._on_invalidate(StatChanged(node.inode))
 
     def _touch(self, node: Node) -> None:
         self._on_invalidate(InodeChanged(node.inode, data=False))
@@ -643,7 +352,7 @@ class Tree:
             self.register(folder)
             renamed = True
             dropped = frozenset()
-        before = _shown(folder)
+        before = _folder_stat(folder)
         was = folder.permissions
         if "object_name" not in dropped:
             renamed = renamed or folder.link_name != obj.object_name
@@ -658,7 +367,7 @@ class Tree:
         if "can_save_back" not in dropped:
             folder.can_save_back = obj.can_save_back
         folder.published = obj
-        if _shown(folder) != before:  # a reconnect's unchanged object costs no invalidation
+        if _folder_stat(folder) != before:  # a reconnect's unchanged object costs no invalidation
             self._touch(folder)
         if "inventory" not in dropped:
             self._set_inventory(folder, obj.inventory, relayout=False)
@@ -694,7 +403,7 @@ class Tree:
             obj_folder.prims[link.link_id] = child
             self.register(child)
             dropped = frozenset()
-        before = _shown(child)
+        before = _folder_stat(child)
         was = child.permissions
         if "link_name" not in dropped:
             child.link_name = link.link_name
@@ -705,7 +414,7 @@ class Tree:
         if "permissions" not in dropped:
             child.permissions = _merged(child.permissions, link.permissions)
         self._items_follow(child, was)
-        if _shown(child) != before:
+        if _folder_stat(child) != before:
             self._touch(child)
         if "inventory" not in dropped:
             self._set_inventory(child, link.inventory)
@@ -724,29 +433,29 @@ class Tree:
         """A complete replacement of a prim's inventory (the only inventory shape viewers send)."""
         keep = {i.item_id for i in inventory}
         now = time.monotonic()
-        echo = any(i.expect_own_update > now for i in folder.items.values())
+        echo = any(i.echo.expected(now) for i in folder.items.values())
         for item_id in [k for k in folder.items if k not in keep]:
             self._detach(folder.items.pop(item_id))
         for data in inventory:
             item = folder.items.get(data.item_id)
             if item is None:
-                item = Item(inode=self.inode_for(data.item_id), uuid=data.item_id, data=data, folder=folder)
+                item = Item(inode=self.inode_for(data.item_id), uuid=data.item_id, record=data, folder=folder)
                 item.parent = folder
                 folder.items[data.item_id] = item
                 self.register(item)
                 continue
             old = item.info
             data = _item_known(data, old)
-            item.data = data
+            item.record = data
             if data != old:
                 self._touch(item)  # mode, run state, xattrs
             if not self._content_may_have_changed(item, old, data, echo):
-                if item.content is not None and item.content_valid and not item.content_current:
+                if item.cache.content is not None and item.cache.content_valid and not item.content_current:
                     self._on_stale(item)  # presumably our save's content: a fetch confirms it
                 continue
-            item.generation += 1
-            if item.content is not None and item.content_valid:
-                item.content_valid = False
+            item.cache.generation += 1
+            if item.cache.content is not None and item.cache.content_valid:
+                item.cache.content_valid = False
                 self._on_stale(item)
                 # Its size may change: the kernel's copy goes (one never fetched was never cached).
                 self._on_invalidate(InodeChanged(item.inode, data=False))
@@ -769,7 +478,7 @@ class Tree:
         save of your own changes nothing; another's edit meanwhile comes with an update of its own:
         the protocol document's newer revision, mirrored in Alchemy's doc/external-editor-json-rpc.md,
         sends an inventory replacement per change and coalesces only linkset membership changes)."""
-        own = item.expect_own_update > time.monotonic()
+        own = item.echo.expected()
         # A revision of an unexpected type (`dropped`; _item_known carried the last one over) is
         # no signal either way: taken as sent, it would hide the change it may have announced, and
         # taken as a change, every sibling's update would drop the cache. So that item, in that
@@ -779,115 +488,18 @@ class Tree:
         if new.revision is not None and "revision" not in new.dropped:
             if new.revision == old.revision:
                 return False
-            if own and old.revision is not None and item.content_revision == old.revision:
-                item.expect_own_update = 0.0
+            if own and old.revision is not None and item.cache.content_revision == old.revision:
+                item.echo.cancel()
                 return False
             return True
         if own:
-            item.expect_own_update = 0.0
-            item.echo_unconfirmed = True
+            item.echo.came_unconfirmed()
             return False
         return not (echo and new == old)
-
     def relayout(self, folder: Folder, changed: Iterable[str] | None = None) -> None:
-        """Recompute the folder's file names and report every name whose meaning changed.
-
-        `changed` (the root only): the UUIDs of the only objects added, removed or renamed since
-        the last relayout; the others keep their names, and only the collision groups of the names
-        those objects had and have are resolved again (see _root_groups)."""
-        if folder is self.root:
-            if changed is not None and self._root_groups is not None:
-                self._relayout_root(changed)
-                return
-            members: list[Node] = list(self.objects.values())
-        else:
-            hidden = {id(i) for i in folder.tombstones.values()}
-            members = [*(i for i in folder.items.values() if id(i) not in hidden), *folder.prims.values()]
-        layout: dict[str, Node] = names.resolve(members)  # type: ignore[arg-type, assignment]
-        if folder is self.root:
-            self._index_root(layout)
-        self._apply_layout(folder, folder.entries, layout, layout.keys() | folder.entries.keys())
-
-    def _apply_layout(self, folder: Folder, old: dict[str, Node], layout: dict[str, Node],
-                      touched: Iterable[str], grown: bool | None = None) -> None:
-        """`layout` becomes the folder's listing; `touched`: every name that may mean something else
-        now (the names of old and layout that differ are among them)."""
-        for name in touched:
-            before = old.get(name)
-            if before is layout.get(name):
-                continue
-            # A name that meant nothing before has no dentry to drop (ENOENT is not cached), unless a
-            # local file of that name is now shadowed. Invalidating it anyway would race with a
-            # program that just looked it up and chdir'd into it (getcwd() then fails).
-            if before is None and name not in folder.scratch:
-                continue
-            self._on_invalidate(EntryChanged(folder.inode, name))
-        for name, node in layout.items():
-            node.name = name
-        if old.keys() != layout.keys():
-            folder.mtime_ns = _now_ns()
-            self._on_invalidate(InodeChanged(folder.inode, data=False))
-        folder.entries = layout
-
-    # The root's collision groups, kept so a publish resolves only the names it touches. Valid while
-    # no object's wanted name holds "@" or is long enough to be shortened when tagged: then a tagged
-    # name is `<its group's name>@<hex>`, never another group's name, plain or tagged, and each
-    # group's names depend on its own members alone (what names.resolve gives the whole root).
-    # None: not kept (a full resolve each time).
-
-    def _index_root(self, layout: dict[str, Node]) -> None:
-        groups: dict[str, dict[str, Folder]] = {}
-        subs: dict[str, dict[str, Folder]] = {}
-        plain_of: dict[str, str] = {}
-        for name, node in layout.items():
-            assert isinstance(node, Folder)
-            plain = node.wanted_base
-            if not _groups_apart(plain):
-                self._root_groups = None
-                return
-            groups.setdefault(plain, {})[node.uuid] = node
-            subs.setdefault(plain, {})[name] = node
-            plain_of[node.uuid] = plain
-        self._root_groups, self._root_subs, self._root_plain = groups, subs, plain_of
-
-    def _relayout_root(self, changed: Iterable[str]) -> None:
-        groups, subs, plain_of = self._root_groups, self._root_subs, self._root_plain
-        assert groups is not None
-        affected: set[str] = set()
-        for uuid in changed:
-            before = plain_of.pop(uuid, None)
-            if before is not None:
-                affected.add(before)
-                members = groups[before]
-                del members[uuid]
-                if not members:
-                    del groups[before]
-            folder = self.objects.get(uuid)
-            if folder is None:
-                continue
-            plain = folder.wanted_base
-            if not _groups_apart(plain):
-                self.relayout(self.root)  # a full resolve (which stops keeping the groups)
-                return
-            affected.add(plain)
-            groups.setdefault(plain, {})[uuid] = folder
-            plain_of[uuid] = plain
-        old = self.root.entries
-        layout = dict(old)
-        touched: list[str] = []
-        for plain in affected:
-            before_sub = subs.pop(plain, None)
-            if before_sub is not None:
-                touched += before_sub
-                for name in before_sub:
-                    del layout[name]
-            group = groups.get(plain)
-            if group:
-                sub: dict[str, Folder] = names.resolve(group.values())  # type: ignore[assignment]
-                subs[plain] = sub
-                touched += sub
-                layout.update(sub)
-        self._apply_layout(self.root, old, layout, set(touched))
+        """Recompute the folder's file names and report every name whose meaning changed
+        (layout.py; `changed`: the root's objects added, removed or renamed since the last one)."""
+        self.layout.relayout(folder, changed)
 
     # --- paths ------------------------------------------------------------------------------
 

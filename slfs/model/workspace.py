@@ -291,7 +291,7 @@ class Workspace:
             log.info("script.compiled for %s names prim %s, not its own; ignored", msg.item_id, msg.prim_id)
             return
         # A build of ours compiled in the viewer: its rows map to the sources as ours do.
-        report = compiled_report(msg, "viewer", node.inworld_places)
+        report = compiled_report(msg, "viewer", node.cache.inworld_places)
         self.record_compile(node, report, self.tree.path_of(node))
 
     def record_compile(self, item: Item, report: CompileReport, path: str) -> None:
@@ -301,8 +301,8 @@ class Workspace:
 
     def refetch(self, item: Item) -> None:
         """What the viewer holds may differ from what we know: fetch it again (in the background)."""
-        item.content_valid = False
-        item.generation += 1
+        item.cache.content_valid = False
+        item.cache.generation += 1
         self.tree.invalidate_item(item, data=True)
         self._fetch_send.send_nowait(item)
 
@@ -390,14 +390,15 @@ class Workspace:
         until a fetch confirms it (Item.content_current); a read shows it meanwhile. `fresh`:
         fetched now, whatever is cached (what a save cut by a drop left in-world)."""
         for _attempt in range(4):
-            if item.content is not None and not fresh and (item.content_current if current else item.content_valid):
-                return item.content
+            cache = item.cache
+            if cache.content is not None and not fresh and (item.content_current if current else cache.content_valid):
+                return cache.content
             if not item.readable:
                 raise FsError(errno.EACCES, f"{self.tree.path_of(item)}: script is not readable "
                               "(needs copy and modify permission)")
             if not self.connected and not await self.await_viewer():
-                if item.content is not None and not fresh:
-                    return item.content
+                if item.cache.content is not None and not fresh:
+                    return item.cache.content
                 raise FsError(errno.EIO, f"{self.tree.path_of(item)}: not connected to the viewer "
                               f"({self.session.state_detail})")
             fetch = self._fetches.get(item.uuid)
@@ -416,13 +417,13 @@ class Workspace:
             finally:
                 fetch.done.set()
                 del self._fetches[item.uuid]
-        if item.content is not None:
-            return item.content  # changing faster than we can read it: serve the newest we have
+        if item.cache.content is not None:
+            return item.cache.content  # changing faster than we can read it: serve the newest we have
         raise FsError(errno.EIO, f"{self.tree.path_of(item)}: content keeps changing")
 
     async def _fetch(self, item: Item) -> None:
         assert item.folder is not None
-        generation, revision = item.generation, item.info.revision
+        generation, revision = item.cache.generation, item.info.revision
         path = self.tree.path_of(item)
         res: ContentGetResponse = await self.call(
             f"read {path}", "object.content.get", ContentGetParams(prim_id=item.folder.uuid, item_id=item.uuid),
@@ -431,7 +432,7 @@ class Workspace:
         self.fetch_count += 1
         if item.info.type == "notecard":
             self.set_embedded_items(item, res.embedded_items or 0)
-        current = generation == item.generation
+        current = generation == item.cache.generation
         # A script kept in an envelope (Firestorm's preprocessor) is shown as the source inside it.
         unwrapped = envelope.unwrap(res.content) if item.is_script else None
         shown = unwrapped.source if unwrapped is not None else res.content
@@ -443,8 +444,8 @@ class Workspace:
 
     def set_embedded_items(self, item: Item, count: int) -> None:
         """What the viewer says the notecard embeds: more than none makes it read-only (mode 0444)."""
-        if item.embedded_items != count:
-            item.embedded_items = count
+        if item.cache.embedded_items != count:
+            item.cache.embedded_items = count
             self.tree.invalidate_item(item, data=False)
 
     def set_content(self, item: Item, data: bytes, *, valid: bool, revision: int | None = None,
@@ -452,21 +453,21 @@ class Workspace:
         """Record content (of `revision`, by default the item's current one) as the file shows it,
         and, for a script kept in an envelope, the text as stored in-world; mtime moves only when
         the bytes differ from what was known before."""
-        changed = item.content is not None and item.content != data
-        item.content = data
-        if inworld != item.inworld:
-            item.inworld_places = None  # no longer the text our build's places describe
-        item.inworld = inworld
-        item.content_valid = valid
-        item.content_revision = revision if revision is not None or not valid else item.info.revision
-        item.echo_unconfirmed = False
+        changed = item.cache.content is not None and item.cache.content != data
+        item.cache.content = data
+        if inworld != item.cache.inworld:
+            item.cache.inworld_places = None  # no longer the text our build's places describe
+        item.cache.inworld = inworld
+        item.cache.content_valid = valid
+        item.cache.content_revision = revision if revision is not None or not valid else item.info.revision
+        item.echo.set_unconfirmed(False)
         if changed:
             item.mtime_ns = time.time_ns()
             self.tree.invalidate_item(item, data=True)
         else:
             # A first fetch needs no kernel invalidation (unknown sizes were never cached there),
             # but the size listings show is known now.
-            self.tree.shown(item)
+            self.tree.stat_changed(item)
 
     def confirm_content(self, item: Item) -> None:
         """Fetch the item in the background until its content is current (Item.content_current):
@@ -494,7 +495,7 @@ class Workspace:
         if self.options.prefetch <= 0 or not self.connected:
             return
         for item in list(folder.items.values()):
-            if item.readable and item.content is None:
+            if item.readable and item.cache.content is None:
                 self._fetch_send.send_nowait(item)
 
     # --- status -----------------------------------------------------------------------------

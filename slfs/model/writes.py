@@ -6,8 +6,8 @@ save lands on the same item_id. `rm` leaves a tombstone that a create of the sam
 grace period adopts; only after it does the delete reach the viewer (after a copy to the trash).
 Every failed save leaves the content in the recovery folder and a line in the log and status.
 
-The Writer owns all write state: local buffers (`Item.local`, `.base`, `.dirty`), new files not yet
-in-world (`Folder.scratch`), tombstones (`Folder.tombstones`), creates, renames, deletes and their
+The Writer owns all write state: edit buffers (`Item.edit`), new files not yet
+in-world (`Folder.new_files`), tombstones (`Folder.tombstones`), creates, renames, deletes and their
 grace periods. The file system layer translates each kernel request into one call here and the
 answer (or FsError) into the reply; it never changes that state itself.
 
@@ -49,17 +49,13 @@ from .compiles import CompileReport, failure_report, log_problems
 from .errors import CallCut, FsError, region_down, transient_save_error
 from .keep import RECOVERY, TRASH, Keeper
 from .live_writes import LiveWriter
-from .naming_rules import RemoteName, is_local_name, parse_remote_name, size_limit
+from .naming_rules import RemoteName, is_overlay_name, parse_remote_name, size_limit
 from .overlay import Overlay
 from .sources import Build, Sources
-from .tree import Folder, Item, Local, Node, Scratch
+from .tree import Folder, Item, MemoryFile, NewFile, Node, Orphan, OverlayNode
 from .workspace import Workspace
 
 log = logging.getLogger(__name__)
-
-# How long after our own save an inventory update is taken as its echo.
-OWN_UPDATE_WINDOW = 2.0
-
 
 def kept_clause(target: str | None, noun: str = "content") -> str:
     """How an error message says where the content it did not save went: "your content is in
@@ -134,9 +130,9 @@ class Writer:
     async def save(self, item: Item) -> None:
         """Store the item's local edits in-world. Returns once the viewer stored them."""
         async with self._save_locks[item.uuid]:
-            if not item.dirty or item.local is None:
+            if not item.edit.dirty or item.edit.buffer is None:
                 return
-            data = bytes(item.local)
+            data = bytes(item.edit.buffer)
             path = self.tree.path_of(item)
             self._begin()
             try:
@@ -146,7 +142,7 @@ class Writer:
                     await self.recover(path, data, f"saving {path} failed: {exc.message}")
                 if exc.errno == errno.EACCES and "embedded items" in exc.message:
                     # The viewer knows the notecard embeds items we were not told of: read-only now.
-                    self.ws.set_embedded_items(item, max(1, item.embedded_items or 0))
+                    self.ws.set_embedded_items(item, max(1, item.cache.embedded_items or 0))
                 raise
             finally:
                 self._end()
@@ -158,8 +154,8 @@ class Writer:
             if self._shown_unchanged(item, data, text):
                 # An editor's :w without a change, a cp of the same source: no needless
                 # recompile, no new //last_compiled.
-                self._set_local(item, None)
-                item.dirty = False
+                self._set_buffer(item, None)
+                item.edit.dirty = False
                 log.info("%s: the source is what the file shows; nothing to save", path)
                 return
             build = await self.sources.build(item, text, path)  # awaits: includes may be fetched
@@ -181,26 +177,26 @@ class Writer:
             res = await self._stored_without_verdict(item, inworld, path, exc.rpc_message or exc.message)
         verdict = compile_rows(res.diagnostics, res.errors) if item.is_script else None
         if verdict is not None and verdict.garbled:
-            item.expect_own_update = 0.0
+            item.echo.cancel()
             self._garbled_compile(item, path, "the viewer's compile answer holds NUL bytes: "
                                   + " ".join(d.message for d in verdict.rows))
             raise FsError(errno.EIO, f"{path}: the viewer's compile answer is unreadable (NUL bytes)")
-        echo_came = not item.expect_own_update
+        echo_came = not item.echo.awaited
         if not echo_came:
-            item.expect_own_update = time.monotonic() + OWN_UPDATE_WINDOW
-        if item.local is not None and bytes(item.local) == data:
-            self._set_local(item, None)
-            item.dirty = False
+            item.echo.expect()
+        if item.edit.buffer is not None and bytes(item.edit.buffer) == data:
+            self._set_buffer(item, None)
+            item.edit.dirty = False
         # What we saved is known at the revision before the save: its echo (or an edit of someone
         # else's that came first) moves the revision, and a fetch there tells which
         # (Item.content_current); one that has told it already: the revision it confirmed.
-        confirmed = item.content_current and item.content == data
+        confirmed = item.content_current and item.cache.content == data
         self.ws.set_content(item, data, valid=True, revision=None if confirmed else revision_before,
                             inworld=inworld.encode("utf-8") if build is not None else None)
         if build is not None:
-            item.inworld_places = build.places()
+            item.cache.inworld_places = build.places()
         item.take_base(data)
-        item.echo_unconfirmed = echo_came and revision_before is None and not confirmed
+        item.echo.set_unconfirmed(echo_came and revision_before is None and not confirmed)
         if not item.content_current:
             self.ws.confirm_content(item)  # the echo (or what passed for it) came before the answer
         if verdict is not None:
@@ -221,18 +217,18 @@ class Writer:
             # change it was; the first one after our save is presumably ours, and must not make the
             # file look stale (on newer viewers a fetch at its revision confirms it:
             # Tree._content_may_have_changed).
-            item.expect_own_update = time.monotonic() + OWN_UPDATE_WINDOW
+            item.echo.expect()
             revision_before = item.info.revision
             try:
                 res: ContentSaveResponse = await self._with_retries(
                     f"save {path}", "object.content.save", params, ContentSaveResponse)
                 return res, revision_before
             except CallCut:
-                item.expect_own_update = 0.0
+                item.echo.cancel()
                 if attempt or not await self._resend_cut_save(item, data, params.content or "", path):
                     raise
             except BaseException:
-                item.expect_own_update = 0.0
+                item.echo.cancel()
                 raise
         raise AssertionError("unreachable")
 
@@ -246,7 +242,7 @@ class Writer:
         if current == data or current == inworld.encode("utf-8"):
             log.info("%s: the link to the viewer dropped during the save, which landed; saving again "
                      "for the viewer's answer", path)
-        elif item.base is None or current == item.base:
+        elif item.edit.base is None or current == item.edit.base:
             log.info("%s: the link to the viewer dropped during the save, which did not land; saving again", path)
         else:
             await self._stale(item, data, path, current)
@@ -255,14 +251,14 @@ class Writer:
     def _shown_unchanged(self, item: Item, data: bytes, text: str) -> bool:
         """A source the file shows already, of a script that is built (so saving it again would
         only recompile the same expansion)."""
-        return (item.content_valid and item.content == data and item.base == data
-                and (item.inworld is not None or self.sources.wants_build(item, text)))
+        return (item.cache.content_valid and item.cache.content == data and item.edit.base == data
+                and (item.cache.inworld is not None or self.sources.wants_build(item, text)))
 
     async def rebuild(self, item: Item) -> str:
         """`slfs build`: expand the item's source again and save it when the build differs from
         what is in-world. Returns "saved", "unchanged" or "plain" (not a built source)."""
         async with self._save_locks[item.uuid]:
-            if item.local is not None and item.dirty:
+            if item.edit.buffer is not None and item.edit.dirty:
                 raise FsError(errno.EBUSY, f"{self.tree.path_of(item)}: has unsaved writes; save or close it first")
             path = self.tree.path_of(item)
             data = await self.ws.read_content(item)
@@ -284,8 +280,8 @@ class Writer:
         """G1-G3 refuse an empty `content` ("Invalid params: content is required", checked before
         anything else; viewer-source.md §2), so slfs never sends one: the file shows the in-world
         text again (nothing written is lost: there was nothing) and the error says what to do."""
-        self._set_local(item, None)
-        item.dirty = False
+        self._set_buffer(item, None)
+        item.edit.dirty = False
         self.tree.invalidate_item(item, data=True)
         why = (f"{path}: the viewer cannot store an empty {item.info.type} (older viewers refuse it); "
                "nothing was saved. Write at least one character, or rm the item")
@@ -302,7 +298,7 @@ class Writer:
             await self.ws.read_content(item, fresh=True)
         except FsError as exc:
             log.warning("%s: cannot read back after %r: %s", path, message, exc.message)
-        stored = item.inworld if item.inworld is not None else item.content
+        stored = item.cache.inworld if item.cache.inworld is not None else item.cache.content
         if stored != inworld.encode("utf-8"):
             self._garbled_compile(item, path, message)
             raise FsError(errno.EIO, f"{path}: the viewer failed the save without diagnostics ({message})")
@@ -314,8 +310,8 @@ class Writer:
         """A save answered without a usable verdict: `F.diag` says what the viewer said, the local
         edits go (save() keeps them in the recovery folder) and the item is fetched again."""
         self.ws.record_compile(item, failure_report(message, "the viewer did not say whether it compiled"), path)
-        self._set_local(item, None)
-        item.dirty = False
+        self._set_buffer(item, None)
+        item.edit.dirty = False
         self.ws.refetch(item)
 
     def _decode(self, data: bytes, path: str) -> str:
@@ -327,19 +323,19 @@ class Writer:
     async def _check_conflict(self, item: Item, data: bytes, path: str) -> None:
         """Never overwrite an in-world change the file did not show (the viewer's save has no
         precondition, so slfs checks before it saves)."""
-        base = item.base
+        base = item.edit.base
         if base is None:
             return
         now = item.info.revision
-        if now is not None and item.base_revision is not None:
+        if now is not None and item.edit.base_revision is not None:
             # Newer viewers: the revision says it. Read at the current one, or stale.
-            if item.base_revision >= now:
+            if item.edit.base_revision >= now:
                 return
             current = await self.ws.read_content(item, current=True)
-            if current not in (item.base, data):  # the base again: nothing in-world is lost
+            if current not in (item.edit.base, data):  # the base again: nothing in-world is lost
                 await self._stale(item, data, path, current)
             return
-        if item.content_current and item.content == base:
+        if item.content_current and item.cache.content == base:
             return
         current = await self.ws.read_content(item, current=True)
         if current in (base, data):
@@ -350,8 +346,8 @@ class Writer:
         kept = await self.recover(path, data, f"{path} changed in-world since it was read; not saved (conflict)",
                                   noun="version")
         # The file now shows the in-world version; the local edits are in the recovery folder.
-        self._set_local(item, None)
-        item.dirty = False
+        self._set_buffer(item, None)
+        item.edit.dirty = False
         self.ws.set_content(item, current, valid=True)
         item.take_base(current)
         self.tree.invalidate_item(item, data=True)
@@ -388,12 +384,12 @@ class Writer:
 
     # --- open files of items --------------------------------------------------------------
 
-    def _set_local(self, item: Item, local: bytearray | None) -> None:
+    def _set_buffer(self, item: Item, buffer: bytearray | None) -> None:
         """Start or end a local edit: what stat shows of the item is its buffer's while it lasts, so
         listings that kept its attributes are told (writes into the buffer need no telling: an item
         being edited is never replayed)."""
-        item.local = local
-        self.tree.shown(item)
+        item.edit.buffer = buffer
+        self.tree.stat_changed(item)
 
     def _refuse_unsaveable(self, item: Item) -> None:
         """EACCES for text that cannot be saved, before anything is sent; the status says why when
@@ -409,14 +405,14 @@ class Writer:
         """The item's local buffer, made from its content on first need (awaits a fetch)."""
         if not item.writable:
             raise FsError(errno.EACCES, f"{self.tree.path_of(item)}: no modify permission")
-        if item.local is None:
+        if item.edit.buffer is None:
             data = await self.ws.read_content(item)
             self._refuse_unsaveable(item)
-            if item.local is None:  # re-checked: another request may have made it meanwhile
-                self._set_local(item, bytearray(data))
+            if item.edit.buffer is None:  # re-checked: another request may have made it meanwhile
+                self._set_buffer(item, bytearray(data))
                 item.take_base(data)
-        assert item.local is not None
-        return item.local
+        assert item.edit.buffer is not None
+        return item.edit.buffer
 
     async def open_item(self, item: Item, *, truncate: bool) -> bool:
         """An open for writing. Returns whether a truncation is pending: O_TRUNC of a non-empty
@@ -428,12 +424,12 @@ class Writer:
             return False
         # libfuse 3 passes O_TRUNC to open: honour it, or cp of a short file over a long one keeps
         # the old tail.
-        if item.local is None:
-            current = item.content if item.content_valid and item.content is not None else \
+        if item.edit.buffer is None:
+            current = item.cache.content if item.cache.content_valid and item.cache.content is not None else \
                 await self.ws.read_content(item)
             self._refuse_unsaveable(item)
-            if item.local is None:  # re-checked after the await
-                self._set_local(item, bytearray())
+            if item.edit.buffer is None:  # re-checked after the await
+                self._set_buffer(item, bytearray())
                 item.take_base(current)
                 trunc = current != b""
             else:
@@ -441,10 +437,10 @@ class Writer:
                 item.local.clear()
         else:
             self._refuse_unsaveable(item)
-            trunc = bool(item.local)
-            item.local.clear()
+            trunc = bool(item.edit.buffer)
+            item.edit.buffer.clear()
         if trunc:
-            item.dirty = True
+            item.edit.dirty = True
             item.mtime_ns = time.time_ns()
         return trunc
 
@@ -453,7 +449,7 @@ class Writer:
         shown = self.tree.path_of(item)
         self.check_size(item.info.type, off + len(data), shown)
         buffers.splice(local, off, data, shown)
-        item.dirty = True
+        item.edit.dirty = True
         item.mtime_ns = time.time_ns()
 
     async def resize_item(self, item: Item, size: int, *, by_path: bool) -> None:
@@ -463,23 +459,23 @@ class Writer:
         self.check_size(item.info.type, size, shown)
         if size != len(local):
             buffers.resize(local, size, shown)
-            item.dirty = True
+            item.edit.dirty = True
             item.mtime_ns = time.time_ns()
-        if by_path and item.dirty and item.attached:
+        if by_path and item.edit.dirty and item.attached:
             await self.save(item)
 
     async def commit_item(self, item: Item) -> None:
         """flush/fsync: store what the file holds in-world (nothing when nothing changed)."""
-        if not item.dirty or item.local is None:
+        if not item.edit.dirty or item.edit.buffer is None:
             return
         if not item.attached:
             # The object was unpublished (or the item removed in-world) while the file was open:
             # never drop what the program wrote.
             folder = item.folder
             shown = f"{folder.object_folder.name}/{item.name}" if folder is not None else item.name
-            data = bytes(item.local)
-            self._set_local(item, None)
-            item.dirty = False
+            data = bytes(item.edit.buffer)
+            self._set_buffer(item, None)
+            item.edit.dirty = False
             kept = await self.recover(shown, data, f"{shown}: the item is no longer published; not saved")
             raise FsError(errno.ENOENT, f"{shown}: no longer published; {kept}")
         folder = item.folder
@@ -489,62 +485,66 @@ class Writer:
 
     # --- new files, not yet in-world -------------------------------------------------------
 
-    def new_file(self, folder: Folder, name: str) -> Item | Scratch:
+    def new_file(self, folder: Folder, name: str) -> Item | NewFile:
         """create(2) of an item name: the item unlinked or renamed away under it comes back, else a
         new file that becomes an item when it is written, or at its release if it never is."""
         parse_remote_name(name)  # EINVAL / ENAMETOOLONG now, not at close
         if not folder.writable:
             raise FsError(errno.EACCES, f"{self.tree.path_of(folder)}: no modify permission on the prim")
-        if folder.entries.get(name) is not None or folder.scratch.get(name) is not None:
+        if folder.entries.get(name) is not None or folder.new_files.get(name) is not None:
             raise FsError(errno.EEXIST, "")
         item = self.adopt(folder, name)
         if item is not None:
             return item
-        scratch = Scratch(inode=self.tree.fresh_inode(), uuid="", name=name, parent=folder, folder=folder,
-                          mode=0o644, dirty=True)
+        scratch = NewFile(inode=self.tree.fresh_inode(), uuid="", name=name, parent=folder, folder=folder,
+                       mode=0o644, dirty=True)
         self.tree.add_node(scratch)
-        folder.scratch[name] = scratch
+        folder.new_files[name] = scratch
         return scratch
 
-    def open_scratch(self, scratch: Scratch, *, truncate: bool) -> None:
+    def open_memory_file(self, scratch: MemoryFile, *, truncate: bool) -> None:
         if truncate and scratch.data:
             scratch.data.clear()
             scratch.dirty = True
 
-    def write_scratch(self, scratch: Scratch, off: int, data: bytes) -> None:
-        self._check_scratch_size(scratch, off + len(data))
+    def write_memory_file(self, scratch: MemoryFile, off: int, data: bytes) -> None:
+        self._check_memory_file_size(scratch, off + len(data))
         buffers.splice(scratch.data, off, data, scratch.name)
         scratch.dirty = True
         scratch.mtime_ns = time.time_ns()
 
-    def resize_scratch(self, scratch: Scratch, size: int) -> None:
-        self._check_scratch_size(scratch, size)
+    def resize_memory_file(self, scratch: MemoryFile, size: int) -> None:
+        self._check_memory_file_size(scratch, size)
         buffers.resize(scratch.data, size, scratch.name)
         scratch.dirty = True
         scratch.mtime_ns = time.time_ns()
 
-    def _check_scratch_size(self, scratch: Scratch, size: int) -> None:
+    def _check_memory_file_size(self, scratch: MemoryFile, size: int) -> None:
         """A new file that will be an item holds no more than the item may (EFBIG where the write
         or truncation crosses it, as for the item itself)."""
-        if scratch.folder is not None and not is_local_name(scratch.name):
+        if isinstance(scratch, NewFile) and scratch.folder is not None and not is_overlay_name(scratch.name):
             self.check_size(parse_remote_name(scratch.name).type, size, scratch.name)
 
-    def set_scratch_mode(self, scratch: Scratch, mode: int) -> None:
+    def set_memory_file_mode(self, scratch: MemoryFile, mode: int) -> None:
         scratch.mode = mode & 0o777
 
-    def _drop_scratch(self, scratch: Scratch) -> None:
+    def _drop_new_file(self, scratch: MemoryFile) -> None:
         """The new file leaves its folder (under whatever name it has now); open handles keep its
         data, and a flush through them sends nothing."""
+        if not isinstance(scratch, NewFile):
+            return  # an orphan has no name to leave
         folder = scratch.folder
-        if folder is not None and folder.scratch.get(scratch.name) is scratch:
-            del folder.scratch[scratch.name]
+        if folder is not None and folder.new_files.get(scratch.name) is scratch:
+            del folder.new_files[scratch.name]
             self.tree.invalidate_entry(folder, scratch.name)
         scratch.folder = None
 
-    async def commit_scratch(self, scratch: Scratch) -> None:
+    async def commit_new_file(self, scratch: MemoryFile) -> None:
         """flush/fsync/release of a new file: create the item in-world with what it holds."""
+        if not isinstance(scratch, NewFile):
+            return  # an orphan's data never reaches the viewer
         if scratch.live:
-            await self.live.commit_scratch(scratch)  # a new file of .slfs/live: saved by its rename
+            await self.live.commit_new_file(scratch)  # a new file of .slfs/live: saved by its rename
             return
         if scratch.creating is not None:
             await scratch.creating.wait()  # another flush is creating it: that one answers
@@ -557,7 +557,7 @@ class Writer:
                                       f"{scratch.failed}: written after its create failed; not saved")
             raise FsError(errno.EIO, f"{scratch.failed}: not created in-world (its create failed); {kept}")
         folder = scratch.folder
-        if not scratch.dirty or folder is None or folder.scratch.get(scratch.name) is not scratch:
+        if not scratch.dirty or folder is None or folder.new_files.get(scratch.name) is not scratch:
             return
         data = bytes(scratch.data)
         scratch.creating = trio.Event()
@@ -568,22 +568,22 @@ class Writer:
             # recovery folder; no half-created name is left behind.
             scratch.failed = f"{self.tree.path_of(folder)}/{scratch.name}".lstrip("/")
             scratch.dirty = bytes(scratch.data) != data
-            self._drop_scratch(scratch)
+            self._drop_new_file(scratch)
             raise
         finally:
             scratch.creating.set()
-        self._drop_scratch(scratch)
+        self._drop_new_file(scratch)
         if bytes(scratch.data) != data:
             # Written while the create was in flight: that belongs to the item now (its inode).
-            self._set_local(item, bytearray(scratch.data))
-            item.dirty = True
+            self._set_buffer(item, bytearray(scratch.data))
+            item.edit.dirty = True
 
     # --- names: unlink, renames ------------------------------------------------------------
 
     async def remove(self, folder: Folder, node: Node) -> None:
         """unlink(2) of an item or a new file."""
-        if isinstance(node, Scratch):
-            self._drop_scratch(node)
+        if isinstance(node, MemoryFile):
+            self._drop_new_file(node)
         elif isinstance(node, Item):
             await self.unlink(folder, node)
         elif isinstance(node, Folder):
@@ -593,20 +593,20 @@ class Writer:
 
     async def data_of(self, node: Node) -> bytes:
         """What a file holds now, wherever it lives."""
-        if isinstance(node, Local):
+        if isinstance(node, OverlayNode):
             return await trio.to_thread.run_sync(self.overlay.read, node)
-        if isinstance(node, Scratch):
+        if isinstance(node, MemoryFile):
             return bytes(node.data)
         if isinstance(node, Item):
-            return bytes(node.local) if node.local is not None else await self.ws.read_content(node)
+            return bytes(node.edit.buffer) if node.edit.buffer is not None else await self.ws.read_content(node)
         raise FsError(errno.EISDIR, "")
 
-    async def move_to_overlay(self, src: Node, src_parent: Folder | Local, old: str, dst_parent: Folder | Local,
-                              new: str, dst: Node | None) -> None:
+    async def move_to_overlay(self, src: Node, src_parent: Folder | OverlayNode, old: str,
+                              dst_parent: Folder | OverlayNode, new: str, dst: Node | None) -> None:
         """An item or a new file renamed to a backup or temp name (vim, emacs): it becomes a local
         file under `new`; the item stays in-world, hidden until a file of its name is created again.
         The kernel's inode stays with the file at `new`."""
-        if isinstance(dst, (Item, Folder)) or (isinstance(dst, Scratch) and dst.folder is not None):
+        if isinstance(dst, (Item, Folder)) or (isinstance(dst, NewFile) and dst.folder is not None):
             raise FsError(errno.EEXIST, "")
         data = await self.data_of(src)
         path = await trio.to_thread.run_sync(self.overlay.write_new, dst_parent, new, data)
@@ -616,17 +616,17 @@ class Writer:
             orphan = self.detach(src_parent, src)
             self.overlay.adopt_inode(path, orphan.inode)
             self.tree.drop_node(orphan.inode)
-        elif isinstance(src, Scratch) and isinstance(src_parent, Folder) and src_parent.scratch.get(old) is src:
-            del src_parent.scratch[old]
+        elif isinstance(src, NewFile) and isinstance(src_parent, Folder) and src_parent.new_files.get(old) is src:
+            del src_parent.new_files[old]
             src.folder = None
             self.overlay.adopt_inode(path, src.inode)
             self.tree.drop_node(src.inode)
-        if isinstance(dst, Local):
+        if isinstance(dst, OverlayNode):
             self.overlay.removed(dst)
         node = self.overlay.node(dst_parent, new, path)
         node.lookups = src.lookups
 
-    async def rename_to_remote(self, src: Node, src_parent: Folder | Local, old: str, dst_parent: Folder,
+    async def rename_to_remote(self, src: Node, src_parent: Folder | OverlayNode, old: str, dst_parent: Folder,
                                new: str, dst: Node | None) -> None:
         """A rename onto an item name: within a prim an item is renamed in-world; a file renamed
         over an item is saved into it (same item_id); a new file follows its new name; an overlay
@@ -635,7 +635,7 @@ class Writer:
             raise FsError(errno.EPERM, f"{new}: objects cannot be created from the file system")
         if isinstance(dst, Folder):
             raise FsError(errno.EISDIR, "")
-        if isinstance(dst, Local):
+        if isinstance(dst, OverlayNode):
             raise FsError(errno.EEXIST, f"{new}: a local overlay file has this name")
         if isinstance(src, Item) and src_parent is not dst_parent:
             raise FsError(errno.EXDEV, "moving items between prims is a copy and a delete")
@@ -656,26 +656,26 @@ class Writer:
             await self.replace_into(target, data, src.inode)
             await self._drop_source(src, src_parent, old)
             return
-        if isinstance(dst, Scratch):
-            self._drop_scratch(dst)
-        if isinstance(src, Scratch):
+        if isinstance(dst, NewFile):
+            self._drop_new_file(dst)
+        if isinstance(src, NewFile):
             # A new file not yet in-world keeps waiting for its first flush under the new name.
-            if isinstance(src_parent, Folder) and src_parent.scratch.get(old) is src:
-                del src_parent.scratch[old]
+            if isinstance(src_parent, Folder) and src_parent.new_files.get(old) is src:
+                del src_parent.new_files[old]
             src.name, src.parent, src.folder = new, dst_parent, dst_parent
-            dst_parent.scratch[new] = src
+            dst_parent.new_files[new] = src
             return
         # An overlay file (rsync, gedit, JetBrains temp) renamed onto a new item name.
         data = await self.data_of(src)
         await self.create(dst_parent, new, data, src.inode)
         await self._drop_source(src, src_parent, old)
 
-    async def _drop_source(self, src: Node, src_parent: Folder | Local, old: str) -> None:
+    async def _drop_source(self, src: Node, src_parent: Folder | OverlayNode, old: str) -> None:
         """The renamed file's old name is gone; its inode now belongs to an item."""
-        if isinstance(src, Local):
+        if isinstance(src, OverlayNode):
             await trio.to_thread.run_sync(self.overlay.unlink, src)
-        elif isinstance(src, Scratch):
-            self._drop_scratch(src)
+        elif isinstance(src, MemoryFile):
+            self._drop_new_file(src)
         elif isinstance(src, Item) and isinstance(src_parent, Folder):
             # mv A B over an existing B: B holds A's content now (and A's inode); A goes like an rm.
             self.tree.move_to_fresh_inode(src)
@@ -686,7 +686,8 @@ class Writer:
     async def keep_unsaved(self, grace: float, *, save: bool = True) -> None:
         """Files written but not yet closed: saved (when `save`, within `grace` seconds), or else
         kept in the recovery folder; new files never closed are kept too. Nothing is dropped."""
-        items = [n for n in list(self.tree.nodes.values()) if isinstance(n, Item) and n.dirty and n.local is not None]
+        items = [n for n in list(self.tree.nodes.values())
+                 if isinstance(n, Item) and n.edit.dirty and n.edit.buffer is not None]
         kept: set[str] = set()
         if save and items:
             with trio.move_on_after(grace):
@@ -702,8 +703,8 @@ class Writer:
                             kept.add(item.uuid)
                             log.error("unsaved %s at shutdown: %s", self.tree.path_of(item), exc.message)
         for item in items:
-            if item.dirty and item.local is not None and item.uuid not in kept:
-                await self.recover(self.tree.path_of(item) or item.name, bytes(item.local),
+            if item.edit.dirty and item.edit.buffer is not None and item.uuid not in kept:
+                await self.recover(self.tree.path_of(item) or item.name, bytes(item.edit.buffer),
                                    "daemon stopped before it was saved")
         for ls in list(self.ws.live.by_id.values()):
             if ls.dirty and ls.local is not None:
@@ -713,12 +714,12 @@ class Writer:
                     log.error("unsaved live file %s at shutdown: %s", ls.name, exc.message)
         await self.live.keep_unsaved()
         for node in list(self.tree.nodes.values()):
-            if isinstance(node, Scratch) and node.live:
+            if isinstance(node, NewFile) and node.live:
                 continue  # the live writer's, just above
-            if isinstance(node, Scratch) and node.folder is not None and node.data:
+            if isinstance(node, NewFile) and node.folder is not None and node.data:
                 path = f"{self.tree.path_of(node.folder)}/{node.name}".lstrip("/")
                 await self.recover(path, bytes(node.data), "daemon stopped before the new file was closed")
-            elif isinstance(node, Scratch) and node.failed and node.dirty:
+            elif isinstance(node, NewFile) and node.failed and node.dirty:
                 # Written after its create failed, and still open.
                 await self.recover(node.failed, bytes(node.data), "written after its create failed; not saved")
 
@@ -741,8 +742,8 @@ class Writer:
         finally:
             self._end()
         if want.type == "script":
-            self._set_local(item, bytearray(data))
-            item.dirty = True
+            self._set_buffer(item, bytearray(data))
+            item.edit.dirty = True
             item.take_base(None)
             await self.save(item)
         else:
@@ -767,7 +768,7 @@ class Writer:
         item = folder.items.get(data.item_id)
         if item is None:
             # The response came before the viewer's object.update: enter the item now.
-            item = Item(inode=inode, uuid=data.item_id, data=data, folder=folder, parent=folder)
+            item = Item(inode=inode, uuid=data.item_id, record=data, folder=folder, parent=folder)
             folder.items[data.item_id] = item
             self.tree.register(item)
             self.tree.bind_key(item.uuid, inode)
@@ -783,7 +784,7 @@ class Writer:
 
     # --- slots: adopt, detach, tombstones ------------------------------------------------------
 
-    def rebind(self, item: Item, inode: int) -> Scratch:
+    def rebind(self, item: Item, inode: int) -> Orphan:
         """Tree.rebind (content fetches are keyed by UUID, so one in flight survives it)."""
         return self.tree.rebind(item, inode)
 
@@ -795,14 +796,14 @@ class Writer:
         if item.folder is not folder or item.uuid not in folder.items:
             return None  # deleted in-world meanwhile
         self.rebind(item, self.tree.fresh_inode())
-        item.take_base(item.content)
-        self._set_local(item, bytearray())
-        item.dirty = True
+        item.take_base(item.cache.content)
+        self._set_buffer(item, bytearray())
+        item.edit.dirty = True
         self.tree.relayout(folder)
         log.info("%s: re-created, keeps item %s", self.tree.path_of(item), item.uuid)
         return item
 
-    def detach(self, folder: Folder, item: Item) -> Scratch:
+    def detach(self, folder: Folder, item: Item) -> Orphan:
         """`mv F F~`: the name leaves the listing locally; nothing happens in-world."""
         name = item.name
         folder.tombstones[name] = item
@@ -847,7 +848,7 @@ class Writer:
             if item.uuid not in folder.items:
                 return
             try:
-                data = item.local if item.local is not None else await self.ws.read_content(item)
+                data = item.edit.buffer if item.edit.buffer is not None else await self.ws.read_content(item)
             except FsError as exc:  # content the viewer does not give (no copy can exist): deleted anyway
                 log.warning("%s: no copy in the trash (%s)", shown, exc.message)
             else:
@@ -890,7 +891,7 @@ class Writer:
         if want.sl_name != info.name:
             await self.ws.call(f"rename {shown}", "object.item.modify",
                                ItemModifyParams(prim_id=item.folder.uuid, item_id=item.uuid, name=want.sl_name))
-            item.data = attrs.evolve(info, name=want.sl_name)
+            item.record = attrs.evolve(info, name=want.sl_name)
         self.tree.relayout(item.folder)
 
     async def rename_folder(self, folder: Folder, new_name: str) -> None:
@@ -918,13 +919,13 @@ class Writer:
         why = item.save_refusal()
         if why is not None:
             raise FsError(errno.EACCES, f"{shown}: {why}")
-        before = (item.local, item.dirty)
-        self._set_local(item, bytearray(data))
-        item.dirty = True
+        before = (item.edit.buffer, item.edit.dirty)
+        self._set_buffer(item, bytearray(data))
+        item.edit.dirty = True
         try:
             await self.save(item)
         except FsError:
-            self._set_local(item, before[0])
-            item.dirty = before[1]
+            self._set_buffer(item, before[0])
+            item.edit.dirty = before[1]
             raise
         self.rebind(item, inode)

@@ -84,7 +84,7 @@ async def test_an_unreported_change_fails_the_check(tmp_path: Path, monkeypatch:
         node.mtime_ns += 1_000_000_000  # behind the model's back: nothing reported
         fs.ops.attributes._cache.clear()  # (so only the listing holds the old answer)
         assert await fails(listed(fs, "Box")) == errno.EIO
-        fs.ops.ws.tree.shown(node)  # reported: the next listing answers with what it shows now
+        fs.ops.ws.tree.stat_changed(node)  # reported: the next listing answers with what it shows now
         assert (await listed(fs, "Box"))["Note"].st_mtime_ns == first["Note"].st_mtime_ns + 1_000_000_000
 
 
@@ -110,7 +110,7 @@ async def test_warm_opens_replayed_until_a_change(tmp_path: Path, monkeypatch: p
         node = fs.ws.tree.by_uuid[NOTE]
         assert isinstance(node, Item)
         await fs.sim.set_content(NOTE, "changed in-world\n")
-        assert await fs.ws.wait_for_world(lambda: not node.content_valid, 5)
+        assert await fs.ws.wait_for_world(lambda: not node.cache.content_valid, 5)
         fresh = await fs.ops.open(inode, os.O_RDONLY, CTX)  # fetches before it answers
         assert await fs.ops.read(fresh.fh, 0, 100) == b"changed in-world\n"
 
@@ -123,7 +123,7 @@ async def test_an_unreported_change_fails_the_warm_open_check(tmp_path: Path, mo
         await fs.ops.open(inode, os.O_RDONLY, CTX)
         node = fs.ws.tree.by_uuid[NOTE]
         assert isinstance(node, Item)
-        node.local = bytearray(b"edited behind the model's back")  # nothing reported
+        node.edit.buffer = bytearray(b"edited behind the model's back")  # nothing reported
         assert await fails(fs.ops.open(inode, os.O_RDONLY, CTX)) == errno.EIO
-        fs.ws.tree.shown(node)  # reported: the open is worked out again
+        fs.ws.tree.stat_changed(node)  # reported: the open is worked out again
         assert not (await fs.ops.open(inode, os.O_RDONLY, CTX)).keep_cache

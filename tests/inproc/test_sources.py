@@ -262,13 +262,13 @@ async def test_the_viewers_own_compile_of_our_build_maps_too(tmp_path: Path, mon
         await fs.sim.viewer_save(PLAIN, fs.sim.item(PLAIN).content)  # the viewer's Save, no change
         assert await fs.ws.wait_for_world(lambda: fs.ws.compiles[PLAIN].source == "viewer", 5)
         assert (await fs.read_file("Box/.slfs/Plain.lsl.diag")).decode() == ours
-        assert node.inworld_places is not None
+        assert node.cache.inworld_places is not None
         # A text the viewer changed is no longer our build: its rows are its own.
-        seen = node.generation
+        seen = node.cache.generation
         await fs.sim.viewer_save(PLAIN, "default { bad @ }\n")
-        assert await fs.ws.wait_for_world(lambda: node.generation != seen, 5)
+        assert await fs.ws.wait_for_world(lambda: node.cache.generation != seen, 5)
         assert await fs.read_file("Box/Plain.lsl") == b"default { bad @ }\n"
-        assert node.inworld_places is None and node.inworld is None
+        assert node.cache.inworld_places is None and node.cache.inworld is None
         diag = (await fs.read_file("Box/.slfs/Plain.lsl.diag")).decode()
         assert diag.startswith(f"{fs.ws.mountpoint}/Box/Plain.lsl:1:")
 
@@ -292,7 +292,7 @@ async def test_what_the_mount_shows_after_a_save_is_the_source(tmp_path: Path, m
         got = envelope.unwrap(fs.sim.item(PLAIN).content)
         assert got is not None and got.source.encode() == data
         node = item_of(fs, PLAIN)
-        node.content_valid = False  # as after a reconnect: what the viewer holds is read again
+        node.cache.content_valid = False  # as after a reconnect: what the viewer holds is read again
         assert await fs.read_file("Box/Plain.lsl") == data
 
 
@@ -302,7 +302,7 @@ async def test_luau_sources_round_trip_through_the_long_bracket(tmp_path: Path,
         source = 'local h = require("helper")\r\nlocal s = [==[ ]] ]=] ]==] ]===]\r\nprint(h.n, s)\r\n'
         await fs.write_file("Box/Tool.luau", source.encode())
         assert envelope.unwrap(fs.sim.item(TOOL).content) is not None
-        item_of(fs, TOOL).content_valid = False
+        item_of(fs, TOOL).cache.content_valid = False
         assert await fs.read_file("Box/Tool.luau") == source.encode()
 
 

@@ -158,10 +158,10 @@ async def _edit_changed_in_world(fs: Driver) -> int:
     await fs.ops.write(fh, 0, b"MINE")
     node = fs.ws.tree.by_uuid[NOTE]
     assert isinstance(node, Item)
-    seen = node.generation
+    seen = node.cache.generation
     await fs.sim.set_content(NOTE, "changed in-world\n")
     # The update arrives (and a background refetch may follow it at once).
-    assert await fs.ws.wait_for_world(lambda: node.generation != seen, 5)
+    assert await fs.ws.wait_for_world(lambda: node.cache.generation != seen, 5)
     return fh
 
 
@@ -359,9 +359,9 @@ async def test_a_handle_opened_before_a_change_reads_the_new_content(tmp_path: P
         assert await fs.ops.read(fh, 0, 4096) == NOTE_TEXT.encode()
         node = fs.ws.tree.by_uuid[NOTE]
         assert isinstance(node, Item)
-        seen = node.generation
+        seen = node.cache.generation
         await fs.sim.set_content(NOTE, "changed in-world\n")
-        assert await fs.ws.wait_for_world(lambda: node.generation != seen, 5)
+        assert await fs.ws.wait_for_world(lambda: node.cache.generation != seen, 5)
         assert await fs.read_file("Box/Note") == b"changed in-world\n"  # a new open has the new content
         assert await fs.ops.read(fh, 0, 4096) == b"changed in-world\n"
         await fs.close(fh)
@@ -461,7 +461,7 @@ async def test_wait_saved_ends_with_the_save_in_progress(tmp_path: Path, monkeyp
                     await trio.sleep(0.01)
             await fs.svc.writer.wait_saved(item)
             assert fs.sim.item(MAIN).content == "default { state_entry() { } }\n"
-            assert not item.dirty
+            assert not item.edit.dirty
 
 
 async def test_an_edit_in_world_before_our_echo_is_not_taken_for_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

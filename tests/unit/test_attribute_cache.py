@@ -38,7 +38,7 @@ def setup() -> tuple[Tree, Attributes, Item]:
     tree.publish(obj([note()]))
     item = tree.by_uuid["n1"]
     assert isinstance(item, Item)
-    item.content, item.content_valid = b"hello\n", True
+    item.cache.content, item.cache.content_valid = b"hello\n", True
     return tree, attributes, item
 
 
@@ -77,14 +77,14 @@ def test_size_and_mtime_follow_a_local_edit_and_a_save() -> None:
     tree, attributes, item = setup()
     before = attributes.entry(item)
     assert before.st_size == 6
-    item.local = bytearray(b"hello")  # writes through the kernel report nothing
-    item.local += b", world\n"
+    item.edit.buffer = bytearray(b"hello")  # writes through the kernel report nothing
+    item.edit.buffer += b", world\n"
     item.mtime_ns += 1
     assert attributes.entry(item).st_size == 13
-    item.local.extend(b"more\n")  # edited in place: still not a cached size
+    item.edit.buffer.extend(b"more\n")  # edited in place: still not a cached size
     assert attributes.entry(item).st_size == 18
     # The save: content replaced, the buffer gone, the change reported.
-    item.content, item.local = b"hello, world\nmore\n", None
+    item.cache.content, item.edit.buffer = b"hello, world\nmore\n", None
     tree.invalidate_item(item, data=True)
     after = attributes.entry(item)
     assert after.st_size == 18 and after.st_mtime_ns == before.st_mtime_ns + 1
@@ -93,17 +93,17 @@ def test_size_and_mtime_follow_a_local_edit_and_a_save() -> None:
 def test_a_refetch_with_new_content_changes_the_size() -> None:
     _tree, attributes, item = setup()
     assert attributes.entry(item).st_size == 6
-    item.content_valid = False  # an inventory replacement: size unknown, answered uncached
+    item.cache.content_valid = False  # an inventory replacement: size unknown, answered uncached
     unknown = attributes.entry(item)
     assert unknown.st_size == 0 and unknown.attr_timeout == 0
-    item.content, item.content_valid = b"new and longer\n", True  # a first fetch reports nothing
+    item.cache.content, item.cache.content_valid = b"new and longer\n", True  # a first fetch reports nothing
     assert attributes.entry(item).st_size == 15
 
 
 def test_embedded_items_make_a_notecard_read_only() -> None:
     tree, attributes, item = setup()
     assert mode(attributes.entry(item)) == 0o644
-    item.embedded_items = 2
+    item.cache.embedded_items = 2
     tree.invalidate_item(item, data=False)
     assert mode(attributes.entry(item)) == 0o444
 

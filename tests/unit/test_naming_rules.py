@@ -7,7 +7,7 @@ import errno
 import pytest
 
 from slfs.model.errors import FsError
-from slfs.model.naming_rules import NOTECARD_MAX, SCRIPT_MAX, is_local_name, parse_remote_name, size_limit
+from slfs.model.naming_rules import NOTECARD_MAX, SCRIPT_MAX, is_overlay_name, parse_remote_name, size_limit
 
 LOCAL = [".git", ".Note.swp", ".#Note", "#Note#", "Note~", "Main.lsl~", "4913", "Note.swp", "Note.swx",
          "sedAb12Cd", "XXYo5Cue", "XXaphQuh", "Note___jb_tmp___", "Note___jb_old___", ".goutputstream-AB12CD",
@@ -17,12 +17,12 @@ REMOTE = ["Note", "Main.lsl", "Tool.luau", "New Card", "x.lsl@57f2a1c2", "README
 
 @pytest.mark.parametrize("name", LOCAL)
 def test_local_names(name: str) -> None:
-    assert is_local_name(name)
+    assert is_overlay_name(name)
 
 
 @pytest.mark.parametrize("name", REMOTE)
 def test_remote_names(name: str) -> None:
-    assert not is_local_name(name)
+    assert not is_overlay_name(name)
 
 
 def test_kinds() -> None:

@@ -8,18 +8,18 @@ from pathlib import Path
 import pytest
 
 from slfs.model.overlay import Overlay
-from slfs.model.tree import Local, Tree
+from slfs.model.tree import OverlayNode, Tree
 
 
 @pytest.fixture
-def ov(tmp_path: Path) -> tuple[Overlay, Local]:
+def ov(tmp_path: Path) -> tuple[Overlay, OverlayNode]:
     tree = Tree()
     overlay = Overlay(tree)
     top = overlay.node(tree.root, ".top", str(tmp_path))  # an overlay directory as the parent
     return overlay, top
 
 
-def test_paths_have_inodes_of_their_own(ov: tuple[Overlay, Local], tmp_path: Path) -> None:
+def test_paths_have_inodes_of_their_own(ov: tuple[Overlay, OverlayNode], tmp_path: Path) -> None:
     overlay, top = ov
     (tmp_path / "a").write_text("a")
     (tmp_path / "b").write_text("b")
@@ -29,7 +29,7 @@ def test_paths_have_inodes_of_their_own(ov: tuple[Overlay, Local], tmp_path: Pat
     assert overlay.find(top, "missing") is None
 
 
-def test_hard_links_share_the_inode_and_survive_either_name(ov: tuple[Overlay, Local], tmp_path: Path) -> None:
+def test_hard_links_share_the_inode_and_survive_either_name(ov: tuple[Overlay, OverlayNode], tmp_path: Path) -> None:
     overlay, top = ov
     (tmp_path / "a").write_text("data")
     a = overlay.find(top, "a")
@@ -51,7 +51,7 @@ def test_hard_links_share_the_inode_and_survive_either_name(ov: tuple[Overlay, L
     assert fresh is not None and fresh.inode != a.inode
 
 
-def test_renamed_name_of_a_hard_link(ov: tuple[Overlay, Local], tmp_path: Path) -> None:
+def test_renamed_name_of_a_hard_link(ov: tuple[Overlay, OverlayNode], tmp_path: Path) -> None:
     overlay, top = ov
     (tmp_path / "a").write_text("data")
     os.link(tmp_path / "a", tmp_path / "b")
@@ -70,7 +70,7 @@ def test_renamed_name_of_a_hard_link(ov: tuple[Overlay, Local], tmp_path: Path) 
     assert overlay.find(top, "b") is None
 
 
-def test_links_found_on_disk_share_an_inode(ov: tuple[Overlay, Local], tmp_path: Path) -> None:
+def test_links_found_on_disk_share_an_inode(ov: tuple[Overlay, OverlayNode], tmp_path: Path) -> None:
     overlay, top = ov
     (tmp_path / "d").mkdir()
     (tmp_path / "a").write_text("data")

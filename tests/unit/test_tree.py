@@ -84,11 +84,11 @@ def test_inventory_replacement_marks_cached_content_stale_unless_revision_unchan
     for iid in ("i1", "i2"):
         item = tr.by_uuid[iid]
         assert isinstance(item, Item)
-        item.content, item.content_valid = b"x", True
+        item.cache.content, item.cache.content_valid = b"x", True
     tr.update(update(inventory=[script("i1", "A", revision=3), script("i2", "B", revision=9)]))
     assert [i.uuid for i in stale] == ["i2"]
-    assert tr.by_uuid["i1"].content_valid  # type: ignore[attr-defined]
-    assert not tr.by_uuid["i2"].content_valid  # type: ignore[attr-defined]
+    assert tr.by_uuid["i1"].cache.content_valid  # type: ignore[attr-defined]
+    assert not tr.by_uuid["i2"].cache.content_valid  # type: ignore[attr-defined]
 
 
 def test_v1_replacement_without_revision_is_always_stale(tree: tuple[Tree, list[Invalidation]]) -> None:
@@ -96,10 +96,10 @@ def test_v1_replacement_without_revision_is_always_stale(tree: tuple[Tree, list[
     tr.publish(obj(inventory=[script("i1", "A")]))
     item = tr.by_uuid["i1"]
     assert isinstance(item, Item)
-    item.content, item.content_valid = b"x", True
+    item.cache.content, item.cache.content_valid = b"x", True
     seen.clear()
     tr.update(update(inventory=[script("i1", "A")]))
-    assert not item.content_valid and item.content == b"x"  # old bytes kept for comparison
+    assert not item.cache.content_valid and item.cache.content == b"x"  # old bytes kept for comparison
     assert InodeChanged(item.inode, data=False) in seen
 
 
@@ -139,12 +139,12 @@ def test_the_echo_of_our_own_save_does_not_make_the_item_stale(tree: tuple[Tree,
     tr.publish(obj(inventory=[script("i1", "A")]))
     item = tr.by_uuid["i1"]
     assert isinstance(item, Item)
-    item.content, item.content_valid = b"saved", True
-    item.expect_own_update = time.monotonic() + 2
+    item.cache.content, item.cache.content_valid = b"saved", True
+    item.echo.expected_until = time.monotonic() + 2
     tr.update(update(inventory=[script("i1", "A")]))
-    assert item.content_valid and item.expect_own_update == 0.0
+    assert item.cache.content_valid and item.echo.expected_until == 0.0
     tr.update(update(inventory=[script("i1", "A")]))  # the next one may be anybody's
-    assert not item.content_valid
+    assert not item.cache.content_valid
 
 
 def test_the_echo_of_our_own_save_leaves_the_prims_other_items_alone(tree: tuple[Tree, list[Invalidation]]) -> None:
@@ -159,13 +159,13 @@ def test_the_echo_of_our_own_save_leaves_the_prims_other_items_alone(tree: tuple
     saved, other, renamed = (tr.by_uuid[i] for i in ("i1", "i2", "i3"))
     for item in (saved, other, renamed):
         assert isinstance(item, Item)
-        item.content, item.content_valid = b"x", True
+        item.cache.content, item.cache.content_valid = b"x", True
     assert isinstance(saved, Item) and isinstance(other, Item) and isinstance(renamed, Item)
-    saved.expect_own_update = time.monotonic() + 2
+    saved.echo.expected_until = time.monotonic() + 2
     tr.update(update(inventory=[script("i1", "A"), script("i2", "B"), script("i3", "C2")]))
-    assert saved.content_valid and other.content_valid and not renamed.content_valid
+    assert saved.cache.content_valid and other.cache.content_valid and not renamed.cache.content_valid
     tr.update(update(inventory=[script("i1", "A"), script("i2", "B"), script("i3", "C2")]))
-    assert not saved.content_valid and not other.content_valid
+    assert not saved.cache.content_valid and not other.cache.content_valid
 
 
 def test_a_republish_that_takes_modify_away_reaches_the_items(tree: tuple[Tree, list[Invalidation]]) -> None:

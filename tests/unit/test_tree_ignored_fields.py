@@ -90,18 +90,18 @@ def test_an_ill_typed_revision_neither_hides_nor_fakes_a_change() -> None:
     tr = Tree(on_stale=stale.append)
     tr.publish(obj(inventory=[script("i1", "Main", revision=3), script("i2", "Other", revision=8)]))
     item = _item(tr, "i1")
-    item.content, item.content_valid, item.content_revision = b"old", True, 3
+    item.cache.content, item.cache.content_valid, item.cache.content_revision = b"old", True, 3
     tr.update(_decode_update(inventory=[script("i1", "Main", revision="4"), script("i2", "Other", revision=8)]))
     assert item.info.revision == 3
-    assert not item.content_valid and stale == [item]  # not hidden: fetched again
+    assert not item.cache.content_valid and stale == [item]  # not hidden: fetched again
     # The fetch at the revision known (3, as far as we can tell) shows the content; the next
     # well-typed revision is compared with 3.
-    item.content, item.content_valid = b"new", True
+    item.cache.content, item.cache.content_valid = b"new", True
     stale.clear()
     tr.update(_decode_update(inventory=[script("i1", "Main", revision=3), script("i2", "Other", revision=8)]))
-    assert item.content_valid and not stale
+    assert item.cache.content_valid and not stale
     tr.update(_decode_update(inventory=[script("i1", "Main", revision=4), script("i2", "Other", revision=8)]))
-    assert not item.content_valid and stale == [item]
+    assert not item.cache.content_valid and stale == [item]
 
 
 def test_an_ill_typed_revision_on_our_own_saves_echo_is_that_echo() -> None:
@@ -111,12 +111,12 @@ def test_an_ill_typed_revision_on_our_own_saves_echo_is_that_echo() -> None:
     tr = Tree(on_stale=stale.append)
     tr.publish(obj(inventory=[script("i1", "Main", revision=3), script("i2", "Other", revision=8)]))
     mine, other = _item(tr, "i1"), _item(tr, "i2")
-    mine.content, mine.content_valid, mine.content_revision = b"saved by us", True, 3
-    other.content, other.content_valid, other.content_revision = b"theirs", True, 8
-    mine.expect_own_update = time.monotonic() + 2
+    mine.cache.content, mine.cache.content_valid, mine.cache.content_revision = b"saved by us", True, 3
+    other.cache.content, other.cache.content_valid, other.cache.content_revision = b"theirs", True, 8
+    mine.echo.expected_until = time.monotonic() + 2
     tr.update(_decode_update(inventory=[script("i1", "Main", revision=4), script("i2", "Other", revision="9")]))
-    assert mine.content_valid and not mine.content_current and stale == [mine]
-    assert other.content_valid and other.content_current and other.info.revision == 8
+    assert mine.cache.content_valid and not mine.content_current and stale == [mine]
+    assert other.cache.content_valid and other.content_current and other.info.revision == 8
 
 
 def test_a_republished_object_keeps_what_its_ill_typed_fields_said() -> None:

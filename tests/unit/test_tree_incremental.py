@@ -116,10 +116,10 @@ def test_between_steps_each_object_is_wholly_old_or_new() -> None:
 def test_a_publish_resolves_only_its_own_names() -> None:
     tr = Tree()
     tr.replace_all([obj(f"{i:08x}-0000-4000-8000-000000000000", "Box" if i < 3 else f"Object {i}") for i in range(6)])
-    assert tr._root_groups is not None  # kept: no name holds "@"
+    assert tr.layout.root_groups is not None  # kept: no name holds "@"
     tr.publish(obj("00000009-0000-4000-8000-000000000000", "Box"))
     assert sorted(tr.root.entries) == ["Box", "Box@00000001", "Box@00000002", "Box@00000009",
                                        "Object 3", "Object 4", "Object 5"]
     tr.publish(obj("0000000a-0000-4000-8000-000000000000", "Box@00000001"))  # could meet a tag: full resolves
-    assert tr._root_groups is None
+    assert tr.layout.root_groups is None
     assert {n: f.uuid for n, f in tr.root.entries.items()} == {n: f.uuid for n, f in full_layout(tr).items()}

@@ -28,7 +28,7 @@ def _item(tr: Tree, iid: str) -> Item:
 
 
 def _cached(item: Item, data: bytes = b"old") -> None:
-    item.content, item.content_valid, item.content_revision = data, True, item.info.revision
+    item.cache.content, item.cache.content_valid, item.cache.content_revision = data, True, item.info.revision
 
 
 def test_revision_is_the_only_content_signal(tree: tuple[Tree, list[Invalidation]]) -> None:
@@ -39,10 +39,10 @@ def test_revision_is_the_only_content_signal(tree: tuple[Tree, list[Invalidation
     _cached(item)
     # Unchanged revision: cached content kept, whatever else the record carries.
     tr.update(update(inventory=[script("i1", "Main", revision=3, running=True, description="new")]))
-    assert item.content_valid and not stale and item.info.running
+    assert item.cache.content_valid and not stale and item.info.running
     # Higher revision: dropped, and refetched for those who read it.
     tr.update(update(inventory=[script("i1", "Main", revision=4)]))
-    assert not item.content_valid and stale == [item]
+    assert not item.cache.content_valid and stale == [item]
 
 
 def test_without_revision_any_replacement_may_hide_a_change(tree: tuple[Tree, list[Invalidation]]) -> None:
@@ -51,7 +51,7 @@ def test_without_revision_any_replacement_may_hide_a_change(tree: tuple[Tree, li
     item = _item(tr, "i1")
     _cached(item)
     tr.update(update(inventory=[script("i1", "Main", running=True)]))
-    assert not item.content_valid
+    assert not item.cache.content_valid
 
 
 def test_own_save_echo_is_shown_until_a_fetch_confirms_it() -> None:
@@ -65,19 +65,19 @@ def test_own_save_echo_is_shown_until_a_fetch_confirms_it() -> None:
     item = _item(tr, "i1")
     _cached(item, b"saved by us")
     item.take_base(b"saved by us")
-    item.expect_own_update = time.monotonic() + 2
+    item.echo.expected_until = time.monotonic() + 2
     seen.clear()
     tr.update(update(inventory=[script("i1", "Main", revision=4)]))
-    assert item.content_valid and not item.content_current and stale == [item]
-    assert item.content_revision == 3 and item.base_revision == 3
+    assert item.cache.content_valid and not item.content_current and stale == [item]
+    assert item.cache.content_revision == 3 and item.edit.base_revision == 3
     assert not [i for i in seen if isinstance(i, InodeChanged) and i.inode == item.inode and i.data]
     # The fetch at revision 4 returns what we saved: current, and the base is known there too.
-    item.content_revision = 4
+    item.cache.content_revision = 4
     item.fetched_at(b"saved by us", 4)
-    assert item.content_current and item.base_revision == 4
+    assert item.content_current and item.edit.base_revision == 4
     # The window is used up: the next change is someone else's.
     tr.update(update(inventory=[script("i1", "Main", revision=5)]))
-    assert not item.content_valid
+    assert not item.cache.content_valid
 
 
 def test_a_fetch_of_someone_elses_content_leaves_the_base_behind() -> None:
@@ -87,9 +87,9 @@ def test_a_fetch_of_someone_elses_content_leaves_the_base_behind() -> None:
     _cached(item, b"saved by us")
     item.take_base(b"saved by us")
     item.fetched_at(b"their edit", 4)
-    assert item.base_revision == 3
+    assert item.edit.base_revision == 3
     item.fetched_at(b"saved by us", 4)
-    assert item.base_revision == 4
+    assert item.edit.base_revision == 4
 
 
 def test_older_viewers_echo_is_unconfirmed_until_fetched() -> None:
@@ -98,9 +98,9 @@ def test_older_viewers_echo_is_unconfirmed_until_fetched() -> None:
     tr.publish(obj(inventory=[script("i1", "Main")]))
     item = _item(tr, "i1")
     _cached(item, b"saved by us")
-    item.expect_own_update = time.monotonic() + 2
+    item.echo.expected_until = time.monotonic() + 2
     tr.update(update(inventory=[script("i1", "Main", running=True)]))
-    assert item.content_valid and item.echo_unconfirmed and not item.content_current and stale == [item]
+    assert item.cache.content_valid and item.echo.unconfirmed and not item.content_current and stale == [item]
 
 
 def test_deferred_properties_are_merged(tree: tuple[Tree, list[Invalidation]]) -> None:

@@ -1,0 +1,134 @@
+"""Names on disk: each folder's listing worked out from its members' wanted names (names.resolve),
+and every name whose meaning changed reported, so the kernel drops what it cached of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from . import names
+from .nodes import EntryChanged, Folder, InodeChanged, Invalidation, Node, now_ns
+
+
+def _groups_apart(plain: str) -> bool:
+    """Whether a wanted name keeps its collision group apart from every other (see Layout._index_root):
+    no "@", and short enough that a tag never shortens it."""
+    return "@" not in plain and (len(plain) * 4 <= _UNSHORTENED
+                                 or len(plain.encode("utf-8", "surrogateescape")) <= _UNSHORTENED)
+
+
+_UNSHORTENED = names.MAX_NAME_BYTES - 34  # names._shorten keeps a base of this many bytes whole
+
+
+class Layout:
+    """The listings of the tree's folders (Folder.entries) and the root's collision groups."""
+
+    def __init__(self, root: Folder, objects: dict[str, Folder], on_invalidate: Callable[[Invalidation], None]) -> None:
+        self.root = root
+        self.objects = objects
+        self._on_invalidate = on_invalidate
+        # The root's collision groups (see _index_root): wanted name -> UUID -> object folder, the
+        # names each group was given, and each object's wanted name as last laid out.
+        self.root_groups: dict[str, dict[str, Folder]] | None = {}
+        self._root_subs: dict[str, dict[str, Folder]] = {}
+        self._root_plain: dict[str, str] = {}
+
+    def relayout(self, folder: Folder, changed: Iterable[str] | None = None) -> None:
+        """Recompute the folder's file names and report every name whose meaning changed.
+
+        `changed` (the root only): the UUIDs of the only objects added, removed or renamed since
+        the last relayout; the others keep their names, and only the collision groups of the names
+        those objects had and have are resolved again (see root_groups)."""
+        if folder is self.root:
+            if changed is not None and self.root_groups is not None:
+                self._relayout_root(changed)
+                return
+            members: list[Node] = list(self.objects.values())
+        else:
+            hidden = {id(i) for i in folder.tombstones.values()}
+            members = [*(i for i in folder.items.values() if id(i) not in hidden), *folder.prims.values()]
+        layout: dict[str, Node] = names.resolve(members)  # type: ignore[arg-type, assignment]
+        if folder is self.root:
+            self._index_root(layout)
+        self._apply_layout(folder, folder.entries, layout, layout.keys() | folder.entries.keys())
+
+    def _apply_layout(self, folder: Folder, old: dict[str, Node], layout: dict[str, Node],
+                      touched: Iterable[str], grown: bool | None = None) -> None:
+        """`layout` becomes the folder's listing; `touched`: every name that may mean something else
+        now (the names of old and layout that differ are among them)."""
+        for name in touched:
+            before = old.get(name)
+            if before is layout.get(name):
+                continue
+            # A name that meant nothing before has no dentry to drop (ENOENT is not cached), unless a
+            # local file of that name is now shadowed. Invalidating it anyway would race with a
+            # program that just looked it up and chdir'd into it (getcwd() then fails).
+            if before is None and name not in folder.new_files:
+                continue
+            self._on_invalidate(EntryChanged(folder.inode, name))
+        for name, node in layout.items():
+            node.name = name
+        if old.keys() != layout.keys():
+            folder.mtime_ns = now_ns()
+            self._on_invalidate(InodeChanged(folder.inode, data=False))
+        folder.entries = layout
+
+    # The root's collision groups, kept so a publish resolves only the names it touches. Valid while
+    # no object's wanted name holds "@" or is long enough to be shortened when tagged: then a tagged
+    # name is `<its group's name>@<hex>`, never another group's name, plain or tagged, and each
+    # group's names depend on its own members alone (what names.resolve gives the whole root).
+    # None: not kept (a full resolve each time).
+
+    def _index_root(self, layout: dict[str, Node]) -> None:
+        groups: dict[str, dict[str, Folder]] = {}
+        subs: dict[str, dict[str, Folder]] = {}
+        plain_of: dict[str, str] = {}
+        for name, node in layout.items():
+            assert isinstance(node, Folder)
+            plain = node.wanted_base
+            if not _groups_apart(plain):
+                self.root_groups = None
+                return
+            groups.setdefault(plain, {})[node.uuid] = node
+            subs.setdefault(plain, {})[name] = node
+            plain_of[node.uuid] = plain
+        self.root_groups, self._root_subs, self._root_plain = groups, subs, plain_of
+
+    def _relayout_root(self, changed: Iterable[str]) -> None:
+        groups, subs, plain_of = self.root_groups, self._root_subs, self._root_plain
+        assert groups is not None
+        affected: set[str] = set()
+        for uuid in changed:
+            before = plain_of.pop(uuid, None)
+            if before is not None:
+                affected.add(before)
+                members = groups[before]
+                del members[uuid]
+                if not members:
+                    del groups[before]
+            folder = self.objects.get(uuid)
+            if folder is None:
+                continue
+            plain = folder.wanted_base
+            if not _groups_apart(plain):
+                self.relayout(self.root)  # a full resolve (which stops keeping the groups)
+                return
+            affected.add(plain)
+            groups.setdefault(plain, {})[uuid] = folder
+            plain_of[uuid] = plain
+        old = self.root.entries
+        layout = dict(old)
+        touched: list[str] = []
+        for plain in affected:
+            before_sub = subs.pop(plain, None)
+            if before_sub is not None:
+                touched += before_sub
+                for name in before_sub:
+                    del layout[name]
+            group = groups.get(plain)
+            if group:
+                sub: dict[str, Folder] = names.resolve(group.values())  # type: ignore[assignment]
+                subs[plain] = sub
+                touched += sub
+                layout.update(sub)
+        self._apply_layout(self.root, old, layout, set(touched))

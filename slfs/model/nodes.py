@@ -1,0 +1,348 @@
+"""The nodes of the tree: folders (objects and prims), items, files kept in memory and overlay
+files, each with its inode; and the changes the tree reports about them.
+
+An item's state is in parts with one owner each: `record` (the tree), `cache` (the Workspace),
+`edit` (the Writer) and `echo` (model/echo.py). Kernel lookup counts are the file system layer's.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from typing import Union
+
+import attrs
+import trio
+
+from ..protocol.types import InventoryItem, Permissions, PublishedObject
+from . import names
+from .compiles import Place
+from .echo import Echo
+
+ROOT_INODE = 1
+
+
+@attrs.frozen
+class EntryChanged:
+    """The name `name` in folder `parent` now means something else (or nothing)."""
+
+    parent: int
+    name: str
+
+
+@attrs.frozen
+class InodeChanged:
+    """The attributes or content of `inode` changed; `data` says whether cached pages are stale."""
+
+    inode: int
+    data: bool = True
+
+
+@attrs.frozen
+class StatChanged:
+    """What stat shows of `inode` may have changed where the kernel needs no telling (it never
+    cached it: a first fetch makes a size known): for the file system layer's own caches only."""
+
+    inode: int
+
+
+Invalidation = Union[EntryChanged, InodeChanged, StatChanged]
+
+
+
+
+def now_ns() -> int:
+    return time.time_ns()
+
+
+# A new node's mtime is its ctime: one clock read per node (100,000 items come in one object.list).
+_AS_CTIME = attrs.Factory(lambda self: self.ctime_ns, takes_self=True)
+
+
+def describe_perms(p: Permissions | None) -> str:
+    """`owner=0x... next_owner=0x...`; a mask the viewer has not sent yet is `unknown`."""
+    if p is None:
+        return "unknown"
+    next_owner = f"0x{p.next_owner:08x}" if p.next_owner is not None else "unknown"
+    return f"owner=0x{p.owner:08x} next_owner={next_owner}"
+
+
+@attrs.define(eq=False)
+class Node:
+    inode: int
+    uuid: str
+    name: str = ""
+    parent: Folder | None = None
+    # Lookup count the kernel holds on this inode (readdirplus and lookup add, forget removes).
+    lookups: int = 0
+    ctime_ns: int = attrs.field(factory=now_ns)
+
+    @property
+    def attached(self) -> bool:
+        return self.parent is not None or self.inode == ROOT_INODE
+
+
+@attrs.define(eq=False)
+class Cache:
+    """What the Workspace knows of an item's content (it alone writes these)."""
+
+    # Content as bytes once fetched. `content_valid` is False when the viewer may have changed it
+    # since (an inventory replacement): the old bytes stay for comparison and offline reads.
+    content: bytes | None = None
+    content_valid: bool = False
+    # Bumped each time an inventory replacement may have changed this item's content: a fetch that
+    # started before it is not current.
+    generation: int = 0
+    # The item's `revision` (newer viewers) the cached content is of; None when unknown.
+    content_revision: int | None = None
+    # Notecards: how many inventory items the viewer says it embeds (None until fetched). Saving its
+    # text would lose them, so such a notecard is read-only.
+    embedded_items: int | None = None
+    # Scripts kept in an envelope (the preprocessor's): the text as stored in-world, while
+    # `content` holds the source inside it. None when the file shows the in-world text as it is.
+    inworld: bytes | None = None
+    # A build of ours: where each in-world row came from (source file and row; None for the
+    # envelope's rows), while `inworld` is that build. Maps the viewer's own compiles of it too.
+    inworld_places: tuple[Place | None, ...] | None = None
+
+
+@attrs.define(eq=False)
+class Edit:
+    """An item's edit buffer (the Writer alone writes these): edits not yet stored in-world, shared
+    by every open handle as on a local disk, and the content they started from (a save whose base
+    differs from the viewer's is a conflict), with the revision that base was read at."""
+
+    buffer: bytearray | None = None
+    base: bytes | None = None
+    base_revision: int | None = None
+    dirty: bool = False
+
+
+@attrs.define(eq=False)
+class Item(Node):
+    # The inventory record (the tree writes it, and a rename the viewer answered).
+    record: InventoryItem | None = None
+    folder: Folder | None = None
+    mtime_ns: int = attrs.field(default=_AS_CTIME)
+    cache: Cache = attrs.field(factory=Cache)
+    edit: Edit = attrs.field(factory=Edit)
+    echo: Echo = attrs.field(factory=Echo)
+    # (record, wanted_base, wanted_ext) for the `record` they were worked out from.
+    _wanted_names: tuple[InventoryItem | None, str, str] | None = attrs.field(default=None, init=False, repr=False)
+    # (record, readable) for the `record` it was worked out from: every warm open asks.
+    _readable: tuple[InventoryItem | None, bool] | None = attrs.field(default=None, init=False, repr=False)
+
+    @property
+    def info(self) -> InventoryItem:
+        assert self.record is not None
+        return self.record
+
+    @property
+    def is_script(self) -> bool:
+        return self.info.type == "script"
+
+    @property
+    def perms(self) -> Permissions | None:
+        return self.info.permissions
+
+    @property
+    def readable(self) -> bool:
+        """Scripts need COPY and MODIFY to be read; notecards are always readable."""
+        cached = self._readable
+        if cached is not None and cached[0] is self.record:
+            return cached[1]
+        p = self.perms
+        readable = not self.is_script or p is None or (p.can_copy and p.can_modify)
+        self._readable = (self.record, readable)
+        return readable
+
+    @property
+    def writable(self) -> bool:
+        """Modify permission on the item and its prim (rename and delete need no more)."""
+        p = self.perms
+        own = p is None or p.can_modify
+        return own and (self.folder is None or self.folder.writable)
+
+    @property
+    def saveable(self) -> bool:
+        """Its text can be saved: writable, and not a notecard holding embedded items."""
+        return self.writable and not self.cache.embedded_items
+
+    def save_refusal(self) -> str | None:
+        """Why the text cannot be saved, for the errno's log and status line; None when it can."""
+        if not self.writable:
+            return "no modify permission"
+        if self.cache.embedded_items:
+            return f"holds {self.cache.embedded_items} embedded items; edit it in the viewer"
+        return None
+
+    def take_base(self, data: bytes | None) -> None:
+        """Local edits start from `data`, the content known now."""
+        self.edit.base = data
+        self.edit.base_revision = self.cache.content_revision
+
+    @property
+    def content_current(self) -> bool:
+        """The cached content is known to be what the viewer holds now. Valid but not current is
+        our own save's content after its echo, until a fetch confirms it (newer viewers: at the
+        revision the echo brought; Tree._content_may_have_changed)."""
+        if not self.cache.content_valid or self.cache.content is None or self.echo.unconfirmed:
+            return False
+        now, known = self.info.revision, self.cache.content_revision
+        return now is None or known is None or known == now
+
+    def fetched_at(self, shown: bytes, revision: int | None) -> None:
+        """A fetch at `revision` returned `shown`: when that is the base, the base is known there
+        too (a save over it loses nothing in-world), so our own save's echo is no conflict."""
+        if revision is not None and self.edit.base is not None and self.edit.base == shown:
+            self.edit.base_revision = max(self.edit.base_revision or revision, revision)
+
+    @property
+    def size(self) -> int | None:
+        """Exact size when the content is known and current, else None."""
+        if self.edit.buffer is not None:
+            return len(self.edit.buffer)
+        if self.cache.content is not None and self.cache.content_valid:
+            return len(self.cache.content)
+        if not self.readable:
+            return 0
+        return None
+
+    # names.Named: worked out once per inventory record (a relayout asks every member again)
+    @property
+    def wanted_base(self) -> str:
+        return self._wanted()[1]
+
+    @property
+    def wanted_ext(self) -> str:
+        return self._wanted()[2]
+
+    def _wanted(self) -> tuple[InventoryItem | None, str, str]:
+        cached = self._wanted_names
+        if cached is None or cached[0] is not self.record:
+            info = self.info
+            cached = self._wanted_names = (self.record, names.to_fs(info.name),
+                                           names.extension_for(info.type, info.subtype))
+        return cached
+
+    @property
+    def always_tagged(self) -> bool:
+        return False
+
+
+class LiveState(enum.Enum):
+    """A new file of MOUNT/.slfs/live (model/live_writes.py), never created in-world."""
+
+    NAMED = "named"  # it has its name there
+    EXPIRED = "expired"  # kept in the recovery folder; its name went
+
+
+@attrs.define(eq=False)
+class MemoryFile(Node):
+    """A file that lives only in memory: a NewFile or an Orphan."""
+
+    data: bytearray = attrs.field(factory=bytearray)
+    mode: int = 0o644
+    mtime_ns: int = attrs.field(default=_AS_CTIME)
+    dirty: bool = False
+
+
+@attrs.define(eq=False)
+class NewFile(MemoryFile):
+    """A file created in the mount, not yet in-world (pending), or a temp file of .slfs/live."""
+
+    # The folder it was created in, while it waits under its name there; None once it left it.
+    folder: Folder | None = None
+    # Set while its object.item.create is in flight; a second flush waits for it.
+    creating: trio.Event | None = None
+    # Its path, once its create failed and its name is gone: what is written later is not saved.
+    failed: str = ""
+    # A temp file of .slfs/live: whether it still has its name there; None for other new files.
+    live: LiveState | None = None
+
+    @property
+    def attached(self) -> bool:
+        return self.parent is not None or self.live is LiveState.NAMED
+
+
+@attrs.define(eq=False)
+class Orphan(MemoryFile):
+    """The inode of an item file replaced or unlinked while open, keeping its last data: open
+    handles on it keep working, but its data never reaches the viewer."""
+
+    @property
+    def attached(self) -> bool:
+        return self.parent is not None
+
+
+@attrs.define(eq=False)
+class OverlayNode(Node):
+    """A file, directory or symlink of the local overlay, kept on disk at `path`."""
+
+    path: str = ""
+    overlay_parent: Node | None = None  # the folder or overlay directory it lives in
+
+
+@attrs.define(eq=False)
+class Folder(Node):
+    """The mount root, an object (its root prim) or a child prim."""
+
+    object_id: str = ""
+    link_name: str = ""
+    description: str = ""
+    link_number: int = 1
+    permissions: Permissions | None = None
+    owner_id: str = ""  # object folders; newer viewers send it later (see Tree.update)
+    can_save_back: bool | None = None
+    is_child: bool = False
+    published: PublishedObject | None = None  # for object folders: the last full record
+    items: dict[str, Item] = attrs.field(factory=dict)
+    prims: dict[str, Folder] = attrs.field(factory=dict)  # child prims of an object folder
+    entries: dict[str, Node] = attrs.field(factory=dict)  # file name -> node, as listed
+    listed: bool = False
+    mtime_ns: int = attrs.field(default=_AS_CTIME)
+    # Write path: new files not yet in-world, under their names.
+    new_files: dict[str, NewFile] = attrs.field(factory=dict)
+    # name -> item: unlinked (the delete waits for the grace period) or renamed to a backup name.
+    tombstones: dict[str, Item] = attrs.field(factory=dict)
+    # (link_name, is_child, wanted_base) for the link name it was worked out from.
+    _wanted_name: tuple[str, bool, str] | None = attrs.field(default=None, init=False, repr=False)
+
+    @property
+    def writable(self) -> bool:
+        return self.permissions is None or self.permissions.can_modify
+
+    @property
+    def object_folder(self) -> Folder:
+        return self.parent if self.is_child and self.parent is not None else self
+
+    # names.Named
+    @property
+    def wanted_base(self) -> str:
+        cached = self._wanted_name
+        if cached is None or cached[0] != self.link_name or cached[1] != self.is_child:
+            base = names.to_fs(self.link_name) or ("prim" if self.is_child else "object")
+            cached = self._wanted_name = (self.link_name, self.is_child, base)
+        return cached[2]
+
+    @property
+    def wanted_ext(self) -> str:
+        return ""
+
+    @property
+    def always_tagged(self) -> bool:
+        return self.is_child
+
+
+def release(node: Node) -> None:
+    """A detached node the kernel no longer knows lets go of its children: a folder and its items
+    point at each other, and the tree after a large load is frozen out of the cycle collector's
+    reach (protocol/gcpause.py), so such a cycle would never be freed. Reference counting frees it
+    now. (The kernel forgets a folder only after everything in it, and the workspace's queues check
+    `attached` before they use a node.)"""
+    if isinstance(node, Folder):
+        node.items = {}
+        node.prims = {}
+        node.entries = {}
+        node.new_files = {}
+        node.tombstones = {}
