@@ -10,7 +10,7 @@ import trio
 
 from slfs.protocol.types import ContentGetResponse
 from slfs.session import MessageTooLarge
-from slfs.session.session import PREAUTH_SEND_LIMIT, SEND_LIMIT
+from slfs.session.connection import PREAUTH_SEND_LIMIT, SEND_LIMIT
 
 from .fakeviewer import FakeConn, FakeViewer
 from .test_session_fake import running
