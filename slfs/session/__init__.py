@@ -1,9 +1,10 @@
 """Session layer: the WebSocket JSON-RPC session with the viewer (slfs is the client)."""
 
 from .challenge import ChallengeError, read_challenge
+from .connection import METHOD_TIMEOUTS, timeout_for
 from .errors import CallTimeout, MessageTooLarge, NotConnected
 from .listener import NullListener, SessionInfo, SessionListener
-from .session import CONNECTED, CONNECTING, DISCONNECTED, METHOD_TIMEOUTS, ViewerSession, timeout_for
+from .session import CONNECTED, CONNECTING, DISCONNECTED, ViewerSession
 
 __all__ = [
     "CONNECTED", "CONNECTING", "DISCONNECTED", "METHOD_TIMEOUTS", "CallTimeout", "ChallengeError", "MessageTooLarge",

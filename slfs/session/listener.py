@@ -33,13 +33,15 @@ class SessionInfo:
 
 
 class SessionListener(Protocol):
-    """Implemented by the model layer. Every method is synchronous, quick, and must not block;
-    they are called from the session's reader task in the order the viewer's frames arrived.
+    """Implemented by the model layer (model.workspace.Workspace). Every `on_` method is
+    synchronous, quick, and must not block; they are called from the session's reader task in the
+    order the viewer's frames arrived.
 
-    Optional: `async def load_objects(objects)`, awaited (shielded from cancellation) with a large
-    object.list before on_connected gets the same list; it may apply it in steps with checkpoints
-    between them. No later frame is handled until it returns."""
+    `load_objects` is awaited (shielded from cancellation) with a large object.list before
+    on_connected gets the same list; it may apply it in steps with checkpoints between them (or do
+    nothing: on_connected follows). No later frame is handled until it returns."""
 
+    async def load_objects(self, objects: list[PublishedObject]) -> None: ...
     def on_connected(self, info: SessionInfo, objects: list[PublishedObject]) -> None: ...
     def on_disconnected(self, reason: str) -> None: ...
     def on_publish(self, obj: PublishedObject) -> None: ...
@@ -56,6 +58,9 @@ class SessionListener(Protocol):
 
 class NullListener:
     """A listener that ignores everything (handy for tools and tests)."""
+
+    async def load_objects(self, objects: list[PublishedObject]) -> None:
+        pass
 
     def on_connected(self, info: SessionInfo, objects: list[PublishedObject]) -> None:
         pass

@@ -18,7 +18,7 @@ from support.recorder import Recorder
 from slfs.protocol.errors import RpcError
 from slfs.protocol.types import ObjectListResponse, SuccessResponse
 from slfs.session import CallTimeout, NotConnected, ViewerSession
-from slfs.session import session as session_module
+from slfs.session import connection as connection_module
 
 FAST: dict[str, Any] = {"backoff_min": 0.02, "backoff_max": 0.1}
 
@@ -249,7 +249,7 @@ async def test_viewer_restart() -> None:
 
 async def test_wrong_challenge_reconnects(monkeypatch: pytest.MonkeyPatch) -> None:
     fake = FakeViewer()
-    monkeypatch.setattr(ViewerSession, "_read_challenge", lambda self, path: "wrong")
+    monkeypatch.setattr(ViewerSession, "read_challenge", lambda self, path: "wrong")
     with trio.fail_after(10):
         async with running(fake) as (session, rec, _):
             await rec.wait_for(lambda: len(fake.conns) >= 3)
@@ -452,7 +452,7 @@ async def test_notifications_reach_listener() -> None:
 async def test_bad_input_survived(caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch,
                                   stepped: bool) -> None:
     if stepped:
-        monkeypatch.setattr(session_module, "STEPPED_FRAME", 1)
+        monkeypatch.setattr(connection_module, "STEPPED_FRAME", 1)
     caplog.set_level(logging.INFO)
     fake = FakeViewer()
     with trio.fail_after(10):

@@ -10,6 +10,7 @@ import trio
 from support.fakeviewer import FakeConn, FakeViewer, sample_objects
 from support.recorder import Recorder
 
+from slfs.session import connection as connection_module
 from slfs.session import session as session_module
 
 from .test_session_fake import running
@@ -19,7 +20,7 @@ from .test_session_fake import running
 async def test_large_object_list_is_loaded_before_connected(monkeypatch: pytest.MonkeyPatch, stepped: bool) -> None:
     monkeypatch.setattr(session_module, "BIG_LIST", 1)
     if stepped:
-        monkeypatch.setattr(session_module, "STEPPED_FRAME", 1)
+        monkeypatch.setattr(connection_module, "STEPPED_FRAME", 1)
     base = sample_objects()[0]
     outer: list[trio.Nursery] = []
 

@@ -11,7 +11,7 @@ from support.fakeviewer import FakeConn, FakeViewer
 
 from slfs.protocol.types import ContentGetResponse
 from slfs.session import MessageTooLarge
-from slfs.session.session import PREAUTH_SEND_LIMIT, SEND_LIMIT
+from slfs.session.connection import PREAUTH_SEND_LIMIT, SEND_LIMIT
 
 from .test_session_fake import running
 

@@ -114,7 +114,7 @@ async def test_publish_unpublish_and_calls() -> None:
 
 
 async def test_wrong_challenge_reconnects(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ViewerSession, "_read_challenge", lambda self, path: "not-the-uuid")
+    monkeypatch.setattr(ViewerSession, "read_challenge", lambda self, path: "not-the-uuid")
     with trio.fail_after(10):
         async with with_sim(1) as (_sim, session, rec, _):
             await rec.wait_for(lambda: [s for s, _ in rec.states].count("disconnected") >= 2)

@@ -32,6 +32,9 @@ class Recorder:
             while not pred():
                 await trio.sleep(0.005)
 
+    async def load_objects(self, objects: list[Any]) -> None:
+        pass  # on_connected gets the same list
+
     def on_connected(self, info: SessionInfo, objects: list[Any]) -> None:
         self._add("connected", (info, objects))
 
@@ -58,6 +61,9 @@ class Recorder:
 
     def on_compiled(self, msg: Any) -> None:
         self._add("compiled", msg)
+
+    def on_unsubscribe(self, msg: Any) -> None:
+        self._add("unsubscribe", msg)
 
     def on_editor_command(self, command: str, params: dict[str, Any]) -> None:
         self._add("command", (command, params))
