@@ -14,7 +14,7 @@ import errno
 from .errors import FsError
 
 # After session.ok the viewer takes messages of at most 16 MB (the newer protocol document; see
-# slfs/session/session.py SEND_LIMIT), so no file the mount holds in memory can usefully be larger.
+# slfs/session/connection.py SEND_LIMIT), so no file the mount holds in memory can usefully be larger.
 HELD_MAX = 16 * 1024 * 1024
 
 

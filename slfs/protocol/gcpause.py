@@ -23,7 +23,7 @@ def paused_gc(*, freeze: bool = False) -> Iterator[None]:
     would otherwise walk every object the load made (a tenth of a second, the mount not answering),
     and each full one the whole heap again. Frozen objects are still freed by reference counting;
     only a cycle among them is never collected, so what holds them must not leave cycles behind
-    (the tree breaks its nodes' links when it lets a node go: Tree._release)."""
+    (the tree breaks its nodes' links when it lets a node go: model.nodes.release)."""
     collecting = gc.isenabled()
     if collecting:
         gc.disable()

@@ -133,20 +133,6 @@ class SyntaxChange:
 
 
 @attrs.frozen(kw_only=True)
-class SyntaxIdResponse:
-    id: str
-    extra: dict[str, Any] = _extra()
-
-
-@attrs.frozen(kw_only=True)
-class LanguageInfo:
-    id: str
-    defs: Any
-    success: bool = True
-    extra: dict[str, Any] = _extra()
-
-
-@attrs.frozen(kw_only=True)
 class SyntaxCacheList:
     files: list[str]
     success: bool = True
@@ -385,13 +371,6 @@ class ObjectUnpublishParams:
 
 
 @attrs.frozen(kw_only=True)
-class ObjectUnpublishResponse:
-    success: bool = True
-    object_id: str | None = None
-    extra: dict[str, Any] = _extra()
-
-
-@attrs.frozen(kw_only=True)
 class InventoryChanges:
     """Specified by the document but never emitted by the viewer; parsed, not relied on."""
 
@@ -531,14 +510,6 @@ class ItemCreateResponse:
 
 
 @attrs.frozen(kw_only=True)
-class ItemDeleteResponse:
-    success: bool = True
-    prim_id: str | None = None
-    item_id: str | None = None
-    extra: dict[str, Any] = _extra()
-
-
-@attrs.frozen(kw_only=True)
 class SetRunningParams:
     prim_id: str | None = None
     item_id: str | None = None
@@ -582,27 +553,12 @@ class ObjectModifyParams:
 
 
 @attrs.frozen(kw_only=True)
-class ObjectModifyResponse:
-    success: bool = True
-    prim_id: str | None = None
-    extra: dict[str, Any] = _extra()
-
-
-@attrs.frozen(kw_only=True)
 class ItemModifyParams:
     prim_id: str | None = None
     item_id: str | None = None
     name: str | None = None
     description: str | None = None
     permissions: NextOwnerPermissions | None = None
-    extra: dict[str, Any] = _extra()
-
-
-@attrs.frozen(kw_only=True)
-class ItemModifyResponse:
-    success: bool = True
-    prim_id: str | None = None
-    item_id: str | None = None
     extra: dict[str, Any] = _extra()
 
 
@@ -613,13 +569,6 @@ class ItemModifyResponse:
 class CommandExecuteParams:
     command: str | None = None
     params: dict[str, Any] | None = None
-    extra: dict[str, Any] = _extra()
-
-
-@attrs.frozen(kw_only=True)
-class CommandExecuteResponse:
-    success: bool = True
-    result: Any = None
     extra: dict[str, Any] = _extra()
 
 
