@@ -66,7 +66,7 @@ from slfs.protocol.types import (
     SyntaxChange,
     SystemPing,
 )
-from slfs.stats import STATS
+from slfs.stats import Stats
 from slfs.winpaths import PathTranslator
 
 from . import challenge as _challenge
@@ -236,8 +236,8 @@ class _Connection:
             if self.pending.get(rid) is waiter:
                 del self.pending[rid]
             # `slfs stats`: send to answer handled (on_response included), by method.
-            STATS.rpc_done(method, time.perf_counter_ns() - start,
-                           waiter.error is not None or not waiter.event.is_set())
+            self.session.stats.rpc_done(method, time.perf_counter_ns() - start,
+                                        waiter.error is not None or not waiter.event.is_set())
         if waiter.error is not None:
             raise waiter.error
         return waiter.result
@@ -410,8 +410,10 @@ class ViewerSession:
         handshake_timeout: float = 45.0,
         connect_timeout: float = 10.0,
         paths: PathTranslator | None = None,
+        stats: Stats | None = None,
     ) -> None:
         self.listener = listener
+        self.stats = stats or Stats()  # the mount's (`slfs stats`): calls by method
         # The viewer's local paths (the challenge) as ours: Wine, WSL2 (slfs/winpaths.py).
         self.paths = paths or PathTranslator()
         self.host = host
