@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 import attrs
 import pyfuse3
@@ -23,15 +23,16 @@ from .fs.control import Control
 from .fs.operations import Operations
 from .model.events import EventLog
 from .model.keep import Keeper
-from .model.options import Options
+from .model.options import Debug, Options
 from .model.overlay import Overlay
 from .model.scripts import Scripts
-from .model.services import Service
+from .model.services import Fanout
 from .model.sources import Sources
 from .model.syntax import SyntaxFiles
 from .model.workspace import Workspace
 from .model.writes import Writer
 from .registry import registry_path
+from .stats import Stats
 
 log = logging.getLogger(__name__)
 
@@ -113,38 +114,48 @@ class Services:
     scripts: Scripts
     control: Control
     ops: Operations
+    control_server: ControlServer
+    stats: Stats
 
 
-def build_services(mountpoint: str, host: str, port: int, options: Options, *, event_log: bool = True) -> Services:
-    """Every service built once, with its collaborators as constructor arguments, and attached to
-    the workspace (the one hook mechanism: events in, status lines out). The tests build them here
-    too, so what they drive is what the daemon runs."""
-    ws = Workspace(host, port, options, mountpoint=mountpoint)
+def build_services(mountpoint: str, host: str, port: int, options: Options, *, event_log: bool = True,
+                   debug: Debug | None = None, socket_path: str = "") -> Services:
+    """Every service built once, with its collaborators as constructor arguments: the mount's
+    Stats, passed to what records into it or reads it, and the one fan-out (model/services.py) the
+    workspace tells its events and invalidation reports through, connected to the services once
+    they exist. The tests build them here too, so what they drive is what the daemon runs.
+    `socket_path` is where the control server listens (the daemon's; the in-process tests serve
+    none), `debug` the test suite's hooks."""
+    stats = Stats()
+    fanout = Fanout()
+    ws = Workspace(host, port, options, mountpoint=mountpoint, fanout=fanout, debug=debug, stats=stats)
     # One event log per mount: rotation is not coordinated between processes.
     events = EventLog(paths.state_dir() / f"events-{paths.mount_key(mountpoint)}.jsonl" if event_log else None)
     syntax = SyntaxFiles(ws)
     overlay = Overlay(ws.tree, shared="allow_other" in options.fuse)
     writer = Writer(ws, overlay, Keeper(), Sources(ws, overlay))
     scripts = Scripts(ws)
-    control = Control(ws, events, syntax, scripts)
-    ops = Operations(ws, writer, overlay, control)
-    services: list[Service] = [events, syntax, writer, ops]
-    for service in services:
-        ws.attach(service)
-    return Services(ws=ws, events=events, syntax=syntax, writer=writer, scripts=scripts, control=control, ops=ops)
+    control = Control(ws, events, syntax, scripts, stats)
+    ops = Operations(ws, writer, overlay, control, stats=stats, debug=debug)
+    control_server = ControlServer(ws, scripts, writer, events, stats, socket_path)
+    fanout.connect([events, syntax, writer, ops], ops.invalidation_listeners)
+    return Services(ws=ws, events=events, syntax=syntax, writer=writer, scripts=scripts, control=control, ops=ops,
+                    control_server=control_server, stats=stats)
 
 
 class Daemon:
-    """One mount. `extra_tasks` run in the daemon's nursery (e.g. the demo's simulated viewer)."""
+    """One mount. `extra_tasks` start in the daemon's nursery before the workspace (e.g. the
+    demo's simulated viewer); each is given the nursery."""
 
-    def __init__(self, mountpoint: str, host: str, port: int, options: Options) -> None:
+    def __init__(self, mountpoint: str, host: str, port: int, options: Options, *, debug: Debug | None = None,
+                 extra_tasks: Sequence[Callable[[trio.Nursery], Awaitable[None]]] = ()) -> None:
         self.mountpoint = os.path.realpath(mountpoint)
         self.options = options
-        svc = build_services(self.mountpoint, host, port, options)
-        self.ws, self.events, self.syntax, self.writer, self.ops = svc.ws, svc.events, svc.syntax, svc.writer, svc.ops
         self.socket_path = paths.control_socket_path(mountpoint)
-        self.control_server = ControlServer(self.ws, svc.scripts, svc.writer, self.events, self.socket_path)
-        self.extensions: list[Callable[[trio.Nursery], Awaitable[None]]] = []
+        svc = build_services(self.mountpoint, host, port, options, debug=debug, socket_path=self.socket_path)
+        self.ws, self.events, self.syntax, self.writer, self.ops = svc.ws, svc.events, svc.syntax, svc.writer, svc.ops
+        self.control_server = svc.control_server
+        self.extra_tasks = tuple(extra_tasks)
         self._exit_prepared = False
         self.exit_code = 0
 
@@ -156,8 +167,8 @@ class Daemon:
         pyfuse3.init(self.ops, self.mountpoint, fuse_options(self.options))
         try:
             async with trio.open_nursery() as nursery:
-                for ext in self.extensions:
-                    await ext(nursery)
+                for task in self.extra_tasks:
+                    await task(nursery)
                 await nursery.start(self.ws.run)
                 nursery.start_soon(self.ops.invalidator)
                 nursery.start_soon(self._watch_signals)

@@ -1,9 +1,10 @@
 """Request accounting: counts and latency percentiles of every FUSE handler and every viewer RPC
 since the daemon started (`.slfs/stats`, `slfs stats`).
 
-One daemon serves one mount, so the module-level `STATS` is the mount's. It sits below every layer
-(it imports nothing of slfs): the session records its calls here, the fs layer its handlers and the
-kernel invalidations it sends, and the control file and socket read it.
+Each mount has its own Stats, built with its services (daemon.build_services) and passed to what
+records into it or reads it: the session its calls, the fs layer its handlers (guarded.bind_handlers)
+and the kernel invalidations it sends, the control file and socket. It sits below every layer (it
+imports nothing of slfs).
 
 A record costs no allocation beyond the integers themselves: latencies go into a fixed array of
 log-linear buckets (HDR-style: 8 buckets per power of two of nanoseconds, so a percentile read from
@@ -191,8 +192,6 @@ class Stats:
             "invalidations": dict(self.invalidations),
         }
 
-
-STATS = Stats()
 
 _COLUMNS = ("count", "errors", "p50_us", "p90_us", "p99_us", "max_us")
 

@@ -22,7 +22,7 @@ import pytest
 from support.viewers import BASE_VERSION, GENERATIONS, viewer_params
 
 # Every daemon and in-process Operations of the suite checks each attribute a listing replays
-# against a fresh one (slfs/fs/operations.py CHECK_LISTINGS_ENV): a change the model does not
+# against a fresh one (slfs/model/options.py CHECK_LISTINGS_ENV, read into Debug): a change the model does not
 # report fails the readdir with a traceback, which fails the test.
 os.environ.setdefault("SLFS_CHECK_LISTINGS", "1")
 

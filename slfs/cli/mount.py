@@ -13,7 +13,7 @@ from typing import Any
 
 from .. import paths
 from ..client.mounts import default_port
-from ..model.options import Options, parse_options
+from ..model.options import Debug, Options, parse_options
 
 
 def _port(text: str) -> int:
@@ -80,7 +80,7 @@ def cmd_mount(args: argparse.Namespace, argv: list[str]) -> int:
         if args.verbose:
             child.insert(0, "-v")
         return spawn_background(child, args.mountpoint)
-    daemon = Daemon(args.mountpoint, args.host, args.port, options)
+    daemon = Daemon(args.mountpoint, args.host, args.port, options, debug=Debug.from_environ(os.environ))
     return run_foreground(daemon, args.ready_fd)
 
 
@@ -124,12 +124,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     mountpoint.mkdir(parents=True, exist_ok=True)
     port = _free_port()
     sim = SimViewer(sample_world())
-    daemon = Daemon(str(mountpoint), "127.0.0.1", port, options)
 
     async def start_sim(nursery: object) -> None:
         await nursery.start(sim.serve, port)  # type: ignore[attr-defined]
 
-    daemon.extensions.append(start_sim)
+    daemon = Daemon(str(mountpoint), "127.0.0.1", port, options, debug=Debug.from_environ(os.environ),
+                    extra_tasks=[start_sim])
     print(f"""slfs demo: simulated viewer on 127.0.0.1:{port}, mounted at {mountpoint}
 Try, in another terminal:
   ls -l {mountpoint}                 # one folder per published object

@@ -49,7 +49,7 @@ from ..protocol.types import (
     ObjectUnpublishParams,
     ScriptList,
 )
-from ..stats import STATS
+from ..stats import Stats
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +71,10 @@ def _wait_bound(wait: Any) -> float | None:
 
 
 class ControlServer:
-    def __init__(self, ws: Workspace, scripts: Scripts, writer: Writer, events: EventLog, socket_path: str) -> None:
+    def __init__(self, ws: Workspace, scripts: Scripts, writer: Writer, events: EventLog, stats: Stats,
+                 socket_path: str) -> None:
         self.ws = ws
+        self.stats = stats  # the mount's, for `stats`
         self.tree = ws.tree
         self.scripts = scripts  # state changes and diagnostics are the model's
         self.writer = writer  # and so are builds
@@ -300,7 +302,7 @@ class ControlServer:
         return {"mount": self.ws.mountpoint, **self.ws.status()}
 
     async def _stats(self, p: dict[str, Any]) -> Any:
-        return {"mount": self.ws.mountpoint, **STATS.snapshot()}
+        return {"mount": self.ws.mountpoint, **self.stats.snapshot()}
 
     async def _diag(self, p: dict[str, Any]) -> Any:
         live = self._live_named(p.get("path"))

@@ -26,7 +26,7 @@ from ..model.tree import ROOT_INODE, Folder, Item, Node, Tree
 from ..model.workspace import Workspace
 from ..protocol.ids import is_uuid
 from ..protocol.text import printable
-from ..stats import STATS, render
+from ..stats import Stats, render
 
 DIR, FILE, LINK = "dir", "file", "link"
 LIVE = "live"  # the kind of MOUNT/.slfs/live
@@ -55,8 +55,9 @@ class Virtual:
 
 
 class Control:
-    def __init__(self, ws: Workspace, events: EventLog, syntax: SyntaxFiles, scripts: Scripts) -> None:
+    def __init__(self, ws: Workspace, events: EventLog, syntax: SyntaxFiles, scripts: Scripts, stats: Stats) -> None:
         self.ws = ws
+        self.stats = stats  # the mount's, for `.slfs/stats`
         self.scripts = scripts
         self.tree: Tree = ws.tree
         self.events = events
@@ -293,9 +294,8 @@ class Control:
             lines.append(f"{key}: {text}")
         return ("\n".join(lines) + "\n").encode("utf-8", "replace")  # names are network data
 
-    @staticmethod
-    def _render_stats() -> bytes:
-        return render(STATS.snapshot()).encode()
+    def _render_stats(self) -> bytes:
+        return render(self.stats.snapshot()).encode()
 
 
 def _live_state(ls: LiveScript) -> bytes:

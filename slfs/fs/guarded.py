@@ -15,6 +15,11 @@ its collaborators bound as closure cells (no global lookups): a third less overh
 `*args` wrapper in a micro-benchmark. Timing every call (two clock reads and an append) still cost
 a warm `grep -r` about 0.05x of the floor's wall-clock time (tests/bench/bench_floor.py); a call
 that is only counted costs an attribute's increment and a test of its bits.
+
+The histograms are the mount's (each Services has its own Stats): a decorated handler is a
+placeholder on the class, and `bind_handlers(obj, stats)`, called by the handlers' constructor,
+builds each wrapper for that object with its histogram in `stats` and sets it as the object's own
+bound method, so a call costs what it did with a module-wide Stats.
 """
 
 from __future__ import annotations
@@ -24,13 +29,13 @@ import functools
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from time import perf_counter_ns
-from types import CoroutineType
+from types import CoroutineType, MethodType
 from typing import Any, TypeVar, cast
 
 import pyfuse3
 
 from ..model.errors import FsError
-from ..stats import FOLD_AT, STATS
+from ..stats import FOLD_AT, Histogram, Stats
 
 # The handlers' log lines keep the logger they always had (tests and users filter on it).
 log = logging.getLogger("slfs.fs.operations")
@@ -103,23 +108,50 @@ def make(fn, name, clock, coroutine, hist, latency, add, pending, fold, fold_at,
 """
 
 
+# The attribute of a placeholder (guarded_sync) holding its wrapper's factory.
+_MAKER = "_slfs_guarded_make"
+
+
 def guarded_sync(fn: Callable[..., Any]) -> Callable[..., Coroutine[Any, Any, Any]]:
     """The wrapper for a handler written as a plain function: the hot paths (warm open, flush,
     release, getattr, lookup, listings) answer without an await, so they cost one coroutine (this
     wrapper's) instead of two. A handler that does need to wait returns the coroutine that does
-    it (a slow path), and the wrapper awaits it under the same accounting."""
+    it (a slow path), and the wrapper awaits it under the same accounting. What this returns is the
+    class's placeholder: bind_handlers puts the wrapper on each object."""
     code = fn.__code__
     if code.co_flags & 0x0C or code.co_kwonlyargcount:  # *args, **kwargs, keyword-only
         raise TypeError(f"{fn.__name__}: a handler takes plain positional parameters")
     params = ", ".join(code.co_varnames[1 : code.co_argcount])  # after self
     namespace: dict[str, Any] = {}
     exec(_TEMPLATE.format(params=params, args=f"({params},)" if params else "()"), namespace)
-    hist = STATS.handler(fn.__name__)
-    wrapper = namespace["make"](fn, fn.__name__, perf_counter_ns, CoroutineType, hist, hist.latency, hist.add,
-                                hist.pending, hist.fold, FOLD_AT, pyfuse3.FUSEError, failure)
-    functools.update_wrapper(wrapper, fn)
-    wrapper.__defaults__ = fn.__defaults__
-    return cast(Callable[..., Coroutine[Any, Any, Any]], wrapper)
+    make = namespace["make"]
+
+    def build(hist: Histogram) -> Callable[..., Any]:
+        wrapper = make(fn, fn.__name__, perf_counter_ns, CoroutineType, hist, hist.latency, hist.add, hist.pending,
+                       hist.fold, FOLD_AT, pyfuse3.FUSEError, failure)
+        functools.update_wrapper(wrapper, fn)
+        wrapper.__defaults__ = fn.__defaults__
+        return cast(Callable[..., Any], wrapper)
+
+    def unbound(self: Any, *args: Any) -> Any:
+        raise RuntimeError(f"{fn.__name__}: a guarded handler of an object bind_handlers was not called for")
+
+    functools.update_wrapper(unbound, fn)
+    setattr(unbound, _MAKER, build)
+    return cast(Callable[..., Coroutine[Any, Any, Any]], unbound)
+
+
+def bind_handlers(obj: object, stats: Stats) -> None:
+    """Every guarded handler of `obj`'s class, wrapped for `obj` with its histogram in `stats`."""
+    seen: set[str] = set()
+    for klass in type(obj).__mro__:
+        for attr, value in vars(klass).items():
+            if attr in seen:
+                continue  # overridden by a subclass
+            seen.add(attr)
+            build = getattr(value, _MAKER, None)
+            if build is not None:
+                setattr(obj, attr, MethodType(build(stats.handler(value.__name__)), obj))
 
 
 def guarded(fn: F) -> F:

@@ -23,6 +23,7 @@ import trio
 from ..model import names
 from ..model.errors import FsError
 from ..model.naming_rules import is_overlay_name
+from ..model.options import Debug
 from ..model.overlay import Overlay
 from ..model.tree import (
     ROOT_INODE,
@@ -38,19 +39,12 @@ from ..model.tree import (
 )
 from ..model.workspace import Workspace
 from ..model.writes import Writer
-from ..stats import STATS
+from ..stats import Stats
 from .attributes import XATTR_PREFIX, Attributes
 from .control import FILE, LINK, LIVE, Control, Virtual
-from .guarded import guarded, guarded_sync
+from .guarded import bind_handlers, guarded, guarded_sync
 
 log = logging.getLogger(__name__)
-
-# Environment hook for the test that proves a failing handler leaves the mount alive.
-FAULT_ENV = "SLFS_INJECT_FAULT"
-# Set by the test suite: every attribute a listing replays and every open answered as warm is
-# checked against the node as it is, and a difference (a change the model did not report) fails the
-# request with a traceback.
-CHECK_LISTINGS_ENV = "SLFS_CHECK_LISTINGS"
 
 _FS_ENCODING, _FS_ERRORS = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
 
@@ -132,8 +126,11 @@ class Operations(pyfuse3.Operations):
     enable_writeback_cache = False
     enable_acl = False
 
-    def __init__(self, ws: Workspace, writer: Writer, overlay: Overlay, control: Control) -> None:
+    def __init__(self, ws: Workspace, writer: Writer, overlay: Overlay, control: Control, *, stats: Stats,
+                 debug: Debug | None = None) -> None:
         super().__init__()
+        self.stats = stats
+        bind_handlers(self, stats)
         self.ws = ws
         self.tree = ws.tree
         self.writer = writer
@@ -144,8 +141,9 @@ class Operations(pyfuse3.Operations):
         self._listings: dict[int, _Listing] = {}  # folder inode -> its listing (_folder_listing)
         self._overlay_dirs: dict[int, tuple[tuple[str, str, bool], Folder, str | None]] = {}
         self._fh = itertools.count(1)
-        self._fault = os.environ.get(FAULT_ENV, "")
-        self._check_listings = bool(os.environ.get(CHECK_LISTINGS_ENV))
+        debug = debug or Debug()
+        self._fault = debug.fault
+        self._check_listings = debug.check_listings  # the test suite's check (model/options.py Debug)
         # Moves on every change the model reports and after every handler that waited (whatever
         # may have changed meanwhile): a listing replays the attributes of the epoch it built them
         # at, never older ones.
@@ -157,8 +155,8 @@ class Operations(pyfuse3.Operations):
         self._warm_marked: list[int] = []  # the inodes whose byte is set
         self._warm_epoch = -1
         self.attributes = Attributes(ws.tree, ws.options)
-        ws.invalidations.listeners.append(self.attributes.changed)
-        ws.invalidations.listeners.append(self._listing_changed)
+        # What the workspace's fan-out tells of each invalidation report (build_services connects it).
+        self.invalidation_listeners = (self.attributes.changed, self._listing_changed)
 
     # --- Service: what `.slfs/status` shows of the kernel side
 
@@ -177,14 +175,14 @@ class Operations(pyfuse3.Operations):
             inodes: list[tuple[int, bool]] = []
             for inv in await self.ws.invalidations.take():
                 if isinstance(inv, EntryChanged):
-                    STATS.invalidated("entry")
+                    self.stats.invalidated("entry")
                     try:
                         pyfuse3.invalidate_entry_async(inv.parent, os.fsencode(names.encodable(inv.name)),
                                                        ignore_enoent=True)
                     except Exception:
                         log.exception("cache invalidation failed for %r", inv)
                 elif isinstance(inv, InodeChanged):
-                    STATS.invalidated("inode")
+                    self.stats.invalidated("inode")
                     inodes.append((inv.inode, not inv.data))
             if inodes:
                 await trio.to_thread.run_sync(self._invalidate_inodes, inodes)
@@ -586,7 +584,7 @@ class Operations(pyfuse3.Operations):
                 and node.readable)
 
     def _check_warm(self, inode: int) -> None:
-        """The test suite's check (CHECK_LISTINGS_ENV): a remembered warm open is still one."""
+        """The test suite's check (Debug.check_listings): a remembered warm open is still one."""
         if not self._is_warm(self.tree.nodes.get(inode)):
             raise AssertionError(f"inode {inode}: a warm open was answered after a change the model did not report")
 

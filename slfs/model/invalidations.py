@@ -8,27 +8,26 @@ file system layer takes them in batches from its background task.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import trio
 
+from .services import Fanout
 from .tree import EntryChanged, InodeChanged, Invalidation, StatChanged
 
 
 class PendingInvalidations:
-    def __init__(self) -> None:
+    def __init__(self, fanout: Fanout | None = None) -> None:
         self._entries: dict[tuple[int, str], None] = {}
         self._inodes: dict[int, bool] = {}  # inode -> whether cached pages are stale too
         self._ready = trio.Event()
-        # Told each report as it is made, before it is merged (the fs layer's attribute and listing
-        # caches), StatChanged reports included, which go no further.
-        self.listeners: list[Callable[[Invalidation], None]] = []
+        # Its listeners are told each report as it is made, before it is merged (the fs layer's
+        # attribute and listing caches), StatChanged reports included, which go no further.
+        self._fanout = fanout or Fanout()
 
     def __len__(self) -> int:
         return len(self._entries) + len(self._inodes)
 
     def add(self, inv: Invalidation) -> None:
-        for listener in self.listeners:
+        for listener in self._fanout.listeners:
             listener(inv)
         if isinstance(inv, StatChanged):
             return  # nothing for the kernel

@@ -11,7 +11,6 @@ from __future__ import annotations
 import errno
 import logging
 import math
-import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -44,9 +43,9 @@ from .errors import CallCut, FsError, from_rpc, region_down, transient_read_erro
 from .invalidations import PendingInvalidations
 from .launch import EditorCommands
 from .live import LIVE_DIR_KEY, LiveScripts
-from .options import Options
+from .options import Debug, Options
 from .runtime import attribute
-from .services import Service
+from .services import Fanout
 from .tree import EntryChanged, Folder, Invalidation, Item, Tree
 
 log = logging.getLogger(__name__)
@@ -63,9 +62,6 @@ STATUS_ORDER = (
 MAX_RUNTIME_TEXT = 16384
 MAX_STACK = 64
 
-# Tests: the name of a background job (a function's __name__) to fail with an injected exception.
-JOB_FAULT_ENV = "SLFS_INJECT_JOB_FAULT"
-
 
 @attrs.define
 class _Fetch:
@@ -77,9 +73,12 @@ class Workspace:
     """Everything the file system shows, kept current from the viewer."""
 
     def __init__(self, host: str, port: int, options: Options | None = None, *, mountpoint: str = "",
-                 **session_kw: Any) -> None:
+                 fanout: Fanout | None = None, debug: Debug | None = None, **session_kw: Any) -> None:
         self.options = options or Options()
-        self.invalidations = PendingInvalidations()
+        self.debug = debug or Debug()
+        # Where events and invalidation reports go (model/services.py): connected by build_services.
+        self.fanout = fanout or Fanout()
+        self.invalidations = PendingInvalidations(self.fanout)
         self.tree = Tree(on_invalidate=self._invalidate, on_stale=self.confirm_content)
         session_kw.setdefault("live_sync", True)  # scripts open in the viewer's editor (model/live.py)
         # The viewer's local paths (challenge, live sync temp files, editor.open_file) as ours.
@@ -103,7 +102,6 @@ class Workspace:
         # reference, not a task (a find over 100,000 items would otherwise park 100,000 tasks).
         self._fetch_send, self._fetch_recv = trio.open_memory_channel[Item](math.inf)
         self.fetch_count = 0
-        self._services: list[Service] = []
         # Set (and replaced) whenever the viewer's state is applied: confirmations wait on it.
         self._world_changed = trio.Event()
         self._dropped_at: float | None = None  # trio clock of the last drop of a ready session
@@ -132,7 +130,7 @@ class Workspace:
     async def _job(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
         name = getattr(fn, "__name__", repr(fn))
         try:
-            if os.environ.get(JOB_FAULT_ENV) == name:
+            if self.debug.job_fault == name:
                 raise RuntimeError(f"fault injected into background job {name}")
             await fn(*args)
         except Exception as exc:  # trio.Cancelled is a BaseException: shutdown passes through
@@ -147,17 +145,8 @@ class Workspace:
     def _invalidate(self, inv: Invalidation) -> None:
         self.invalidations.add(inv)
 
-    def attach(self, service: Service) -> None:
-        """A service of the layers above: told every event, asked for status lines."""
-        self._services.append(service)
-
     def emit(self, kind: str, **fields: Any) -> None:
-        event = {"time": time.time(), "type": kind, **fields}
-        for service in self._services:
-            try:
-                service.on_event(event)
-            except Exception:
-                log.exception("%s failed on the %s event", type(service).__name__, kind)
+        self.fanout.event({"time": time.time(), "type": kind, **fields})
 
     def note_error(self, message: str) -> None:
         """Record a user-visible failure for `.slfs/status` and the log."""
@@ -515,7 +504,6 @@ class Workspace:
         out["last_error"] = self.last_error or "none"
         out["background_errors"] = self.background_errors
         out["region_unavailable"] = ", ".join(sorted(self.regions_down.values())) or "none"
-        for service in self._services:
-            out.update(service.status())
+        out.update(self.fanout.status())
         ordered = {key: out.pop(key) for key in STATUS_ORDER if key in out}
         return {**ordered, **out}  # keys not in STATUS_ORDER (none today) after the others

@@ -33,7 +33,7 @@ from slfs.protocol.jsonrpc import (
     parse_message_steps,
 )
 from slfs.protocol.types import SessionHandshake
-from slfs.stats import STATS
+from slfs.stats import Stats
 
 from .errors import CallTimeout, MessageTooLarge, NotConnected
 from .ids import IdAllocator
@@ -87,11 +87,13 @@ class _Pending:
 class Connection:
     """One WebSocket connection to the viewer and everything that lives and dies with it."""
 
-    def __init__(self, ws: WebSocketConnection, nursery: trio.Nursery, ids: IdAllocator, incoming: Incoming) -> None:
+    def __init__(self, ws: WebSocketConnection, nursery: trio.Nursery, ids: IdAllocator, incoming: Incoming,
+                 stats: Stats) -> None:
         self.ws = ws
         self.nursery = nursery
         self.ids = ids  # the session's: request ids are not reused across connections
         self.incoming = incoming
+        self.stats = stats  # the mount's (`slfs stats`)
         self.pending: dict[int, _Pending] = {}
         self.send_lock = trio.Lock()
         self.closed = False
@@ -166,8 +168,8 @@ class Connection:
             if self.pending.get(rid) is waiter:
                 del self.pending[rid]
             # `slfs stats`: send to answer handled (on_response included), by method.
-            STATS.rpc_done(method, time.perf_counter_ns() - start,
-                           waiter.error is not None or not waiter.event.is_set())
+            self.stats.rpc_done(method, time.perf_counter_ns() - start,
+                                waiter.error is not None or not waiter.event.is_set())
         if waiter.error is not None:
             raise waiter.error
         return waiter.result

@@ -31,6 +31,7 @@ from slfs.protocol.types import (
     SessionOk,
     SystemPing,
 )
+from slfs.stats import Stats
 from slfs.winpaths import PathTranslator
 
 from . import challenge as _challenge
@@ -93,8 +94,10 @@ class ViewerSession:
         handshake_timeout: float = 45.0,
         connect_timeout: float = 10.0,
         paths: PathTranslator | None = None,
+        stats: Stats | None = None,
     ) -> None:
         self.listener = listener
+        self.stats = stats or Stats()  # the mount's (`slfs stats`): calls by method
         # The viewer's local paths (the challenge) as ours: Wine, WSL2 (slfs/winpaths.py).
         self.paths = paths or PathTranslator()
         self.host = host
@@ -289,7 +292,7 @@ class ViewerSession:
                     log.info("connected to %s, waiting for the handshake", self.url)
                     try:
                         async with trio.open_nursery() as nursery:
-                            conn = Connection(ws, nursery, self._ids, self._served)
+                            conn = Connection(ws, nursery, self._ids, self._served, self.stats)
                             if unseen:
                                 wsl = self.paths.mapper.mode == "wsl"
                                 conn.listener_note = WINDOWS_SIDE if wsl else PEER_UNSEEN

@@ -19,7 +19,6 @@ import pytest
 import trio
 from support.inproc import fs_against_sim
 
-from slfs.control.server import ControlServer
 from slfs.model.errors import FsError
 from slfs.model.options import Options
 from slfs.protocol.types import ScriptList
@@ -85,7 +84,7 @@ async def test_script_list_temp_dir_is_translated(tmp_path: Path, monkeypatch: p
     options, root = wine_options(tmp_path)
     async with fs_against_sim(tmp_path, monkeypatch, world(), options=options) as fs:
         svc = fs.svc
-        server = ControlServer(fs.ws, svc.scripts, svc.writer, svc.events, str(tmp_path / "ctl.sock"))
+        server = svc.control_server
         real = fs.ws.call
         temp_dir = windows(root, str(tmp_path))
 
@@ -104,16 +103,7 @@ async def test_script_list_temp_dir_is_translated(tmp_path: Path, monkeypatch: p
 async def test_editor_open_file_gets_the_local_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     options, root = wine_options(tmp_path)
     async with fs_against_sim(tmp_path, monkeypatch, world(), options=options) as fs:
-        events: list[dict[str, Any]] = []
-
-        class Sink:
-            def on_event(self, event: dict[str, Any]) -> None:
-                events.append(event)
-
-            def status(self) -> dict[str, Any]:
-                return {}
-
-        fs.ws.attach(Sink())
+        events = fs.svc.events.events  # every event the workspace told (the event log keeps them)
         ran: list[str] = []
 
         async def opened(path: str, _live: Any) -> str:  # the mount check (unit-tested) passes it

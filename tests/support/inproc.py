@@ -20,7 +20,7 @@ import pytest
 import trio
 
 from slfs.daemon import Services, build_services
-from slfs.model.options import Options
+from slfs.model.options import Debug, Options
 from slfs.model.tree import ROOT_INODE
 from slfs.sim import SimViewer, World, sample_world
 
@@ -127,7 +127,8 @@ async def fs_against_sim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, world:
         async with trio.open_nursery() as nursery:
             port = await nursery.start(sim.serve, 0)
             svc = build_services(str(tmp_path / "mnt"), "127.0.0.1", port,
-                                 options or Options(delete_grace=0.2), event_log=False)
+                                 options or Options(delete_grace=0.2), event_log=False,
+                                 debug=Debug.from_environ(os.environ))  # the suite's hooks (tests/conftest.py)
             await nursery.start(svc.ws.run)
             await svc.ws.session.wait_connected(10)
             try:

@@ -9,6 +9,7 @@ from typing import Any
 from slfs.fs.attributes import Attributes
 from slfs.model.invalidations import PendingInvalidations
 from slfs.model.options import Options
+from slfs.model.services import Fanout
 from slfs.model.tree import Folder, Item, Tree
 from slfs.protocol import from_json
 from slfs.protocol import types as t
@@ -31,10 +32,11 @@ def update(**kw: Any) -> t.ObjectUpdate:
 
 
 def setup() -> tuple[Tree, Attributes, Item]:
-    pending = PendingInvalidations()
+    fanout = Fanout()
+    pending = PendingInvalidations(fanout)
     tree = Tree(on_invalidate=pending.add)
     attributes = Attributes(tree, Options())
-    pending.listeners.append(attributes.changed)
+    fanout.connect([], [attributes.changed])
     tree.publish(obj([note()]))
     item = tree.by_uuid["n1"]
     assert isinstance(item, Item)

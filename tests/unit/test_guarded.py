@@ -11,15 +11,19 @@ from typing import Any
 import pyfuse3
 import pytest
 
-from slfs.fs.guarded import guarded_sync
+from slfs.fs.guarded import bind_handlers, guarded_sync
 from slfs.model.errors import FsError
-from slfs.stats import SAMPLE_EVERY, SAMPLE_FROM, STATS, Histogram
+from slfs.stats import SAMPLE_EVERY, SAMPLE_FROM, Histogram, Stats
 
 NAME = "guarded_test_handler"  # a name no real handler has: its histogram is removed afterwards
+STATS = Stats()  # the handlers' (a mount's is built with its services)
 
 
 class Handlers:
     shown_epoch = 0
+
+    def __init__(self) -> None:
+        bind_handlers(self, STATS)
 
     @guarded_sync
     def guarded_test_handler(self, kind: int) -> Any:
@@ -46,7 +50,7 @@ def call(h: Handlers, kind: int) -> Any:
 
 @pytest.fixture
 def hist() -> Iterator[Histogram]:
-    h = STATS.fuse[NAME]
+    h = STATS.handler(NAME)  # the histogram every Handlers() binds
     h.clear()
     yield h
     h.clear()
@@ -120,6 +124,7 @@ def test_a_stats_read_within_a_call_keeps_the_weights_right(hist: Histogram) -> 
             return "read"
 
     r = Reading()
+    bind_handlers(r, STATS)
     for _ in range(3 * SAMPLE_FROM):
         call(r, 0)  # type: ignore[arg-type]
     hist.snapshot()
