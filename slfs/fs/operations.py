@@ -235,18 +235,12 @@ class Operations(pyfuse3.Operations):
                       fh: int | None, ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes:
         node = self._node(inode)
         if isinstance(node, OverlayNode):
-            if fields.update_size:
-                os.truncate(node.path, attr.st_size)
-            if fields.update_mode and not stat.S_ISLNK(os.lstat(node.path).st_mode):
-                os.chmod(node.path, stat.S_IMODE(attr.st_mode))
-            if fields.update_uid or fields.update_gid:
-                os.lchown(node.path, attr.st_uid if fields.update_uid else -1,
-                          attr.st_gid if fields.update_gid else -1)
-            if fields.update_atime or fields.update_mtime:
-                st = os.lstat(node.path)
-                os.utime(node.path, ns=(attr.st_atime_ns if fields.update_atime else st.st_atime_ns,
-                                        attr.st_mtime_ns if fields.update_mtime else st.st_mtime_ns),
-                         follow_symlinks=False)
+            self.overlay.change(node, size=attr.st_size if fields.update_size else None,
+                                mode=attr.st_mode if fields.update_mode else None,
+                                uid=attr.st_uid if fields.update_uid else None,
+                                gid=attr.st_gid if fields.update_gid else None,
+                                atime_ns=attr.st_atime_ns if fields.update_atime else None,
+                                mtime_ns=attr.st_mtime_ns if fields.update_mtime else None)
             return self.attributes.entry(node)
         if fields.update_size:
             h = self._handles.get(fh) if fh is not None else None
@@ -396,10 +390,7 @@ class Operations(pyfuse3.Operations):
             raise FsError(errno.EPERM, "")
         if isinstance(parent, Folder) and self._lookup(parent, sname) is not None:
             raise FsError(errno.EEXIST, "")
-        base = self.overlay.ensure(parent)
-        path = os.path.join(base, sname)
-        os.mkdir(path, mode & ~ctx.umask)
-        return self._counted(self.overlay.node(parent, sname, path))
+        return self._counted(self.overlay.mkdir(parent, sname, mode & ~ctx.umask))
 
     @guarded
     async def rmdir(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
@@ -408,8 +399,7 @@ class Operations(pyfuse3.Operations):
         if node is None:
             raise FsError(errno.ENOENT, "")
         if isinstance(node, OverlayNode):
-            os.rmdir(node.path)
-            self.overlay.removed(node)
+            self.overlay.rmdir(node)
             return
         if isinstance(node, Folder):
             raise FsError(errno.EPERM, f"{self.tree.path_of(node)}: prims cannot be deleted from the file system")
@@ -424,9 +414,7 @@ class Operations(pyfuse3.Operations):
             raise FsError(errno.EPERM, f"symlink {sname}: in-world folders hold only scripts and notecards")
         if not isinstance(parent, (Folder, OverlayNode)):
             raise FsError(errno.EPERM, "")
-        path = os.path.join(self.overlay.ensure(parent), sname)
-        os.symlink(target, path)
-        return self._counted(self.overlay.node(parent, sname, path))
+        return self._counted(self.overlay.symlink(parent, sname, target))
 
     @guarded
     async def link(self, inode: int, new_parent_inode: int, new_name: bytes,
@@ -437,9 +425,7 @@ class Operations(pyfuse3.Operations):
         if not isinstance(node, OverlayNode) or not isinstance(parent, (Folder, OverlayNode)) or (
                 isinstance(parent, Folder) and not is_overlay_name(sname)):
             raise FsError(errno.EPERM, f"link {sname}: hard links exist only in the local overlay")
-        path = os.path.join(self.overlay.ensure(parent), sname)
-        os.link(node.path, path)
-        return self._counted(self.overlay.node(parent, sname, path))
+        return self._counted(self.overlay.link(node, parent, sname))
 
     # --- files -------------------------------------------------------------------------------
 
@@ -750,15 +736,7 @@ class Operations(pyfuse3.Operations):
         if isinstance(dst, Virtual):
             raise FsError(errno.EPERM, "")
         if isinstance(src, OverlayNode):
-            # Within the overlay: a plain rename on disk.
-            if isinstance(dst, (Item, Folder)) or (isinstance(dst, NewFile) and dst.folder is not None):
-                raise FsError(errno.EEXIST, "")
-            path = os.path.join(self.overlay.ensure(dst_parent), new)
-            if isinstance(dst, OverlayNode):
-                self.overlay.removed(dst)
-            os.rename(src.path, path)
-            self.overlay.moved(src.path, path)
-            self.overlay.node(dst_parent, new, path)
+            self.overlay.rename(src, dst_parent, new, dst)  # within the overlay
             return
         await self.writer.move_to_overlay(src, src_parent, old, dst_parent, new, dst)
 
