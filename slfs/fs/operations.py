@@ -13,7 +13,7 @@ import logging
 import os
 import stat
 import sys
-from collections.abc import Awaitable, Iterator, Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Any
 
 import attrs
@@ -43,60 +43,12 @@ from ..stats import Stats
 from .attributes import XATTR_PREFIX, Attributes
 from .control import FILE, LINK, LIVE, Control, Virtual
 from .guarded import bind_handlers, guarded, guarded_sync
+from .listings import Listing, Listings
+from .warm import WarmOpens
 
 log = logging.getLogger(__name__)
 
 _FS_ENCODING, _FS_ERRORS = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
-
-
-def _is_dir(path: str) -> bool:
-    """os.path.isdir, without raising and catching an exception for the usual answer: every listing
-    of a folder asks whether it has an overlay directory, and nearly always it has none."""
-    return os.access(path, os.F_OK) and os.path.isdir(path)
-
-
-class _Listing:
-    """What opendir hands readdir: the names in listing order, encoded once, with each name's
-    inode, or - a folder's own entries, kept between opendirs (Operations._folder_listing) - its
-    node, whose inode is read when listed (an item's inode can move to another file).
-
-    A folder's listing also keeps the attributes it last answered with (`replies`, None for an
-    entry whose attributes are worked out each time) and the Operations.shown_epoch they were
-    worked out at: while nothing has changed since, readdir replays them (a warm `find`)."""
-
-    __slots__ = ("encoded", "epoch", "folder", "inodes", "names", "nodes", "overlay", "overlay_epoch", "replies",
-                 "size", "source")
-
-    def __init__(self, rows: Sequence[tuple[str, int]]) -> None:
-        self.names = [name for name, _ in rows]
-        self.inodes = [inode for _, inode in rows]
-        self.encoded = [os.fsencode(name) for name in self.names]
-        self.folder: Folder | None = None
-        self.nodes: list[Node] | None = None
-        # A folder's listing: the very mapping it was built from (held, so never another's id).
-        self.source: dict[str, Node] | None = None
-        self.size = 0
-        self.replies: list[pyfuse3.EntryAttributes | None] | None = None
-        self.epoch = -1
-        # A folder's: the overlay directory it has no entries from, as of the shown_epoch given.
-        self.overlay: str | None = None
-        self.overlay_epoch = -1
-
-    @classmethod
-    def of_folder(cls, folder: Folder) -> _Listing:
-        rows = sorted(folder.entries.items())
-        listing = cls([])
-        listing.names = [name for name, _ in rows]
-        listing.encoded = [os.fsencode(name) for name in listing.names]
-        listing.nodes = [node for _, node in rows]
-        listing.folder, listing.source, listing.size = folder, folder.entries, len(folder.entries)
-        return listing
-
-    def __iter__(self) -> Iterator[tuple[str, int]]:
-        """(name, inode) as listed."""
-        if self.nodes is not None:
-            return iter([(name, node.inode) for name, node in zip(self.names, self.nodes, strict=True)])
-        return zip(self.names, self.inodes, strict=True)
 
 
 # A read-only open of fetched content (the warm `grep -r`) gets no Handle: its fh is the item's
@@ -104,7 +56,6 @@ class _Listing:
 # and allocate nothing. Its reads follow the inode, as every handle's do.
 BARE_FH = 1 << 48
 _ACCMODE = os.O_ACCMODE
-_WARM_LIMIT = 1 << 24  # inodes Operations._warm keeps a byte for (16 MB at most)
 
 RENAME_NOREPLACE = 1
 RENAME_EXCHANGE = 2
@@ -137,9 +88,8 @@ class Operations(pyfuse3.Operations):
         self.overlay = overlay
         self.control = control
         self._handles: dict[int, Handle] = {}
-        self._dir_handles: dict[int, _Listing] = {}
-        self._listings: dict[int, _Listing] = {}  # folder inode -> its listing (_folder_listing)
-        self._overlay_dirs: dict[int, tuple[tuple[str, str, bool], Folder, str | None]] = {}
+        self._dir_handles: dict[int, Listing] = {}
+        self.listings = Listings(ws.tree, overlay)
         self._fh = itertools.count(1)
         debug = debug or Debug()
         self._fault = debug.fault
@@ -148,12 +98,7 @@ class Operations(pyfuse3.Operations):
         # may have changed meanwhile): a listing replays the attributes of the epoch it built them
         # at, never older ones.
         self.shown_epoch = 0
-        # One byte per inode (they are dense): 1 where a read-only open needed nothing else, as of
-        # _warm_epoch. 20,000 items take 20 KB, which stays in the CPU's cache between requests
-        # where a dict or the nodes themselves would not.
-        self._warm = bytearray()
-        self._warm_marked: list[int] = []  # the inodes whose byte is set
-        self._warm_epoch = -1
+        self.warm = WarmOpens()
         self.attributes = Attributes(ws.tree, ws.options)
         # What the workspace's fan-out tells of each invalidation report (build_services connects it).
         self.invalidation_listeners = (self.attributes.changed, self._listing_changed)
@@ -288,18 +233,12 @@ class Operations(pyfuse3.Operations):
                       fh: int | None, ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes:
         node = self._node(inode)
         if isinstance(node, OverlayNode):
-            if fields.update_size:
-                os.truncate(node.path, attr.st_size)
-            if fields.update_mode and not stat.S_ISLNK(os.lstat(node.path).st_mode):
-                os.chmod(node.path, stat.S_IMODE(attr.st_mode))
-            if fields.update_uid or fields.update_gid:
-                os.lchown(node.path, attr.st_uid if fields.update_uid else -1,
-                          attr.st_gid if fields.update_gid else -1)
-            if fields.update_atime or fields.update_mtime:
-                st = os.lstat(node.path)
-                os.utime(node.path, ns=(attr.st_atime_ns if fields.update_atime else st.st_atime_ns,
-                                        attr.st_mtime_ns if fields.update_mtime else st.st_mtime_ns),
-                         follow_symlinks=False)
+            self.overlay.change(node, size=attr.st_size if fields.update_size else None,
+                                mode=attr.st_mode if fields.update_mode else None,
+                                uid=attr.st_uid if fields.update_uid else None,
+                                gid=attr.st_gid if fields.update_gid else None,
+                                atime_ns=attr.st_atime_ns if fields.update_atime else None,
+                                mtime_ns=attr.st_mtime_ns if fields.update_mtime else None)
             return self.attributes.entry(node)
         if fields.update_size:
             h = self._handles.get(fh) if fh is not None else None
@@ -345,81 +284,36 @@ class Operations(pyfuse3.Operations):
 
     @guarded_sync
     def opendir(self, inode: int, ctx: pyfuse3.RequestContext) -> int:
-        cached = self._listings.get(inode)
+        cached = self.listings.cached(inode, self.shown_epoch)
         if cached is not None:  # listed before (a warm `find`): the same listing while all holds
-            folder = cached.folder
-            if folder is not None and cached.overlay_epoch == self.shown_epoch and folder.entries is cached.source \
-                    and not folder.new_files and self.tree.nodes.get(inode) is folder \
-                    and (cached.overlay is None or not _is_dir(cached.overlay)):
-                fh = next(self._fh)
-                self._dir_handles[fh] = cached
-                return fh
+            fh = next(self._fh)
+            self._dir_handles[fh] = cached
+            return fh
         node = self._node(inode)
         if isinstance(node, Folder):
             if node.inode != ROOT_INODE:
                 self.ws.start_prefetch(node)
-            listing = self._folder_listing(node)
+            listing = self.listings.of_folder(node, self.shown_epoch)
         elif isinstance(node, OverlayNode):
             if not os.path.isdir(node.path):
                 raise FsError(errno.ENOTDIR, "")
-            listing = _Listing(sorted(self._overlay_entries(node, node.path).items()))
+            listing = Listing(sorted(self.listings.overlay_entries(node, node.path).items()))
         elif isinstance(node, Virtual) and node.kind not in (FILE, LINK):
             rows = [(v.name, v.inode) for v in self.control.children(node)]
             if node.kind == LIVE:
                 rows += [(name, n.inode) for name, n in self.ws.live.new_files.items()]
-            listing = _Listing(sorted(rows))
+            listing = Listing(sorted(rows))
         else:
             raise FsError(errno.ENOTDIR, "")
         fh = next(self._fh)
         self._dir_handles[fh] = listing
         return fh
 
-    def _overlay_entries(self, node: Folder | OverlayNode, base: str) -> dict[str, int]:
-        return {de.name: self.overlay.node(node, de.name, de.path).inode for de in os.scandir(base)}
-
-    def _folder_listing(self, folder: Folder) -> _Listing:
-        """A folder's listing. Without overlay entries or new files - nearly always - it is the
-        folder's entries alone, and the one built from them serves every opendir while the tree
-        keeps that very mapping (a relayout always replaces it) and the model reports no change
-        of the folder's names (`_listing_changed`)."""
-        base = self._overlay_dir(folder)
-        if (base is None or not _is_dir(base)) and not folder.new_files:
-            entries = folder.entries
-            cached = self._listings.get(folder.inode)
-            if cached is not None and cached.folder is folder and cached.source is entries \
-                    and cached.size == len(entries):
-                cached.overlay, cached.overlay_epoch = base, self.shown_epoch
-                return cached
-            listing = _Listing.of_folder(folder)
-            # Its overlay directory's path is good while nothing changes (renames report).
-            listing.overlay, listing.overlay_epoch = base, self.shown_epoch
-            if len(self._listings) > len(self.tree.nodes) // 4 + 1024:
-                nodes = self.tree.nodes
-                self._listings = {ino: c for ino, c in self._listings.items() if nodes.get(ino) is c.folder}
-            self._listings[folder.inode] = listing
-            return listing
-        merged = self._overlay_entries(folder, base) if base is not None and _is_dir(base) else {}
-        merged.update({name: n.inode for name, n in folder.new_files.items()})
-        merged.update({name: n.inode for name, n in folder.entries.items()})
-        return _Listing(sorted(merged.items()))
-
     def _listing_changed(self, inv: Invalidation) -> None:
         """PendingInvalidations listener: no listing replays attributes from before a change, and a
         folder whose names or attributes changed lists afresh."""
         self.shown_epoch += 1
-        if self._listings:
-            self._listings.pop(inv.parent if isinstance(inv, EntryChanged) else inv.inode, None)
-
-    def _overlay_dir(self, node: Folder | OverlayNode) -> str | None:
-        """overlay.dir_of, remembered per folder while the names it is built from stay (building
-        the path costs more than the rest of an opendir)."""
-        if isinstance(node, OverlayNode):
-            return node.path
-        key = (node.object_folder.name, node.name, node.is_child)
-        memo = self._overlay_dirs.get(node.inode)
-        if memo is None or memo[0] != key or memo[1] is not node:
-            memo = self._overlay_dirs[node.inode] = (key, node, self.overlay.dir_of(node))
-        return memo[2]
+        self.listings.changed(inv)
 
     @guarded_sync
     def readdir(self, fh: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
@@ -436,11 +330,7 @@ class Operations(pyfuse3.Operations):
         if nodes is not None and folder is not None and folder.entries is listing.source:
             # The folder's names are the listing's (its mapping is replaced on every change):
             # entries detached since are skipped; the attributes replay while nothing changed.
-            replies = listing.replies
-            if replies is None or listing.epoch != self.shown_epoch:
-                replayable = self.attributes.replayable
-                replies = listing.replies = [replayable(node) for node in nodes]
-                listing.epoch = self.shown_epoch
+            replies = listing.replies_at(self.shown_epoch, self.attributes.replayable)
             check = self._check_listings
             for i in range(start_id, len(nodes)):
                 node = nodes[i]
@@ -498,10 +388,7 @@ class Operations(pyfuse3.Operations):
             raise FsError(errno.EPERM, "")
         if isinstance(parent, Folder) and self._lookup(parent, sname) is not None:
             raise FsError(errno.EEXIST, "")
-        base = self.overlay.ensure(parent)
-        path = os.path.join(base, sname)
-        os.mkdir(path, mode & ~ctx.umask)
-        return self._counted(self.overlay.node(parent, sname, path))
+        return self._counted(self.overlay.mkdir(parent, sname, mode & ~ctx.umask))
 
     @guarded
     async def rmdir(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
@@ -510,8 +397,7 @@ class Operations(pyfuse3.Operations):
         if node is None:
             raise FsError(errno.ENOENT, "")
         if isinstance(node, OverlayNode):
-            os.rmdir(node.path)
-            self.overlay.removed(node)
+            self.overlay.rmdir(node)
             return
         if isinstance(node, Folder):
             raise FsError(errno.EPERM, f"{self.tree.path_of(node)}: prims cannot be deleted from the file system")
@@ -526,9 +412,7 @@ class Operations(pyfuse3.Operations):
             raise FsError(errno.EPERM, f"symlink {sname}: in-world folders hold only scripts and notecards")
         if not isinstance(parent, (Folder, OverlayNode)):
             raise FsError(errno.EPERM, "")
-        path = os.path.join(self.overlay.ensure(parent), sname)
-        os.symlink(target, path)
-        return self._counted(self.overlay.node(parent, sname, path))
+        return self._counted(self.overlay.symlink(parent, sname, target))
 
     @guarded
     async def link(self, inode: int, new_parent_inode: int, new_name: bytes,
@@ -539,9 +423,7 @@ class Operations(pyfuse3.Operations):
         if not isinstance(node, OverlayNode) or not isinstance(parent, (Folder, OverlayNode)) or (
                 isinstance(parent, Folder) and not is_overlay_name(sname)):
             raise FsError(errno.EPERM, f"link {sname}: hard links exist only in the local overlay")
-        path = os.path.join(self.overlay.ensure(parent), sname)
-        os.link(node.path, path)
-        return self._counted(self.overlay.node(parent, sname, path))
+        return self._counted(self.overlay.link(node, parent, sname))
 
     # --- files -------------------------------------------------------------------------------
 
@@ -551,42 +433,15 @@ class Operations(pyfuse3.Operations):
         if not flags & _ACCMODE:
             # The warm read (grep -r): a read-only open of fetched content, no lock, await or log,
             # known at a glance for an inode whose last such open was one while nothing changed.
-            warm = self._warm
-            if self._warm_epoch != self.shown_epoch:
-                self._forget_warm()
-            elif inode < len(warm) and warm[inode]:
+            warm = self.warm
+            if warm.known(inode, self.shown_epoch):
                 if self._check_listings:
-                    self._check_warm(inode)
+                    warm.check(inode, self.tree.nodes.get(inode))
                 return pyfuse3.FileInfo(fh=BARE_FH + inode, keep_cache=True)
-            if self._is_warm(self.tree.nodes.get(inode)):
-                if inode < _WARM_LIMIT:
-                    if inode >= len(warm):
-                        warm.extend(bytes(max(inode + 1, 2 * len(warm)) - len(warm)))
-                    warm[inode] = 1
-                    self._warm_marked.append(inode)
+            if warm.is_warm(self.tree.nodes.get(inode)):
+                warm.mark(inode)
                 return pyfuse3.FileInfo(fh=BARE_FH + inode, keep_cache=True)
         return self._open(inode, flags)
-
-    def _forget_warm(self) -> None:
-        """Something changed: no open is known warm any more. Only the bytes set are cleared (a cold
-        grep changes the epoch with every open's fetch)."""
-        warm = self._warm
-        for inode in self._warm_marked:
-            warm[inode] = 0
-        self._warm_marked.clear()
-        self._warm_epoch = self.shown_epoch
-
-    @staticmethod
-    def _is_warm(node: Node | None) -> bool:
-        """A read-only open of `node` needs no handle, no fetch and no check beyond this."""
-        return (type(node) is Item and node.edit.buffer is None and node.cache.content_valid
-                and node.cache.content is not None
-                and node.readable)
-
-    def _check_warm(self, inode: int) -> None:
-        """The test suite's check (Debug.check_listings): a remembered warm open is still one."""
-        if not self._is_warm(self.tree.nodes.get(inode)):
-            raise AssertionError(f"inode {inode}: a warm open was answered after a change the model did not report")
 
     async def _open(self, inode: int, flags: int) -> pyfuse3.FileInfo:
         node = self._node(inode)
@@ -879,15 +734,7 @@ class Operations(pyfuse3.Operations):
         if isinstance(dst, Virtual):
             raise FsError(errno.EPERM, "")
         if isinstance(src, OverlayNode):
-            # Within the overlay: a plain rename on disk.
-            if isinstance(dst, (Item, Folder)) or (isinstance(dst, NewFile) and dst.folder is not None):
-                raise FsError(errno.EEXIST, "")
-            path = os.path.join(self.overlay.ensure(dst_parent), new)
-            if isinstance(dst, OverlayNode):
-                self.overlay.removed(dst)
-            os.rename(src.path, path)
-            self.overlay.moved(src.path, path)
-            self.overlay.node(dst_parent, new, path)
+            self.overlay.rename(src, dst_parent, new, dst)  # within the overlay
             return
         await self.writer.move_to_overlay(src, src_parent, old, dst_parent, new, dst)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .. import paths
 from .errors import FsError
-from .tree import Folder, Node, OverlayNode, Tree
+from .tree import Folder, Item, NewFile, Node, OverlayNode, Tree
 
 KEY_PREFIX = "local:"
 
@@ -167,6 +167,55 @@ class Overlay:
     def unlink(self, node: OverlayNode) -> None:
         os.unlink(node.path)
         self.removed(node)
+
+    # Changes the fs layer asks for on overlay files and directories: made on disk as asked.
+
+    @staticmethod
+    def change(node: OverlayNode, *, size: int | None = None, mode: int | None = None, uid: int | None = None,
+               gid: int | None = None, atime_ns: int | None = None, mtime_ns: int | None = None) -> None:
+        """setattr: each change given (None: unchanged). A symlink's mode is not changed."""
+        if size is not None:
+            os.truncate(node.path, size)
+        if mode is not None and not stat.S_ISLNK(os.lstat(node.path).st_mode):
+            os.chmod(node.path, stat.S_IMODE(mode))
+        if uid is not None or gid is not None:
+            os.lchown(node.path, -1 if uid is None else uid, -1 if gid is None else gid)
+        if atime_ns is not None or mtime_ns is not None:
+            st = os.lstat(node.path)
+            os.utime(node.path, ns=(st.st_atime_ns if atime_ns is None else atime_ns,
+                                    st.st_mtime_ns if mtime_ns is None else mtime_ns),
+                     follow_symlinks=False)
+
+    def mkdir(self, parent: Folder | OverlayNode, name: str, mode: int) -> OverlayNode:
+        path = os.path.join(self.ensure(parent), name)
+        os.mkdir(path, mode)
+        return self.node(parent, name, path)
+
+    def rmdir(self, node: OverlayNode) -> None:
+        os.rmdir(node.path)
+        self.removed(node)
+
+    def symlink(self, parent: Folder | OverlayNode, name: str, target: bytes) -> OverlayNode:
+        path = os.path.join(self.ensure(parent), name)
+        os.symlink(target, path)
+        return self.node(parent, name, path)
+
+    def link(self, node: OverlayNode, parent: Folder | OverlayNode, name: str) -> OverlayNode:
+        path = os.path.join(self.ensure(parent), name)
+        os.link(node.path, path)
+        return self.node(parent, name, path)
+
+    def rename(self, src: OverlayNode, parent: Folder | OverlayNode, name: str, dst: Node | None) -> OverlayNode:
+        """Within the overlay: a plain rename on disk, never over an item, a folder or a folder's
+        new file (those are remote names)."""
+        if isinstance(dst, (Item, Folder)) or (isinstance(dst, NewFile) and dst.folder is not None):
+            raise FsError(errno.EEXIST, "")
+        path = os.path.join(self.ensure(parent), name)
+        if isinstance(dst, OverlayNode):
+            self.removed(dst)
+        os.rename(src.path, path)
+        self.moved(src.path, path)
+        return self.node(parent, name, path)
 
     def move_dir(self, before: Path, after: Path) -> None:
         """A renamed object or prim directory takes its overlay along (when it has one)."""

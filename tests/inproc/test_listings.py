@@ -55,8 +55,8 @@ async def test_files_created_renamed_and_deleted_through_the_mount(tmp_path: Pat
         first = await listed(fs, "Box")
         assert "Note" in first
         folder = fs.ws.tree.objects[OBJ]
-        cached = fs.ops._listings[folder.inode]
-        assert await listed(fs, "Box") == first and fs.ops._listings[folder.inode] is cached  # served again
+        cached = fs.ops.listings.folders[folder.inode]
+        assert await listed(fs, "Box") == first and fs.ops.listings.folders[folder.inode] is cached  # served again
         fh = await fs.create("Box/Fresh")
         assert "Fresh" in await listed(fs, "Box")  # a new file, before it exists in-world
         await fs.ops.write(fh, 0, b"new\n")

@@ -94,7 +94,7 @@ async def test_warm_opens_replayed_until_a_change(tmp_path: Path, monkeypatch: p
         inode = await fs.lookup("Box/Note")
         assert await fs.read_file("Box/Note") == NOTE_TEXT.encode()
         first = await fs.ops.open(inode, os.O_RDONLY, CTX)
-        assert first.keep_cache and fs.ops._warm[inode]  # the next one is answered at a glance
+        assert first.keep_cache and fs.ops.warm.marks[inode]  # the next one is answered at a glance
         assert (await fs.ops.open(inode, os.O_RDONLY, CTX)).fh == first.fh
 
         fh = await fs.open("Box/Note", os.O_WRONLY | os.O_TRUNC)
