@@ -114,7 +114,7 @@ def test_slfs5_documents_every_control_command() -> None:
     source = PAGES[1].read_text()
     section = source[source.index(".SH CONTROL SOCKET"):source.index(".SH FILE OPERATIONS")]
     server = ControlServer.__new__(ControlServer)
-    ControlServer.__init__(server, _Stub(), None, None, None, "")  # type: ignore[arg-type]
+    ControlServer.__init__(server, _Stub(), None, None, None, None, "")  # type: ignore[arg-type]
     for command in [*server.commands, "subscribe", "unsubscribe", "shutdown", "ready"]:
         assert command in section, f"slfs(5) CONTROL SOCKET does not mention {command!r}"
 
