@@ -8,7 +8,8 @@ Every failed save leaves the content in the recovery folder and a line in the lo
 
 The Writer owns all write state: edit buffers (`Item.edit`), new files not yet
 in-world (`Folder.new_files`), tombstones (`Folder.tombstones`), creates, renames, deletes and their
-grace periods. The file system layer translates each kernel request into one call here and the
+grace periods (saving in save.py, deletes and tombstones in deletes.py, which it builds
+on). The file system layer translates each kernel request into one call here and the
 answer (or FsError) into the reply; it never changes that state itself.
 
 Concurrency (trio): code between two awaits runs atomically. Methods that await say so by being
@@ -27,68 +28,37 @@ import errno
 import logging
 import time
 from collections import defaultdict
-from typing import Any, NoReturn
+from typing import Any
 
 import attrs
 import trio
 
-from ..protocol import errors as codes
-from ..protocol.codec import RequestParams
-from ..protocol.compile_output import CompileRows, compile_rows
 from ..protocol.types import (
-    ContentSaveParams,
-    ContentSaveResponse,
     ItemCreateParams,
     ItemCreateResponse,
-    ItemDeleteParams,
     ItemModifyParams,
     ObjectModifyParams,
 )
 from . import buffers, names
-from .compiles import CompileReport, failure_report, log_problems
-from .errors import CallCut, FsError, region_down, transient_save_error
-from .keep import RECOVERY, TRASH, Keeper
+from .deletes import Deletes
+from .errors import FsError, region_down
+from .keep import Keeper
 from .live_writes import LiveWriter
-from .naming_rules import RemoteName, is_overlay_name, parse_remote_name, size_limit
+from .naming_rules import RemoteName, is_overlay_name, parse_remote_name
 from .overlay import Overlay
-from .sources import Build, Sources
-from .tree import Folder, Item, MemoryFile, NewFile, Node, Orphan, OverlayNode
+from .sources import Sources
+from .tree import Folder, Item, MemoryFile, NewFile, Node, OverlayNode
 from .workspace import Workspace
 
 log = logging.getLogger(__name__)
 
-def kept_clause(target: str | None, noun: str = "content") -> str:
-    """How an error message says where the content it did not save went: "your content is in
-    PATH", or, when the recovery copy failed as well, that it did (the log says why)."""
-    return f"your {noun} is in {target}" if target is not None else "the recovery copy failed too (see the log)"
 
-
-class Writer:
+class Writer(Deletes):
     def __init__(self, ws: Workspace, overlay: Overlay, keeper: Keeper, sources: Sources) -> None:
-        self.ws = ws
-        self.tree = ws.tree
+        super().__init__(ws, keeper, sources)
         self.overlay = overlay
-        self.keeper = keeper
-        self.sources = sources
         self.live = LiveWriter(ws, sources, self.recover)  # the live files' saves (live_writes.py)
-        self.pending_saves = 0
         self._create_locks: defaultdict[str, trio.Lock] = defaultdict(trio.Lock)
-        self._save_locks: defaultdict[str, trio.Lock] = defaultdict(trio.Lock)
-        self._idle = trio.Event()
-        self._idle.set()
-        self._hurry = trio.Event()
-        self._never_compiled: set[str] = set()  # scripts created here that no compile has accepted yet
-
-    # --- the recovery folder ---------------------------------------------------------------
-
-    async def recover(self, item_path: str, data: bytes, why: str, *, noun: str = "content") -> str:
-        """Keep content the viewer did not take; returns the clause the caller's error message
-        ends with: "your content is in PATH", or, when the copy failed, that it did. The status
-        says the same; a disk that refuses the copy is said there too."""
-        target = await self.keeper.keep(RECOVERY, item_path, data, why)
-        kept = kept_clause(str(target) if target is not None else None, noun)
-        self.ws.note_error(f"{why}; {kept}")
-        return kept
 
     # Service (model/services.py): the writer's status lines.
 
@@ -99,297 +69,6 @@ class Writer:
         return {"pending_saves": self.pending_saves,
                 "last_recovery": self.keeper.last_recovery or "none",
                 "disk_errors": self.keeper.failures}
-
-    # --- saving -----------------------------------------------------------------------------
-
-    def _begin(self) -> None:
-        self.pending_saves += 1
-        self._idle = trio.Event() if self._idle.is_set() else self._idle
-
-    def _end(self) -> None:
-        self.pending_saves -= 1
-        if self.pending_saves == 0:
-            self._idle.set()
-
-    async def wait_idle(self, timeout: float) -> bool:
-        with trio.move_on_after(timeout):
-            await self._idle.wait()
-            return True
-        return False
-
-    def check_size(self, item_type: str, size: int, shown: str) -> None:
-        limit = size_limit(item_type)
-        if size > limit:
-            raise FsError(errno.EFBIG, f"{shown}: {item_type}s hold at most {limit} bytes")
-
-    async def wait_saved(self, item: Item) -> None:
-        """Until no save of `item` is in progress (a script's compile answer is then in)."""
-        async with self._save_locks[item.uuid]:
-            pass
-
-    async def save(self, item: Item) -> None:
-        """Store the item's local edits in-world. Returns once the viewer stored them."""
-        async with self._save_locks[item.uuid]:
-            if not item.edit.dirty or item.edit.buffer is None:
-                return
-            data = bytes(item.edit.buffer)
-            path = self.tree.path_of(item)
-            self._begin()
-            try:
-                await self._save(item, data, path)
-            except FsError as exc:
-                if exc.errno != errno.ESTALE and data:  # an empty text refused: nothing to keep
-                    await self.recover(path, data, f"saving {path} failed: {exc.message}")
-                if exc.errno == errno.EACCES and "embedded items" in exc.message:
-                    # The viewer knows the notecard embeds items we were not told of: read-only now.
-                    self.ws.set_embedded_items(item, max(1, item.cache.embedded_items or 0))
-                raise
-            finally:
-                self._end()
-
-    async def _save(self, item: Item, data: bytes, path: str, *, build: Build | None = None) -> None:
-        self.check_size(item.info.type, len(data), path)
-        text = self._decode(data, path)
-        if build is None and item.is_script:
-            if self._shown_unchanged(item, data, text):
-                # An editor's :w without a change, a cp of the same source: no needless
-                # recompile, no new //last_compiled.
-                self._set_buffer(item, None)
-                item.edit.dirty = False
-                log.info("%s: the source is what the file shows; nothing to save", path)
-                return
-            build = await self.sources.build(item, text, path)  # awaits: includes may be fetched
-        await self._check_conflict(item, data, path)
-        assert item.folder is not None
-        inworld = build.inworld if build is not None else text
-        if not inworld:
-            self._refuse_empty(item, path)
-        # `running` always, as the item runs now: G1 uploads a save without it as stopped
-        # (viewer-source.md §2, object.content.save), later viewers keep the state.
-        params = ContentSaveParams(prim_id=item.folder.uuid, item_id=item.uuid, content=inworld,
-                                   running=item.info.running if item.is_script else None)
-        revision_before = item.info.revision
-        try:
-            res, revision_before = await self._send_save(item, params, data, path)
-        except FsError as exc:
-            if not (item.is_script and exc.rpc_code == codes.INTERNAL_ERROR):
-                raise
-            res = await self._stored_without_verdict(item, inworld, path, exc.rpc_message or exc.message)
-        verdict = compile_rows(res.diagnostics, res.errors) if item.is_script else None
-        if verdict is not None and verdict.garbled:
-            item.echo.cancel()
-            self._garbled_compile(item, path, "the viewer's compile answer holds NUL bytes: "
-                                  + " ".join(d.message for d in verdict.rows))
-            raise FsError(errno.EIO, f"{path}: the viewer's compile answer is unreadable (NUL bytes)")
-        echo_came = not item.echo.awaited
-        if not echo_came:
-            item.echo.expect()
-        if item.edit.buffer is not None and bytes(item.edit.buffer) == data:
-            self._set_buffer(item, None)
-            item.edit.dirty = False
-        # What we saved is known at the revision before the save: its echo (or an edit of someone
-        # else's that came first) moves the revision, and a fetch there tells which
-        # (Item.content_current); one that has told it already: the revision it confirmed.
-        confirmed = item.content_current and item.cache.content == data
-        self.ws.set_content(item, data, valid=True, revision=None if confirmed else revision_before,
-                            inworld=inworld.encode("utf-8") if build is not None else None)
-        if build is not None:
-            item.cache.inworld_places = build.places()
-        item.take_base(data)
-        item.echo.set_unconfirmed(echo_came and revision_before is None and not confirmed)
-        if not item.content_current:
-            self.ws.confirm_content(item)  # the echo (or what passed for it) came before the answer
-        if verdict is not None:
-            self._record_compile(item, res, verdict, path, build)
-        if build is not None:
-            log.info("saved %s (%d bytes of source, %d in-world)", path, len(data), len(inworld.encode()))
-        else:
-            log.info("saved %s (%d bytes)", path, len(data))
-
-    async def _send_save(self, item: Item, params: ContentSaveParams, data: bytes,
-                         path: str) -> tuple[ContentSaveResponse, int | None]:
-        """object.content.save, and the item's revision before it. A save cut by a drop (CallCut)
-        is sent once more when the session is back within reconnect_wait and the item then holds
-        what the file was read from or what we sent: the same content again loses nothing, and
-        the second answer brings the compile verdict the first one lost."""
-        for attempt in range(2):
-            # The viewer answers our save with an inventory update that says nothing of whose
-            # change it was; the first one after our save is presumably ours, and must not make the
-            # file look stale (on newer viewers a fetch at its revision confirms it:
-            # Tree._content_may_have_changed).
-            item.echo.expect()
-            revision_before = item.info.revision
-            try:
-                res: ContentSaveResponse = await self._with_retries(
-                    f"save {path}", "object.content.save", params, ContentSaveResponse)
-                return res, revision_before
-            except CallCut:
-                item.echo.cancel()
-                if attempt or not await self._resend_cut_save(item, data, params.content or "", path):
-                    raise
-            except BaseException:
-                item.echo.cancel()
-                raise
-        raise AssertionError("unreachable")
-
-    async def _resend_cut_save(self, item: Item, data: bytes, inworld: str, path: str) -> bool:
-        """Whether a save the drop cut may go again: the session is back and the item holds its
-        base (the save did not land) or what we sent (it did). Anything else is someone else's
-        change, which a resend would overwrite: ESTALE, the edits in the recovery folder."""
-        if not await self.ws.await_viewer():
-            return False
-        current = await self.ws.read_content(item, fresh=True)
-        if current == data or current == inworld.encode("utf-8"):
-            log.info("%s: the link to the viewer dropped during the save, which landed; saving again "
-                     "for the viewer's answer", path)
-        elif item.edit.base is None or current == item.edit.base:
-            log.info("%s: the link to the viewer dropped during the save, which did not land; saving again", path)
-        else:
-            await self._stale(item, data, path, current)
-        return True
-
-    def _shown_unchanged(self, item: Item, data: bytes, text: str) -> bool:
-        """A source the file shows already, of a script that is built (so saving it again would
-        only recompile the same expansion)."""
-        return (item.cache.content_valid and item.cache.content == data and item.edit.base == data
-                and (item.cache.inworld is not None or self.sources.wants_build(item, text)))
-
-    async def rebuild(self, item: Item) -> str:
-        """`slfs build`: expand the item's source again and save it when the build differs from
-        what is in-world. Returns "saved", "unchanged" or "plain" (not a built source)."""
-        async with self._save_locks[item.uuid]:
-            if item.edit.buffer is not None and item.edit.dirty:
-                raise FsError(errno.EBUSY, f"{self.tree.path_of(item)}: has unsaved writes; save or close it first")
-            path = self.tree.path_of(item)
-            data = await self.ws.read_content(item)
-            text = self._decode(data, path)
-            build = await self.sources.build(item, text, path)
-            if build is None:
-                return "plain"
-            if self.sources.unchanged(item, build):
-                return "unchanged"
-            item.take_base(data)
-            self._begin()
-            try:
-                await self._save(item, data, path, build=build)
-            finally:
-                self._end()
-            return "saved"
-
-    def _refuse_empty(self, item: Item, path: str) -> NoReturn:
-        """G1-G3 refuse an empty `content` ("Invalid params: content is required", checked before
-        anything else; viewer-source.md §2), so slfs never sends one: the file shows the in-world
-        text again (nothing written is lost: there was nothing) and the error says what to do."""
-        self._set_buffer(item, None)
-        item.edit.dirty = False
-        self.tree.invalidate_item(item, data=True)
-        why = (f"{path}: the viewer cannot store an empty {item.info.type} (older viewers refuse it); "
-               "nothing was saved. Write at least one character, or rm the item")
-        self.ws.note_error(why)
-        raise FsError(errno.EINVAL, why)
-
-    async def _stored_without_verdict(self, item: Item, inworld: str, path: str, message: str) -> ContentSaveResponse:
-        """-32603 "Internal error: stoi" (G1's and one G2 copy's JSON-RPC layer) or a bare "Internal
-        error" (G3's) answering a script save: the viewer threw while converting the compiler's
-        answer (viewer-source.md §3, "stoi"), after the upload. When the item now holds what we
-        sent, that is a failed compile without detail: the save stands. Anything else leaves what
-        the viewer stored unknown: F.diag says so, the item is fetched again, and EIO."""
-        try:
-            await self.ws.read_content(item, fresh=True)
-        except FsError as exc:
-            log.warning("%s: cannot read back after %r: %s", path, message, exc.message)
-        stored = item.cache.inworld if item.cache.inworld is not None else item.cache.content
-        if stored != inworld.encode("utf-8"):
-            self._garbled_compile(item, path, message)
-            raise FsError(errno.EIO, f"{path}: the viewer failed the save without diagnostics ({message})")
-        log.warning("%s: stored, but the viewer answered %r: a failed compile without detail", path, message)
-        return ContentSaveResponse(success=True, prim_id=item.folder.uuid if item.folder else None, item_id=item.uuid,
-                                   compiled=False, errors=[f"the viewer failed the compile without detail ({message})"])
-
-    def _garbled_compile(self, item: Item, path: str, message: str) -> None:
-        """A save answered without a usable verdict: `F.diag` says what the viewer said, the local
-        edits go (save() keeps them in the recovery folder) and the item is fetched again."""
-        self.ws.record_compile(item, failure_report(message, "the viewer did not say whether it compiled"), path)
-        self._set_buffer(item, None)
-        item.edit.dirty = False
-        self.ws.refetch(item)
-
-    def _decode(self, data: bytes, path: str) -> str:
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise FsError(errno.EILSEQ, f"{path}: not valid UTF-8 text (byte {exc.start})") from None
-
-    async def _check_conflict(self, item: Item, data: bytes, path: str) -> None:
-        """Never overwrite an in-world change the file did not show (the viewer's save has no
-        precondition, so slfs checks before it saves)."""
-        base = item.edit.base
-        if base is None:
-            return
-        now = item.info.revision
-        if now is not None and item.edit.base_revision is not None:
-            # Newer viewers: the revision says it. Read at the current one, or stale.
-            if item.edit.base_revision >= now:
-                return
-            current = await self.ws.read_content(item, current=True)
-            if current not in (item.edit.base, data):  # the base again: nothing in-world is lost
-                await self._stale(item, data, path, current)
-            return
-        if item.content_current and item.cache.content == base:
-            return
-        current = await self.ws.read_content(item, current=True)
-        if current in (base, data):
-            return
-        await self._stale(item, data, path, current)
-
-    async def _stale(self, item: Item, data: bytes, path: str, current: bytes) -> NoReturn:
-        kept = await self.recover(path, data, f"{path} changed in-world since it was read; not saved (conflict)",
-                                  noun="version")
-        # The file now shows the in-world version; the local edits are in the recovery folder.
-        self._set_buffer(item, None)
-        item.edit.dirty = False
-        self.ws.set_content(item, current, valid=True)
-        item.take_base(current)
-        self.tree.invalidate_item(item, data=True)
-        raise FsError(errno.ESTALE, f"{path}: changed in-world since it was read; {kept}")
-
-    async def _with_retries(self, what: str, method: str, params: RequestParams, result_type: type[Any]) -> Any:
-        """Right after a save some viewers report an existing item as not found, and a region may be
-        briefly down: retry a few times."""
-        return await self.ws.call(what, method, params, result_type, retries=self.ws.options.save_retries,
-                                  transient=transient_save_error)
-
-    def _record_compile(self, item: Item, res: ContentSaveResponse, verdict: CompileRows, path: str,
-                        build: Build | None) -> None:
-        # A verdict with error rows and no `compiled` (a viewer that leaves it out) failed.
-        compiled = res.compiled is True or (res.compiled is None and not any(
-            d.level.upper() == "ERROR" for d in verdict.rows))
-        if compiled:
-            self._never_compiled.discard(item.uuid)
-            note = ""
-        elif item.uuid in self._never_compiled:
-            note = "the script has never compiled, so nothing of it runs"
-        else:
-            note = "the previously compiled version keeps running"
-        log_problems(verdict.problems, path)
-        diagnostics = verdict.rows
-        if build is None:
-            report = CompileReport(compiled=compiled, diagnostics=diagnostics, at=time.time(), note=note)
-        else:
-            report = CompileReport(compiled=compiled, diagnostics=diagnostics, at=time.time(), note=note,
-                                   places=tuple(build.place_of(d.row) if d.row > 0 else None for d in diagnostics),
-                                   preprocessed=True,
-                                   includes=build.expansion.includes)
-        self.ws.record_compile(item, report, path)
-
-    # --- open files of items --------------------------------------------------------------
-
-    def _set_buffer(self, item: Item, buffer: bytearray | None) -> None:
-        """Start or end a local edit: what stat shows of the item is its buffer's while it lasts, so
-        listings that kept its attributes are told (writes into the buffer need no telling: an item
-        being edited is never replayed)."""
-        item.edit.buffer = buffer
-        self.tree.stat_changed(item)
 
     def _refuse_unsaveable(self, item: Item) -> None:
         """EACCES for text that cannot be saved, before anything is sent; the status says why when
@@ -782,99 +461,6 @@ class Writer:
         self.ws.emit("create", path=self.tree.path_of(item), item_id=item.uuid)
         return item
 
-    # --- slots: adopt, detach, tombstones ------------------------------------------------------
-
-    def rebind(self, item: Item, inode: int) -> Orphan:
-        """Tree.rebind (content fetches are keyed by UUID, so one in flight survives it)."""
-        return self.tree.rebind(item, inode)
-
-    def adopt(self, folder: Folder, name: str) -> Item | None:
-        """A create of a name whose item was unlinked or renamed away: the item comes back."""
-        item = folder.tombstones.pop(name, None)
-        if item is None:
-            return None
-        if item.folder is not folder or item.uuid not in folder.items:
-            return None  # deleted in-world meanwhile
-        self.rebind(item, self.tree.fresh_inode())
-        item.take_base(item.cache.content)
-        self._set_buffer(item, bytearray())
-        item.edit.dirty = True
-        self.tree.relayout(folder)
-        log.info("%s: re-created, keeps item %s", self.tree.path_of(item), item.uuid)
-        return item
-
-    def detach(self, folder: Folder, item: Item) -> Orphan:
-        """`mv F F~`: the name leaves the listing locally; nothing happens in-world."""
-        name = item.name
-        folder.tombstones[name] = item
-        orphan = self.rebind(item, self.tree.fresh_inode())
-        self.tree.relayout(folder)
-        return orphan
-
-    async def unlink(self, folder: Folder, item: Item) -> None:
-        shown = self.tree.path_of(item)
-        if not item.writable:
-            raise FsError(errno.EACCES, f"{shown}: no modify permission")
-        if not self.ws.connected:
-            raise FsError(errno.EIO, f"{shown}: not connected to the viewer; not deleted")
-        # The delete happens after the grace period, when the rm has long returned: a trash that
-        # cannot take the copy now (a file in its place, a read-only or full disk) fails the rm
-        # itself, so no rm seems to work and then quietly does not happen.
-        problem = await self.keeper.check(TRASH, shown, item.size or 0, "deleted")
-        if problem is not None:
-            code = errno.ENOSPC if problem.errno in (errno.ENOSPC, errno.EDQUOT) else errno.EIO
-            message = f"{shown} was not deleted: its trash copy cannot be written ({problem})"
-            self.ws.note_error(message)
-            raise FsError(code, message)
-        self.rebind(item, self.tree.fresh_inode())
-        self._tombstone(folder, item.name, item)
-
-    def _tombstone(self, folder: Folder, name: str, item: Item) -> None:
-        """The name leaves the listing now; the delete reaches the viewer after the grace period,
-        unless a create of the name adopts the item first."""
-        folder.tombstones[name] = item
-        self.tree.relayout(folder)
-        self.ws.spawn(self._delete_later, folder, name, item)
-
-    async def _delete_later(self, folder: Folder, name: str, item: Item) -> None:
-        self._begin()
-        try:
-            with trio.move_on_after(self.ws.options.delete_grace):
-                await self._hurry.wait()  # set at shutdown: carry the delete out now
-            if folder.tombstones.get(name) is not item:
-                return  # re-created meanwhile: the item lives on
-            del folder.tombstones[name]
-            shown = f"{self.tree.path_of(folder)}/{name}".lstrip("/")
-            if item.uuid not in folder.items:
-                return
-            try:
-                data = item.edit.buffer if item.edit.buffer is not None else await self.ws.read_content(item)
-            except FsError as exc:  # content the viewer does not give (no copy can exist): deleted anyway
-                log.warning("%s: no copy in the trash (%s)", shown, exc.message)
-            else:
-                if await self.keeper.keep(TRASH, shown, bytes(data), "deleted") is None:
-                    # The disk refused the copy (logged, counted): deleting now would make the rm
-                    # unrecoverable, so the item stays, as when the viewer refuses the delete.
-                    self.ws.note_error(f"{shown} was not deleted: its trash copy failed ({self.keeper.last_failure})")
-                    self.tree.relayout(folder)
-                    return
-            try:
-                await self.ws.call(f"delete {shown}", "object.item.delete",
-                                   ItemDeleteParams(prim_id=folder.uuid, item_id=item.uuid))
-            except FsError as exc:
-                self.ws.note_error(f"deleting {shown} failed: {exc.message}")
-                folder.tombstones.pop(name, None)
-                self.tree.relayout(folder)  # it is still there: show it again
-                return
-            self.ws.emit("delete", path=shown, item_id=item.uuid)
-            log.info("deleted %s (item %s)", shown, item.uuid)
-        finally:
-            self._end()
-
-    def hurry_deletes(self) -> None:
-        """Shutdown: deletes whose grace period has not passed are carried out now (wait_idle
-        then waits for them), rather than dropped with the daemon."""
-        self._hurry.set()
 
     # --- renames ------------------------------------------------------------------------------
 

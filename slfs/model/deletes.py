@@ -1,0 +1,124 @@
+"""Deleting items: `rm` leaves a tombstone in the item's (folder, name) slot; a create of the same
+name within the grace period adopts the item again, and only after it does the delete reach the
+viewer, after a copy to the trash (a trash that cannot take it refuses the rm or keeps the item)."""
+
+from __future__ import annotations
+
+import errno
+import logging
+
+import trio
+
+from ..protocol.types import (
+    ItemDeleteParams,
+)
+from .errors import FsError
+from .keep import TRASH, Keeper
+from .save import Saver
+from .sources import Sources
+from .tree import Folder, Item, Orphan
+from .workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+
+class Deletes(Saver):
+    """The slots half of the Writer: rebind, adopt, detach, and the tombstones' delayed deletes."""
+
+    def __init__(self, ws: Workspace, keeper: Keeper, sources: Sources) -> None:
+        super().__init__(ws, keeper, sources)
+        self._hurry = trio.Event()
+
+    # --- slots: adopt, detach, tombstones ------------------------------------------------------
+
+    def rebind(self, item: Item, inode: int) -> Orphan:
+        """Tree.rebind (content fetches are keyed by UUID, so one in flight survives it)."""
+        return self.tree.rebind(item, inode)
+
+    def adopt(self, folder: Folder, name: str) -> Item | None:
+        """A create of a name whose item was unlinked or renamed away: the item comes back."""
+        item = folder.tombstones.pop(name, None)
+        if item is None:
+            return None
+        if item.folder is not folder or item.uuid not in folder.items:
+            return None  # deleted in-world meanwhile
+        self.rebind(item, self.tree.fresh_inode())
+        item.take_base(item.cache.content)
+        self._set_buffer(item, bytearray())
+        item.edit.dirty = True
+        self.tree.relayout(folder)
+        log.info("%s: re-created, keeps item %s", self.tree.path_of(item), item.uuid)
+        return item
+
+    def detach(self, folder: Folder, item: Item) -> Orphan:
+        """`mv F F~`: the name leaves the listing locally; nothing happens in-world."""
+        name = item.name
+        folder.tombstones[name] = item
+        orphan = self.rebind(item, self.tree.fresh_inode())
+        self.tree.relayout(folder)
+        return orphan
+
+    async def unlink(self, folder: Folder, item: Item) -> None:
+        shown = self.tree.path_of(item)
+        if not item.writable:
+            raise FsError(errno.EACCES, f"{shown}: no modify permission")
+        if not self.ws.connected:
+            raise FsError(errno.EIO, f"{shown}: not connected to the viewer; not deleted")
+        # The delete happens after the grace period, when the rm has long returned: a trash that
+        # cannot take the copy now (a file in its place, a read-only or full disk) fails the rm
+        # itself, so no rm seems to work and then quietly does not happen.
+        problem = await self.keeper.check(TRASH, shown, item.size or 0, "deleted")
+        if problem is not None:
+            code = errno.ENOSPC if problem.errno in (errno.ENOSPC, errno.EDQUOT) else errno.EIO
+            message = f"{shown} was not deleted: its trash copy cannot be written ({problem})"
+            self.ws.note_error(message)
+            raise FsError(code, message)
+        self.rebind(item, self.tree.fresh_inode())
+        self._tombstone(folder, item.name, item)
+
+    def _tombstone(self, folder: Folder, name: str, item: Item) -> None:
+        """The name leaves the listing now; the delete reaches the viewer after the grace period,
+        unless a create of the name adopts the item first."""
+        folder.tombstones[name] = item
+        self.tree.relayout(folder)
+        self.ws.spawn(self._delete_later, folder, name, item)
+
+    async def _delete_later(self, folder: Folder, name: str, item: Item) -> None:
+        self._begin()
+        try:
+            with trio.move_on_after(self.ws.options.delete_grace):
+                await self._hurry.wait()  # set at shutdown: carry the delete out now
+            if folder.tombstones.get(name) is not item:
+                return  # re-created meanwhile: the item lives on
+            del folder.tombstones[name]
+            shown = f"{self.tree.path_of(folder)}/{name}".lstrip("/")
+            if item.uuid not in folder.items:
+                return
+            try:
+                data = item.edit.buffer if item.edit.buffer is not None else await self.ws.read_content(item)
+            except FsError as exc:  # content the viewer does not give (no copy can exist): deleted anyway
+                log.warning("%s: no copy in the trash (%s)", shown, exc.message)
+            else:
+                if await self.keeper.keep(TRASH, shown, bytes(data), "deleted") is None:
+                    # The disk refused the copy (logged, counted): deleting now would make the rm
+                    # unrecoverable, so the item stays, as when the viewer refuses the delete.
+                    self.ws.note_error(f"{shown} was not deleted: its trash copy failed ({self.keeper.last_failure})")
+                    self.tree.relayout(folder)
+                    return
+            try:
+                await self.ws.call(f"delete {shown}", "object.item.delete",
+                                   ItemDeleteParams(prim_id=folder.uuid, item_id=item.uuid))
+            except FsError as exc:
+                self.ws.note_error(f"deleting {shown} failed: {exc.message}")
+                folder.tombstones.pop(name, None)
+                self.tree.relayout(folder)  # it is still there: show it again
+                return
+            self.ws.emit("delete", path=shown, item_id=item.uuid)
+            log.info("deleted %s (item %s)", shown, item.uuid)
+        finally:
+            self._end()
+
+    def hurry_deletes(self) -> None:
+        """Shutdown: deletes whose grace period has not passed are carried out now (wait_idle
+        then waits for them), rather than dropped with the daemon."""
+        self._hurry.set()

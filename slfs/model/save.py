@@ -1,0 +1,354 @@
+"""Saving an item's edits in-world: the size and text checks, the conflict check against what
+the file was read from, the save's echo, the resend of a save a drop cut, the compile verdict, and
+the recovery folder for what the viewer did not take. The Writer (writes.py) builds on this."""
+
+from __future__ import annotations
+
+import errno
+import logging
+import time
+from collections import defaultdict
+from typing import Any, NoReturn
+
+import trio
+
+from ..protocol import errors as codes
+from ..protocol.codec import RequestParams
+from ..protocol.compile_output import CompileRows, compile_rows
+from ..protocol.types import (
+    ContentSaveParams,
+    ContentSaveResponse,
+)
+from .compiles import CompileReport, failure_report, log_problems
+from .errors import CallCut, FsError, transient_save_error
+from .keep import RECOVERY, Keeper
+from .naming_rules import size_limit
+from .sources import Build, Sources
+from .tree import Item
+from .workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+
+def kept_clause(target: str | None, noun: str = "content") -> str:
+    """How an error message says where the content it did not save went: "your content is in
+    PATH", or, when the recovery copy failed as well, that it did (the log says why)."""
+    return f"your {noun} is in {target}" if target is not None else "the recovery copy failed too (see the log)"
+
+
+class Saver:
+    """The save half of the Writer: the per-item save locks, the pending-save count (wait_idle)
+    and the scripts no compile has accepted yet."""
+
+    def __init__(self, ws: Workspace, keeper: Keeper, sources: Sources) -> None:
+        self.ws = ws
+        self.tree = ws.tree
+        self.keeper = keeper
+        self.sources = sources
+        self.pending_saves = 0
+        self._save_locks: defaultdict[str, trio.Lock] = defaultdict(trio.Lock)
+        self._idle = trio.Event()
+        self._idle.set()
+        self._never_compiled: set[str] = set()  # scripts created here that no compile has accepted yet
+
+    # --- the recovery folder ---------------------------------------------------------------
+
+    async def recover(self, item_path: str, data: bytes, why: str, *, noun: str = "content") -> str:
+        """Keep content the viewer did not take; returns the clause the caller's error message
+        ends with: "your content is in PATH", or, when the copy failed, that it did. The status
+        says the same; a disk that refuses the copy is said there too."""
+        target = await self.keeper.keep(RECOVERY, item_path, data, why)
+        kept = kept_clause(str(target) if target is not None else None, noun)
+        self.ws.note_error(f"{why}; {kept}")
+        return kept
+
+
+    # --- saving -----------------------------------------------------------------------------
+
+    def _begin(self) -> None:
+        self.pending_saves += 1
+        self._idle = trio.Event() if self._idle.is_set() else self._idle
+
+    def _end(self) -> None:
+        self.pending_saves -= 1
+        if self.pending_saves == 0:
+            self._idle.set()
+
+    async def wait_idle(self, timeout: float) -> bool:
+        with trio.move_on_after(timeout):
+            await self._idle.wait()
+            return True
+        return False
+
+    def check_size(self, item_type: str, size: int, shown: str) -> None:
+        limit = size_limit(item_type)
+        if size > limit:
+            raise FsError(errno.EFBIG, f"{shown}: {item_type}s hold at most {limit} bytes")
+
+    async def wait_saved(self, item: Item) -> None:
+        """Until no save of `item` is in progress (a script's compile answer is then in)."""
+        async with self._save_locks[item.uuid]:
+            pass
+
+    async def save(self, item: Item) -> None:
+        """Store the item's local edits in-world. Returns once the viewer stored them."""
+        async with self._save_locks[item.uuid]:
+            if not item.edit.dirty or item.edit.buffer is None:
+                return
+            data = bytes(item.edit.buffer)
+            path = self.tree.path_of(item)
+            self._begin()
+            try:
+                await self._save(item, data, path)
+            except FsError as exc:
+                if exc.errno != errno.ESTALE and data:  # an empty text refused: nothing to keep
+                    await self.recover(path, data, f"saving {path} failed: {exc.message}")
+                if exc.errno == errno.EACCES and "embedded items" in exc.message:
+                    # The viewer knows the notecard embeds items we were not told of: read-only now.
+                    self.ws.set_embedded_items(item, max(1, item.cache.embedded_items or 0))
+                raise
+            finally:
+                self._end()
+
+    async def _save(self, item: Item, data: bytes, path: str, *, build: Build | None = None) -> None:
+        self.check_size(item.info.type, len(data), path)
+        text = self._decode(data, path)
+        if build is None and item.is_script:
+            if self._shown_unchanged(item, data, text):
+                # An editor's :w without a change, a cp of the same source: no needless
+                # recompile, no new //last_compiled.
+                self._set_buffer(item, None)
+                item.edit.dirty = False
+                log.info("%s: the source is what the file shows; nothing to save", path)
+                return
+            build = await self.sources.build(item, text, path)  # awaits: includes may be fetched
+        await self._check_conflict(item, data, path)
+        assert item.folder is not None
+        inworld = build.inworld if build is not None else text
+        if not inworld:
+            self._refuse_empty(item, path)
+        # `running` always, as the item runs now: G1 uploads a save without it as stopped
+        # (viewer-source.md §2, object.content.save), later viewers keep the state.
+        params = ContentSaveParams(prim_id=item.folder.uuid, item_id=item.uuid, content=inworld,
+                                   running=item.info.running if item.is_script else None)
+        revision_before = item.info.revision
+        try:
+            res, revision_before = await self._send_save(item, params, data, path)
+        except FsError as exc:
+            if not (item.is_script and exc.rpc_code == codes.INTERNAL_ERROR):
+                raise
+            res = await self._stored_without_verdict(item, inworld, path, exc.rpc_message or exc.message)
+        verdict = compile_rows(res.diagnostics, res.errors) if item.is_script else None
+        if verdict is not None and verdict.garbled:
+            item.echo.cancel()
+            self._garbled_compile(item, path, "the viewer's compile answer holds NUL bytes: "
+                                  + " ".join(d.message for d in verdict.rows))
+            raise FsError(errno.EIO, f"{path}: the viewer's compile answer is unreadable (NUL bytes)")
+        echo_came = not item.echo.awaited
+        if not echo_came:
+            item.echo.expect()
+        if item.edit.buffer is not None and bytes(item.edit.buffer) == data:
+            self._set_buffer(item, None)
+            item.edit.dirty = False
+        # What we saved is known at the revision before the save: its echo (or an edit of someone
+        # else's that came first) moves the revision, and a fetch there tells which
+        # (Item.content_current); one that has told it already: the revision it confirmed.
+        confirmed = item.content_current and item.cache.content == data
+        self.ws.set_content(item, data, valid=True, revision=None if confirmed else revision_before,
+                            inworld=inworld.encode("utf-8") if build is not None else None)
+        if build is not None:
+            item.cache.inworld_places = build.places()
+        item.take_base(data)
+        item.echo.set_unconfirmed(echo_came and revision_before is None and not confirmed)
+        if not item.content_current:
+            self.ws.confirm_content(item)  # the echo (or what passed for it) came before the answer
+        if verdict is not None:
+            self._record_compile(item, res, verdict, path, build)
+        if build is not None:
+            log.info("saved %s (%d bytes of source, %d in-world)", path, len(data), len(inworld.encode()))
+        else:
+            log.info("saved %s (%d bytes)", path, len(data))
+
+    async def _send_save(self, item: Item, params: ContentSaveParams, data: bytes,
+                         path: str) -> tuple[ContentSaveResponse, int | None]:
+        """object.content.save, and the item's revision before it. A save cut by a drop (CallCut)
+        is sent once more when the session is back within reconnect_wait and the item then holds
+        what the file was read from or what we sent: the same content again loses nothing, and
+        the second answer brings the compile verdict the first one lost."""
+        for attempt in range(2):
+            # The viewer answers our save with an inventory update that says nothing of whose
+            # change it was; the first one after our save is presumably ours, and must not make the
+            # file look stale (on newer viewers a fetch at its revision confirms it:
+            # Tree._content_may_have_changed).
+            item.echo.expect()
+            revision_before = item.info.revision
+            try:
+                res: ContentSaveResponse = await self._with_retries(
+                    f"save {path}", "object.content.save", params, ContentSaveResponse)
+                return res, revision_before
+            except CallCut:
+                item.echo.cancel()
+                if attempt or not await self._resend_cut_save(item, data, params.content or "", path):
+                    raise
+            except BaseException:
+                item.echo.cancel()
+                raise
+        raise AssertionError("unreachable")
+
+    async def _resend_cut_save(self, item: Item, data: bytes, inworld: str, path: str) -> bool:
+        """Whether a save the drop cut may go again: the session is back and the item holds its
+        base (the save did not land) or what we sent (it did). Anything else is someone else's
+        change, which a resend would overwrite: ESTALE, the edits in the recovery folder."""
+        if not await self.ws.await_viewer():
+            return False
+        current = await self.ws.read_content(item, fresh=True)
+        if current == data or current == inworld.encode("utf-8"):
+            log.info("%s: the link to the viewer dropped during the save, which landed; saving again "
+                     "for the viewer's answer", path)
+        elif item.edit.base is None or current == item.edit.base:
+            log.info("%s: the link to the viewer dropped during the save, which did not land; saving again", path)
+        else:
+            await self._stale(item, data, path, current)
+        return True
+
+    def _shown_unchanged(self, item: Item, data: bytes, text: str) -> bool:
+        """A source the file shows already, of a script that is built (so saving it again would
+        only recompile the same expansion)."""
+        return (item.cache.content_valid and item.cache.content == data and item.edit.base == data
+                and (item.cache.inworld is not None or self.sources.wants_build(item, text)))
+
+    async def rebuild(self, item: Item) -> str:
+        """`slfs build`: expand the item's source again and save it when the build differs from
+        what is in-world. Returns "saved", "unchanged" or "plain" (not a built source)."""
+        async with self._save_locks[item.uuid]:
+            if item.edit.buffer is not None and item.edit.dirty:
+                raise FsError(errno.EBUSY, f"{self.tree.path_of(item)}: has unsaved writes; save or close it first")
+            path = self.tree.path_of(item)
+            data = await self.ws.read_content(item)
+            text = self._decode(data, path)
+            build = await self.sources.build(item, text, path)
+            if build is None:
+                return "plain"
+            if self.sources.unchanged(item, build):
+                return "unchanged"
+            item.take_base(data)
+            self._begin()
+            try:
+                await self._save(item, data, path, build=build)
+            finally:
+                self._end()
+            return "saved"
+
+    def _refuse_empty(self, item: Item, path: str) -> NoReturn:
+        """G1-G3 refuse an empty `content` ("Invalid params: content is required", checked before
+        anything else; viewer-source.md §2), so slfs never sends one: the file shows the in-world
+        text again (nothing written is lost: there was nothing) and the error says what to do."""
+        self._set_buffer(item, None)
+        item.edit.dirty = False
+        self.tree.invalidate_item(item, data=True)
+        why = (f"{path}: the viewer cannot store an empty {item.info.type} (older viewers refuse it); "
+               "nothing was saved. Write at least one character, or rm the item")
+        self.ws.note_error(why)
+        raise FsError(errno.EINVAL, why)
+
+    async def _stored_without_verdict(self, item: Item, inworld: str, path: str, message: str) -> ContentSaveResponse:
+        """-32603 "Internal error: stoi" (G1's and one G2 copy's JSON-RPC layer) or a bare "Internal
+        error" (G3's) answering a script save: the viewer threw while converting the compiler's
+        answer (viewer-source.md §3, "stoi"), after the upload. When the item now holds what we
+        sent, that is a failed compile without detail: the save stands. Anything else leaves what
+        the viewer stored unknown: F.diag says so, the item is fetched again, and EIO."""
+        try:
+            await self.ws.read_content(item, fresh=True)
+        except FsError as exc:
+            log.warning("%s: cannot read back after %r: %s", path, message, exc.message)
+        stored = item.cache.inworld if item.cache.inworld is not None else item.cache.content
+        if stored != inworld.encode("utf-8"):
+            self._garbled_compile(item, path, message)
+            raise FsError(errno.EIO, f"{path}: the viewer failed the save without diagnostics ({message})")
+        log.warning("%s: stored, but the viewer answered %r: a failed compile without detail", path, message)
+        return ContentSaveResponse(success=True, prim_id=item.folder.uuid if item.folder else None, item_id=item.uuid,
+                                   compiled=False, errors=[f"the viewer failed the compile without detail ({message})"])
+
+    def _garbled_compile(self, item: Item, path: str, message: str) -> None:
+        """A save answered without a usable verdict: `F.diag` says what the viewer said, the local
+        edits go (save() keeps them in the recovery folder) and the item is fetched again."""
+        self.ws.record_compile(item, failure_report(message, "the viewer did not say whether it compiled"), path)
+        self._set_buffer(item, None)
+        item.edit.dirty = False
+        self.ws.refetch(item)
+
+    def _decode(self, data: bytes, path: str) -> str:
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise FsError(errno.EILSEQ, f"{path}: not valid UTF-8 text (byte {exc.start})") from None
+
+    async def _check_conflict(self, item: Item, data: bytes, path: str) -> None:
+        """Never overwrite an in-world change the file did not show (the viewer's save has no
+        precondition, so slfs checks before it saves)."""
+        base = item.edit.base
+        if base is None:
+            return
+        now = item.info.revision
+        if now is not None and item.edit.base_revision is not None:
+            # Newer viewers: the revision says it. Read at the current one, or stale.
+            if item.edit.base_revision >= now:
+                return
+            current = await self.ws.read_content(item, current=True)
+            if current not in (item.edit.base, data):  # the base again: nothing in-world is lost
+                await self._stale(item, data, path, current)
+            return
+        if item.content_current and item.cache.content == base:
+            return
+        current = await self.ws.read_content(item, current=True)
+        if current in (base, data):
+            return
+        await self._stale(item, data, path, current)
+
+    async def _stale(self, item: Item, data: bytes, path: str, current: bytes) -> NoReturn:
+        kept = await self.recover(path, data, f"{path} changed in-world since it was read; not saved (conflict)",
+                                  noun="version")
+        # The file now shows the in-world version; the local edits are in the recovery folder.
+        self._set_buffer(item, None)
+        item.edit.dirty = False
+        self.ws.set_content(item, current, valid=True)
+        item.take_base(current)
+        self.tree.invalidate_item(item, data=True)
+        raise FsError(errno.ESTALE, f"{path}: changed in-world since it was read; {kept}")
+
+    async def _with_retries(self, what: str, method: str, params: RequestParams, result_type: type[Any]) -> Any:
+        """Right after a save some viewers report an existing item as not found, and a region may be
+        briefly down: retry a few times."""
+        return await self.ws.call(what, method, params, result_type, retries=self.ws.options.save_retries,
+                                  transient=transient_save_error)
+
+    def _record_compile(self, item: Item, res: ContentSaveResponse, verdict: CompileRows, path: str,
+                        build: Build | None) -> None:
+        # A verdict with error rows and no `compiled` (a viewer that leaves it out) failed.
+        compiled = res.compiled is True or (res.compiled is None and not any(
+            d.level.upper() == "ERROR" for d in verdict.rows))
+        if compiled:
+            self._never_compiled.discard(item.uuid)
+            note = ""
+        elif item.uuid in self._never_compiled:
+            note = "the script has never compiled, so nothing of it runs"
+        else:
+            note = "the previously compiled version keeps running"
+        log_problems(verdict.problems, path)
+        diagnostics = verdict.rows
+        if build is None:
+            report = CompileReport(compiled=compiled, diagnostics=diagnostics, at=time.time(), note=note)
+        else:
+            report = CompileReport(compiled=compiled, diagnostics=diagnostics, at=time.time(), note=note,
+                                   places=tuple(build.place_of(d.row) if d.row > 0 else None for d in diagnostics),
+                                   preprocessed=True,
+                                   includes=build.expansion.includes)
+        self.ws.record_compile(item, report, path)
+
+    # --- open files of items --------------------------------------------------------------
+    def _set_buffer(self, item: Item, buffer: bytearray | None) -> None:
+        """Start or end a local edit: what stat shows of the item is its buffer's while it lasts, so
+        listings that kept its attributes are told (writes into the buffer need no telling: an item
+        being edited is never replayed)."""
+        item.edit.buffer = buffer
+        self.tree.stat_changed(item)
