@@ -20,6 +20,7 @@ import trio
 from . import paths
 from .control.server import ControlServer
 from .fs.control import Control
+from .fs.lookups import Lookups
 from .fs.operations import Operations
 from .model.events import EventLog
 from .model.keep import Keeper
@@ -128,7 +129,9 @@ def build_services(mountpoint: str, host: str, port: int, options: Options, *, e
     none), `debug` the test suite's hooks."""
     stats = Stats()
     fanout = Fanout()
-    ws = Workspace(host, port, options, mountpoint=mountpoint, fanout=fanout, debug=debug, stats=stats)
+    lookups = Lookups()  # the kernel's counts (fs layer), asked by the tree before it frees a node
+    ws = Workspace(host, port, options, mountpoint=mountpoint, fanout=fanout, debug=debug, stats=stats,
+                   kernel_knows=lookups.knows)
     # One event log per mount: rotation is not coordinated between processes.
     events = EventLog(paths.state_dir() / f"events-{paths.mount_key(mountpoint)}.jsonl" if event_log else None)
     syntax = SyntaxFiles(ws)
@@ -136,7 +139,7 @@ def build_services(mountpoint: str, host: str, port: int, options: Options, *, e
     writer = Writer(ws, overlay, Keeper(), Sources(ws, overlay))
     scripts = Scripts(ws)
     control = Control(ws, events, syntax, scripts, stats)
-    ops = Operations(ws, writer, overlay, control, stats=stats, debug=debug)
+    ops = Operations(ws, writer, overlay, control, lookups=lookups, stats=stats, debug=debug)
     control_server = ControlServer(ws, scripts, writer, events, stats, socket_path)
     fanout.connect([events, syntax, writer, ops], ops.invalidation_listeners)
     return Services(ws=ws, events=events, syntax=syntax, writer=writer, scripts=scripts, control=control, ops=ops,
@@ -204,7 +207,7 @@ class Daemon:
             # The kernel sends no forget for what it still holds at unmount: the unmount itself
             # releases those references. (Exactness is checked while mounted, after drop_caches.)
             log.info("unmounted %s; kernel references at unmount: %d (released by the unmount)",
-                     self.mountpoint, self.ops.lookup_total())
+                     self.mountpoint, self.ops.lookups.total())
             self.events.close()  # the event log's pending lines, written by its own thread
 
     async def _watch_signals(self) -> None:

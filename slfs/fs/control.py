@@ -45,7 +45,6 @@ class Virtual:
     render: Callable[[], bytes] | None = None
     writer: Callable[[bytes], Awaitable[None]] | None = None
     target: Callable[[], str | None] | None = None
-    lookups: int = 0
     # Growing files (events, logs) bypass the page cache so tail -f sees new lines.
     direct_io: bool = False
     # Awaited by open() before render(): what the file shows may need a fetch first.
@@ -204,11 +203,6 @@ class Control:
             return None
         # Relative to MOUNT/.slfs/by-id/.
         return os.path.join("..", "..", self.tree.path_of(node))
-
-    def forget(self, inode: int, count: int) -> None:
-        node = self.nodes.get(inode)
-        if node is not None:
-            node.lookups = max(0, node.lookups - count)
 
     # --- sidecars ---------------------------------------------------------------------------
     # Each sidecar resolves its item by file name when read, so it follows what the name means now.

@@ -44,6 +44,7 @@ from .attributes import XATTR_PREFIX, Attributes
 from .control import FILE, LINK, LIVE, Control, Virtual
 from .guarded import bind_handlers, guarded, guarded_sync
 from .listings import Listing, Listings
+from .lookups import Lookups
 from .warm import WarmOpens
 
 log = logging.getLogger(__name__)
@@ -77,8 +78,8 @@ class Operations(pyfuse3.Operations):
     enable_writeback_cache = False
     enable_acl = False
 
-    def __init__(self, ws: Workspace, writer: Writer, overlay: Overlay, control: Control, *, stats: Stats,
-                 debug: Debug | None = None) -> None:
+    def __init__(self, ws: Workspace, writer: Writer, overlay: Overlay, control: Control, *, lookups: Lookups,
+                 stats: Stats, debug: Debug | None = None) -> None:
         super().__init__()
         self.stats = stats
         bind_handlers(self, stats)
@@ -87,6 +88,7 @@ class Operations(pyfuse3.Operations):
         self.writer = writer
         self.overlay = overlay
         self.control = control
+        self.lookups = lookups  # the kernel's counts; ws.tree asks them through kernel_knows
         self._handles: dict[int, Handle] = {}
         self._dir_handles: dict[int, Listing] = {}
         self.listings = Listings(ws.tree, overlay)
@@ -109,7 +111,7 @@ class Operations(pyfuse3.Operations):
         pass
 
     def status(self) -> dict[str, Any]:
-        return {"kernel_refs": self.lookup_total()}
+        return {"kernel_refs": self.lookups.total()}
 
     # --- kernel cache invalidation ------------------------------------------------------------
 
@@ -156,7 +158,7 @@ class Operations(pyfuse3.Operations):
     def _counted(self, node: Node | Virtual) -> pyfuse3.EntryAttributes:
         """Attributes for a reply that hands the kernel a reference (lookup, create, readdirplus)."""
         attr = self.attributes.entry(node)
-        node.lookups += 1
+        self.lookups.add(node.inode)
         return attr
 
     # --- lookup and attributes ---------------------------------------------------------------
@@ -207,13 +209,8 @@ class Operations(pyfuse3.Operations):
     @guarded_sync
     def forget(self, inode_list: Sequence[tuple[int, int]]) -> None:
         for inode, count in inode_list:
-            self.tree.forget(inode, count)
-            self.control.forget(inode, count)
-
-    def lookup_total(self) -> int:
-        """Sum of the kernel's references (lookups minus forgets) on everything but the root."""
-        nodes: list[Node | Virtual] = [*self.tree.nodes.values(), *self.control.nodes.values()]
-        return sum(n.lookups for n in nodes if n.inode != ROOT_INODE)
+            if self.lookups.forget(inode, count):
+                self.tree.forgotten(inode)
 
     @guarded_sync
     def getattr(self, inode: int,
@@ -343,7 +340,7 @@ class Operations(pyfuse3.Operations):
                     self.attributes.check_replay(node, attr)
                 if not reply(token, encoded[i], attr, i + 1):
                     return
-                node.lookups += 1
+                self.lookups.add(node.inode)
             return
         if nodes is not None:  # a folder's entries (items and prims), the nodes themselves
             for i in range(start_id, len(nodes)):
@@ -353,7 +350,7 @@ class Operations(pyfuse3.Operations):
                     continue  # gone or renamed since: its entry would bring the old name back
                 if not reply(token, encoded[i], entry(node), i + 1):
                     return
-                node.lookups += 1
+                self.lookups.add(node.inode)
             return
         inodes = listing.inodes
         for i in range(start_id, len(inodes)):
@@ -370,7 +367,7 @@ class Operations(pyfuse3.Operations):
                 continue  # an overlay file removed meanwhile
             if not reply(token, encoded[i], attr, i + 1):
                 return
-            found.lookups += 1
+            self.lookups.add(found.inode)
 
     @guarded_sync
     def releasedir(self, fh: int) -> None:
@@ -722,11 +719,10 @@ class Operations(pyfuse3.Operations):
         if isinstance(dst, Virtual) and dst.live is None:
             raise FsError(errno.EPERM, "")  # a sidecar (.diag, .log, .state)
         ls = await self.writer.live.rename(src, new, replace=not flags & RENAME_NOREPLACE)
-        if ls is not None:
-            # The kernel's entry for `new` now holds the renamed file's inode: the live file's node.
-            node = self.control.lookup(dst_parent, new) if isinstance(dst_parent, Virtual) else None
-            if node is not None and node.inode == src.inode:
-                node.lookups += src.lookups
+        if ls is not None and isinstance(dst_parent, Virtual):
+            # The kernel's entry for `new` now holds the renamed file's inode: the live file's node
+            # is made on it now (its count stays with the inode).
+            self.control.lookup(dst_parent, new)
 
     async def _rename_to_local(self, src: Node, src_parent: Node | Virtual, old: str, dst_parent: Node | Virtual,
                                new: str, dst: Node | Virtual | None) -> None:

@@ -97,7 +97,6 @@ class LiveScript:
     local: bytearray | None = None
     dirty: bool = False
     gone: str | None = None  # why the subscription ended (the live file is gone then)
-    lookups: int = 0
     compiled: trio.Event = attrs.field(factory=trio.Event)
 
     # names.Named

@@ -73,8 +73,6 @@ class Node:
     uuid: str
     name: str = ""
     parent: Folder | None = None
-    # Lookup count the kernel holds on this inode (readdirplus and lookup add, forget removes).
-    lookups: int = 0
     ctime_ns: int = attrs.field(factory=now_ns)
 
     @property

@@ -84,8 +84,12 @@ def _item_known(now: InventoryItem, before: InventoryItem) -> InventoryItem:
 
 class Tree:
     def __init__(self, on_invalidate: Callable[[Invalidation], None] = lambda _i: None,
-                 on_stale: Callable[[Item], None] = lambda _i: None) -> None:
+                 on_stale: Callable[[Item], None] = lambda _i: None,
+                 kernel_knows: Callable[[int], bool] = lambda _i: False) -> None:
         self._on_invalidate = on_invalidate
+        # Whether the kernel holds a reference on an inode (the fs layer counts them): a detached
+        # node it still knows stays reachable until forgotten() says otherwise.
+        self._kernel_knows = kernel_knows
         # Called with each item whose content may have changed in-world and was cached.
         self._on_stale = on_stale
         self._inodes: dict[str, int] = {}
@@ -109,12 +113,10 @@ class Tree:
     def node(self, inode: int) -> Node | None:
         return self.nodes.get(inode)
 
-    def forget(self, inode: int, count: int) -> None:
+    def forgotten(self, inode: int) -> None:
+        """The kernel no longer knows `inode`: its node goes if it is detached."""
         node = self.nodes.get(inode)
-        if node is None:
-            return
-        node.lookups = max(0, node.lookups - count)
-        if node.lookups == 0 and not node.attached:
+        if node is not None and not node.attached:
             # Detached and no longer known to the kernel: the inode number stays reserved.
             del self.nodes[inode]
             release(node)
@@ -142,7 +144,7 @@ class Tree:
         to the kernel."""
         fresh = self.fresh_inode()
         old = item.inode
-        item.inode, item.lookups = fresh, 0
+        item.inode = fresh
         self.nodes[fresh] = item
         self._inodes[item.uuid] = fresh
         self._on_invalidate(StatChanged(old))
@@ -165,11 +167,9 @@ class Tree:
         The inode the item had becomes an Orphan holding its last data, so open handles
         on it keep working but never reach the viewer."""
         old = item.inode
-        orphan = Orphan(inode=old, uuid="", name=item.name, lookups=item.lookups,
+        orphan = Orphan(inode=old, uuid="", name=item.name,
                         data=bytearray(item.edit.buffer if item.edit.buffer is not None else item.cache.content or b""))
         self.nodes[old] = orphan
-        displaced = self.nodes.get(inode)
-        item.lookups = displaced.lookups if displaced is not None else 0
         item.inode = inode
         self.nodes[inode] = item
         self._inodes[item.uuid] = inode
@@ -188,7 +188,7 @@ class Tree:
         if isinstance(node, Folder):
             for child in [*node.items.values(), *node.prims.values()]:
                 self._detach(child)
-        if node.lookups == 0:
+        if not self._kernel_knows(node.inode):
             self.nodes.pop(node.inode, None)
             release(node)
 

@@ -73,13 +73,14 @@ class Workspace:
     """Everything the file system shows, kept current from the viewer."""
 
     def __init__(self, host: str, port: int, options: Options | None = None, *, mountpoint: str = "",
-                 fanout: Fanout | None = None, debug: Debug | None = None, **session_kw: Any) -> None:
+                 fanout: Fanout | None = None, debug: Debug | None = None,
+                 kernel_knows: Callable[[int], bool] = lambda _i: False, **session_kw: Any) -> None:
         self.options = options or Options()
         self.debug = debug or Debug()
         # Where events and invalidation reports go (model/services.py): connected by build_services.
         self.fanout = fanout or Fanout()
         self.invalidations = PendingInvalidations(self.fanout)
-        self.tree = Tree(on_invalidate=self._invalidate, on_stale=self.confirm_content)
+        self.tree = Tree(on_invalidate=self._invalidate, on_stale=self.confirm_content, kernel_knows=kernel_knows)
         session_kw.setdefault("live_sync", True)  # scripts open in the viewer's editor (model/live.py)
         # The viewer's local paths (challenge, live sync temp files, editor.open_file) as ours.
         opts = self.options

@@ -302,8 +302,7 @@ class Writer(Deletes):
             self.tree.drop_node(src.inode)
         if isinstance(dst, OverlayNode):
             self.overlay.removed(dst)
-        node = self.overlay.node(dst_parent, new, path)
-        node.lookups = src.lookups
+        self.overlay.node(dst_parent, new, path)  # on src's inode: the kernel's count stays with it
 
     async def rename_to_remote(self, src: Node, src_parent: Folder | OverlayNode, old: str, dst_parent: Folder,
                                new: str, dst: Node | None) -> None:
