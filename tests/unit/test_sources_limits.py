@@ -27,7 +27,7 @@ MEMORY = 1536 * 2**20  # the child's address space
 TIMEOUT = 90  # seconds: generous; a stop comes after a few seconds of pcpp's work at most
 
 # Expands one LSL source in a child process: includes from a dict of files, the result as JSON
-# with the child's peak resident memory.
+# with the child's own peak resident memory (VmHWM).
 CHILD = """
 import json, resource, sys
 resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
@@ -50,7 +50,10 @@ try:
     out = {"error": None, "size": len(e.text)}
 except BaseException as exc:
     out = {"error": type(exc).__name__, "message": str(exc)[:500], "limit": getattr(exc, "limit", None)}
-out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+# VmHWM is this process image's own peak: ru_maxrss would carry the forking parent's (pytest's)
+# peak across the exec.
+with open("/proc/self/status") as status:
+    out["peak_mb"] = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024
 print(json.dumps(out))
 """.replace("MEMORY", str(MEMORY))
 
