@@ -56,8 +56,10 @@ log = logging.getLogger(__name__)
 PROTOCOL_VERSION = 1
 MAX_FRAME = 1 << 20
 CONFIRM_TIMEOUT = 15.0
-# `run` of a faulted script: only a reset or a compiling save clears a fault, so the confirmation
-# wait is short (a viewer that restarts it anyway says so at once) and then says why.
+# `run` of a faulted script: a reset or a compiling save clears a fault; neither protocol document
+# says a running flag does (viewer-external-editor-json-rpc.md, set_running: "dispatched, not
+# applied"), so the confirmation wait is short (a viewer that restarts it says so at once) and the
+# error then says what is known.
 FAULTED_WAIT = 2.0
 
 Handler = Callable[[dict[str, Any]], Awaitable[Any]]
@@ -437,9 +439,8 @@ class ControlServer:
             if await self.ws.wait_for_world(confirmed, wait):
                 return {**self._describe(item), "state": self.scripts.state_word(item), "confirmed": True}
             if want and item.info.faulted:
-                raise FsError(errno.EIO, f"{p.get('path')}: the viewer accepted run, but the script is faulted "
-                              "(stopped by a run-time error), which a running flag does not clear: reset it to "
-                              "start it again")
+                raise FsError(errno.EIO, f"{p.get('path')}: the viewer accepted run, but the script is still faulted "
+                              "(stopped by a run-time error); a reset clears that: reset it to start it again")
             raise FsError(errno.ETIMEDOUT, f"{p.get('path')}: the viewer accepted {word} but has not "
                           f"confirmed it (state: {self.scripts.state_word(item)})")
         return {**self._describe(item), "state": self.scripts.state_word(item), "confirmed": False}

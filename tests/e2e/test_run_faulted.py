@@ -1,5 +1,5 @@
 """`slfs run` of a script a run-time error stopped (faulted): the viewer takes set_running, but a
-running flag does not clear a fault (a reset or a compiling save does), so there is no confirmation
+running flag is not known to clear a fault (a reset or a compiling save does), so there is no confirmation
 to wait for. The verb answers at once, saying so, instead of after the whole confirmation wait."""
 
 from __future__ import annotations
