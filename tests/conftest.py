@@ -16,7 +16,9 @@ harnesses and worlds in tests/support/ (tests/README.md names the tiers).
 
 from __future__ import annotations
 
+import gc
 import os
+from collections.abc import Iterator
 
 import pytest
 from support.viewers import BASE_VERSION, GENERATIONS, viewer_params
@@ -25,6 +27,17 @@ from support.viewers import BASE_VERSION, GENERATIONS, viewer_params
 # against a fresh one (slfs/model/options.py CHECK_LISTINGS_ENV, read into Debug): a change the model does not
 # report fails the readdir with a traceback, which fails the test.
 os.environ.setdefault("SLFS_CHECK_LISTINGS", "1")
+
+
+@pytest.fixture(autouse=True)
+def _unfrozen() -> Iterator[None]:
+    """What a big frame froze out of the cycle collector's reach (protocol/gcpause.py) goes back to
+    it after each test: a daemon freezes its own tree once per load, but the suite runs hundreds of
+    loads in one process, and the freeze would keep every cycle a finished test left (its
+    Operations, with handlers bound to it) for the rest of the run."""
+    yield
+    if gc.get_freeze_count():
+        gc.unfreeze()
 
 
 def pytest_configure(config: pytest.Config) -> None:
