@@ -44,6 +44,14 @@ class PathParams:
 
 
 @attrs.frozen(kw_only=True)
+class ListParams:
+    """list (slfs mcp's slfs_list): a folder (default the root), and whether to go down into it."""
+
+    path: str | None = None
+    recursive: bool = False
+
+
+@attrs.frozen(kw_only=True)
 class DiagParams:
     path: str | None = None
     wait: float | None = attrs.field(default=None, validator=_seconds)  # seconds, at most 70 (server.py)
