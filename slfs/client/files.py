@@ -133,6 +133,20 @@ def delete(path: str) -> None:
         raise os_error(exc, path) from None
 
 
+def _under(path: str, folder: str) -> bool:
+    return not folder or path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def concerns(event: dict[str, Any], rel: str) -> bool:
+    """Whether an event is about the mount-relative `rel` (a file or folder; "" for all): its path
+    is under it, or, for a line the viewer did not say which script spoke (G1, G3's plain lines:
+    scope "object" or "mount"), it came from the object or prim `rel` is in."""
+    path = str(event.get("path") or "")
+    if _under(path, rel):
+        return True
+    return event.get("scope") in ("object", "mount") and _under(rel, path) and bool(path or not rel)
+
+
 def rel_of(client: MountClient, path: str) -> str:
     return os.path.relpath(path, client.mountpoint)
 
@@ -194,7 +208,7 @@ def save(client: MountClient, path: str, text: str, *, create: bool, tail_s: flo
     def speaks(event: dict[str, Any]) -> bool:
         if event.get("type") not in RUNTIME:
             return False
-        return (item_id is not None and event.get("item_id") == item_id) or event.get("path") == rel
+        return (item_id is not None and event.get("item_id") == item_id) or concerns(event, rel)
 
     runtime: list[dict[str, Any]] = []
     cursor = before

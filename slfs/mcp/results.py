@@ -33,6 +33,7 @@ MEANINGS = {
     "EAGAIN": "the region is not available right now; try again",
     "ENOSPC": "no space left for the trash or recovery copy",
     "EOPNOTSUPP": "this viewer does not support that",
+    "ENOTSUP": "this viewer does not support that",
     "ECONNREFUSED": "the mount's daemon is not answering (is the mount running?)",
     "ECONNRESET": "the mount's daemon went away",
     "ESHUTDOWN": "the mount is shutting down",

@@ -34,10 +34,6 @@ Cursor = Annotated[int, Field(ge=0, description="an event cursor from an earlier
                               "0 for everything still kept")]
 
 
-def _in(rel: str, under: str) -> bool:
-    return not under or rel == under or rel.startswith(under.rstrip("/") + "/")
-
-
 class Tools:
     def __init__(self, mount: str | None = None, auto_mount: bool = False) -> None:
         # A client's configuration passes arguments without a shell: "~/sl" is expanded here.
@@ -158,7 +154,7 @@ class Tools:
         if path:
             await self._path(client, path)
         data = await self._call(client, client.events, since)
-        events = [e for e in data.get("events", []) if e.get("type") in RUNTIME and _in(str(e.get("path", "")), path)]
+        events = [e for e in data.get("events", []) if e.get("type") in RUNTIME and client_files.concerns(e, path)]
         out = {"events": events[-limit:], "cursor": data.get("cursor", since), "more": max(0, len(events) - limit)}
         return done(f"{len(out['events'])} runtime lines; cursor {out['cursor']}", out)
 
@@ -173,7 +169,7 @@ class Tools:
         waiter = EventWait(client.entry)
 
         def want(event: dict[str, Any]) -> bool:
-            return event.get("type") in WAITED and _in(str(event.get("path", "")), path)
+            return event.get("type") in WAITED and client_files.concerns(event, path)
 
         got = await blocking(waiter.collect, since, timeout_s, want, first=True, timeout=timeout_s + 10,
                              what="wait", cancel=waiter.cancel, mountpoint=client.mountpoint)
@@ -187,7 +183,7 @@ class Tools:
         done_ = await self._call(client, client.set_state, word, [full], timeout=30.0, what=f"{word} {path}")
         if done_.failures:
             f = done_.failures[0]
-            raise fail(ClientError(f"{word} {path}: {f.reason}", f.code), client.mountpoint)
+            raise fail(ClientError(f.error, f.code), client.mountpoint)
         data = relativize(client.mountpoint, done_.results[0])
         return done(f"{path}: {data.get('state')}", data)
 

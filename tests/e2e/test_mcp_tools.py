@@ -100,11 +100,16 @@ async def test_worked_session(mounted: Mount, monkeypatch: pytest.MonkeyPatch) -
         good = await call(client, "slfs_write", path=f"{CUBE}/Hello.lsl", text=GOOD_LSL % "fixed by an agent",
                           tail_s=5)
         assert good["compiled"] is True and good["diagnostics"] == []
-        assert "fixed by an agent" in [e.get("message") for e in good["runtime"]], good
         assert await m.thread(m.path(CUBE, "Hello.lsl").read_text) == GOOD_LSL % "fixed by an agent"
         logs = await call(client, "slfs_logs", path=CUBE, since=bad["cursor"])
-        assert "fixed by an agent" in [e.get("message") for e in logs["events"]]
         assert logs["cursor"] >= good["cursor"]
+        said = [e.get("message") for e in good["runtime"]]
+        if m.generation == "G1":
+            # G1 forwards runtime output only for a prim with a live-sync subscription (viewer-source.md §4)
+            assert said == [] and logs["events"] == []
+        else:
+            assert "fixed by an agent" in said, good
+            assert "fixed by an agent" in [e.get("message") for e in logs["events"]]
 
         made = await call(client, "slfs_write", path=f"{CUBE}/Agent Notes", text="hello\n", create=True)
         assert made["kind"] == "notecard" and made["created"] and made["compiled"] is None
@@ -119,7 +124,7 @@ async def test_state_rename_delete(mounted: Mount, monkeypatch: pytest.MonkeyPat
     async with session(m, monkeypatch) as client:
         if m.generation == "G1":
             text = await refused(client, "slfs_set_running", path=f"{CUBE}/Hello.lsl", on=False)
-            assert "EOPNOTSUPP" in text
+            assert "does not support that" in text and text.count("Hello Cube/Hello.lsl") == 1, text
         else:
             assert (await call(client, "slfs_set_running", path=f"{CUBE}/Hello.lsl", on=False))["state"] == "stopped"
             assert (await call(client, "slfs_set_running", path=f"{CUBE}/Hello.lsl", on=True))["state"] == "running"
@@ -142,8 +147,8 @@ async def test_state_rename_delete(mounted: Mount, monkeypatch: pytest.MonkeyPat
         assert built["failed"] == 0
 
         if m.generation == "G1":
-            assert "EOPNOTSUPP" in await refused(client, "slfs_command", command="viewer.script.reset_all",
-                                                 object=CUBE)
+            assert "does not support that" in await refused(client, "slfs_command",
+                                                            command="viewer.script.reset_all", object=CUBE)
         else:
             out = await call(client, "slfs_command", command="viewer.script.reset_all", object=CUBE)
             assert out["command"] == "viewer.script.reset_all"
