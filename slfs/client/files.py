@@ -10,6 +10,7 @@ here first is only what would otherwise cost a large buffer or give a poor error
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 from typing import Any
 
@@ -77,6 +78,24 @@ def read_text(path: str, *, inworld: bool = False) -> tuple[str, bool]:
     except OSError as exc:
         raise os_error(exc, path) from None
     return data[:READ_MAX].decode("utf-8", errors="replace"), len(data) > READ_MAX
+
+
+def digest(text: str) -> str:
+    """What `if_match` compares: the SHA-256 of the text as read (UTF-8)."""
+    return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
+def check_unchanged(path: str, if_match: str) -> None:
+    """ESTALE unless the file still holds the text whose digest() was `if_match`: a save from an
+    old read would silently overwrite what someone changed in-world (or in an editor) since."""
+    try:
+        now, _cut = read_text(path)
+    except ClientError as exc:
+        if exc.code == "ENOENT":
+            raise ClientError(f"{path}: gone since you read it", "ESTALE") from None
+        raise
+    if digest(now) != if_match.strip().lower():
+        raise ClientError(f"{path}: the text changed since you read it; nothing was saved", "ESTALE")
 
 
 def write_text(path: str, data: bytes, *, create: bool) -> None:
@@ -173,10 +192,13 @@ class Saved:
 
 
 def save(client: MountClient, path: str, text: str, *, create: bool, tail_s: float,
-         waiter: EventWait | None = None) -> Saved:
+         waiter: EventWait | None = None, if_match: str | None = None) -> Saved:
     """Save (or create) `path` and say what came of it: the compile answer of this save and the
-    runtime output of the restart that follows, for `tail_s` s after it."""
+    runtime output of the restart that follows, for `tail_s` s after it. With `if_match` (a
+    digest() of the text read), nothing is saved when the file holds another text now."""
     data = check_text(path, text)
+    if if_match and not create:
+        check_unchanged(path, if_match)
     before = client.cursor()
     write_text(path, data, create=create)
     rel = rel_of(client, path)

@@ -96,11 +96,12 @@ class Tools:
     async def slfs_read(self, path: Path, inworld: bool = False) -> CallToolResult:
         """An item's text as the mount shows it (for a preprocessed script, the source); with
         inworld=true the text as stored in-world (the expansion the viewer compiled). Also reads
-        the sidecars, e.g. 'Obj/.slfs/Script.lsl.log' or '.slfs/diagnostics'."""
+        the sidecars, e.g. 'Obj/.slfs/Script.lsl.log' or '.slfs/diagnostics'. 'sha256' in the
+        answer is what slfs_write's if_match takes."""
         client = await self.client()
         full = await self._path(client, path)
         text, cut = await self._call(client, client_files.read_text, full, inworld=inworld, what=f"read {path}")
-        data = {"path": path, "inworld": inworld, "text": text, "truncated": cut}
+        data = {"path": path, "inworld": inworld, "text": text, "truncated": cut, "sha256": client_files.digest(text)}
         note = f" (cut at {client_files.READ_MAX} bytes)" if cut else ""
         return CallToolResult(content=[TextContent(type="text", text=text + note)], structured_content=data)
 
@@ -109,18 +110,22 @@ class Tools:
                                                        "makes a script, any other a notecard); refused "
                                                        "if it exists")] = False,
                          tail_s: Annotated[float, Field(ge=0, le=MAX_TAIL, description="seconds of runtime "
-                                                        "output to collect after the save")] = 1.5) -> CallToolResult:
+                                                        "output to collect after the save")] = 1.5,
+                         if_match: Annotated[str, Field(description="the 'sha256' slfs_read gave: save only if "
+                                                        "the text is still the one you read (else ESTALE)")] = ""
+                         ) -> CallToolResult:
         """Save an item's whole text in-world (or create it) and return the viewer's verdict:
         compiled or not, diagnostics mapped to source and include lines (path, row, column,
         level, message), and the script's runtime output during tail_s seconds after the save
         (its restart). A failed compile still stores the text; the old compiled version keeps
-        running. ESTALE means it changed in-world since you read it: read it again first."""
+        running. ESTALE means it changed since you read it (give if_match to be sure): read it
+        again first."""
         client = await self.client()
         full = await self._path(client, path, write=True)
         waiter = EventWait(client.entry)
         saved = await blocking(client_files.save, client, full, text, create=create, tail_s=tail_s, waiter=waiter,
-                               timeout=SAVE_TIMEOUT + tail_s, what=f"save {path}", cancel=waiter.cancel,
-                               mountpoint=client.mountpoint)
+                               if_match=if_match or None, timeout=SAVE_TIMEOUT + tail_s, what=f"save {path}",
+                               cancel=waiter.cancel, mountpoint=client.mountpoint)
         data = relativize(client.mountpoint, saved.as_json())
         data["path"] = relative(client.mountpoint, full)
         if saved.kind != "script":

@@ -111,6 +111,17 @@ async def test_worked_session(mounted: Mount, monkeypatch: pytest.MonkeyPatch) -
             assert "fixed by an agent" in said, good
             assert "fixed by an agent" in [e.get("message") for e in logs["events"]]
 
+        # a save from an old read: refused with if_match once someone else saved meanwhile
+        read = await call(client, "slfs_read", path=f"{CUBE}/Hello.lsl")
+        await m.thread(m.path(CUBE, "Hello.lsl").write_text, GOOD_LSL % "someone else")
+        text = await refused(client, "slfs_write", path=f"{CUBE}/Hello.lsl", text=GOOD_LSL % "stale",
+                             if_match=read["sha256"])
+        assert "ESTALE" in text and "re-read first" in text
+        assert await m.thread(m.path(CUBE, "Hello.lsl").read_text) == GOOD_LSL % "someone else"
+        fresh = await call(client, "slfs_read", path=f"{CUBE}/Hello.lsl")
+        assert (await call(client, "slfs_write", path=f"{CUBE}/Hello.lsl", text=GOOD_LSL % "fresh", tail_s=0,
+                           if_match=fresh["sha256"]))["compiled"] is True
+
         made = await call(client, "slfs_write", path=f"{CUBE}/Agent Notes", text="hello\n", create=True)
         assert made["kind"] == "notecard" and made["created"] and made["compiled"] is None
         assert await m.thread(m.path(CUBE, "Agent Notes").read_text) == "hello\n"
