@@ -3,12 +3,13 @@ client, against a real mount on the simulator (as an agent's client runs it from
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
 import trio
 from mcp import Client, StdioServerParameters
-from support.mount import Mount
+from support.mount import Mount, MountFactory, force_unmount, is_mounted
 
 from slfs.mcp.tools import NAMES
 
@@ -72,3 +73,28 @@ async def test_stdio_auto_mount_hint(mounted: Mount, tmp_path: Any) -> None:
         async with stdio(mounted, env={"XDG_RUNTIME_DIR": str(empty)}) as client:
             res = await client.call_tool("slfs_list", {})
             assert res.is_error and "slfs mount ~/sl" in text(res) and "--auto-mount" in text(res)
+
+
+async def test_stdio_auto_mount(mount_factory: MountFactory, tmp_path: Any) -> None:
+    """--auto-mount with no mount running: ~/sl is mounted for the default viewer port
+    ($SLFS_PORT), as `slfs edit` does, and the tools use it."""
+    m = await mount_factory(start=False)  # the viewer, and no mount of it
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"HOME": str(home), "SLFS_PORT": str(m.port)}
+    sl = home / "sl"
+    try:
+        with trio.fail_after(90):
+            async with stdio(m, "--auto-mount", env=env) as client:
+                status = await client.call_tool("slfs_status", {})
+                assert not status.is_error, text(status)
+                data = status.structured_content
+                assert data is not None and data["state"] == "connected"
+                assert data["mount"] == os.path.realpath(sl) and data["endpoint"] == f"127.0.0.1:{m.port}"
+                listed = await client.call_tool("slfs_list", {})
+                assert not listed.is_error, text(listed)
+            assert is_mounted(sl)  # the mount outlives the session, as slfs edit's does
+    finally:
+        await m.run(sys.executable, "-m", "slfs", "umount", sl, check=False, timeout=30)
+        await trio.to_thread.run_sync(force_unmount, sl)
+    assert not is_mounted(sl)
