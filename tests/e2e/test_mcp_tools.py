@@ -253,6 +253,18 @@ async def test_wait_and_cancel(mounted: Mount, monkeypatch: pytest.MonkeyPatch) 
         assert trio.current_time() - start < 10
         assert (await call(client, "slfs_status"))["state"] == "connected"
 
+        # a save's runtime window is cancellable too; the save itself is done by then
+        cancelled.clear()
+        with trio.move_on_after(3.0):
+            await client.call_tool("slfs_write", {"path": f"{CUBE}/Hello.lsl", "text": GOOD_LSL % "cut short",
+                                                  "tail_s": 10})
+        for _ in range(100):
+            if cancelled:
+                break
+            await trio.sleep(0.05)
+        assert cancelled, "the save's runtime window was not cancelled"
+        assert await m.thread(m.path(CUBE, "Hello.lsl").read_text) == GOOD_LSL % "cut short"
+
         # the next compile after the cursor
         async def save() -> None:
             await trio.sleep(0.3)
