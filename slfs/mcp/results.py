@@ -16,8 +16,8 @@ from .confine import relative
 
 # What each errno name means to an agent that gets it back from a tool.
 MEANINGS = {
-    "EACCES": "no modify permission on this item",
-    "EPERM": "not allowed: paths are relative to the mount, stay inside it and follow no links",
+    "EACCES": "no modify permission on this item (a script needs copy and modify permission to be read)",
+    "EPERM": "not allowed here",
     "ESTALE": "changed in-world since you read it; re-read first",
     "ENOENT": "no such object, prim or item",
     "EEXIST": "already exists",

@@ -17,6 +17,7 @@ from pydantic import Field
 from ..client import ClientError, MountClient, NoMount, mounts
 from ..client import files as client_files
 from ..client.waits import EventWait
+from ..paths import data_dir
 from .calls import BUILD_TIMEOUT, SAVE_TIMEOUT, blocking
 from .confine import confine, relative
 from .results import done, fail, relativize
@@ -217,8 +218,6 @@ class Tools:
         client = await self.client()
         full = await self._path(client, path, write=True)
         await self._call(client, client_files.delete, full, what=f"delete {path}")
-        from ..paths import data_dir
-
         trash = os.path.join(str(data_dir()), "trash")
         return done(f"{path}: deleted (a copy is in {trash})", {"path": path, "deleted": True, "trash": trash})
 
