@@ -83,3 +83,14 @@ def test_mcp_verb_parses() -> None:
     ns = parser.parse_args(["mcp", "--mount", "~/sl", "--auto-mount"])
     assert ns.command == "mcp" and ns.mount == "~/sl" and ns.auto_mount
     assert parser.parse_args(["mcp"]).mount is None
+
+
+def test_list_request_structuring() -> None:
+    from slfs.control.requests import ListParams, structure
+    from slfs.model.errors import FsError
+
+    assert structure({"path": "O", "recursive": True}, ListParams, "list") == ListParams(path="O", recursive=True)
+    assert structure({}, ListParams, "list") == ListParams()
+    for bad in ("yes", 1, None):
+        with pytest.raises(FsError, match=r"list\.recursive"):
+            structure({"recursive": bad}, ListParams, "list")
