@@ -45,7 +45,7 @@ def test_slfs1_documents_every_verb() -> None:
     source = PAGES[0].read_text()
     verbs = ["mount", "umount", "demo", "sim", "status", "diag", "run", "stop", "reset", "events",
              "open", "close", "teleport", "focus", "save\\-back", "reset\\-all", "recompile", "exec",
-             "commands", "open\\-uri"]
+             "commands", "open\\-uri", "mcp"]
     for verb in verbs:
         assert f".B {verb}" in source, f"slfs(1) does not document the {verb!r} verb"
 

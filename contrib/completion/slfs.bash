@@ -7,7 +7,7 @@ _slfs() {
     cur=${COMP_WORDS[COMP_CWORD]}
     prev=${COMP_WORDS[COMP_CWORD-1]}
     local verbs="mount umount demo sim status stats diag edit live build run stop reset events open close teleport
-        focus save-back reset-all recompile exec commands open-uri"
+        focus save-back reset-all recompile exec commands open-uri mcp"
     local opts="prefetch= attr_timeout= delete_grace= vm= save_retries= shutdown_grace= open_cmd=
         allow_other allow_root default_permissions ro rw noatime auto_unmount"
 
@@ -51,6 +51,7 @@ _slfs() {
         recompile) flags="--target --json --mount" ;;
         diag|edit) flags="--wait --json --mount" ;;
         umount) flags= ;;
+        mcp) flags="--mount --auto-mount" ;;
         *) flags="--json --mount" ;;
     esac
     if [[ $cur == -* ]]; then

@@ -118,6 +118,10 @@ class MountClient:
             params["seconds"] = seconds
         return dict(self.request("events", **params))
 
+    def cursor(self) -> int:
+        """The event cursor now: later events have a higher seq."""
+        return int(self.events(seconds=0).get("cursor", 0))
+
     def follow(self, since: int) -> Iterator[dict[str, Any]]:
         """Events after the cursor `since`, as they come, until the mount shuts down."""
         with mounts.connect(self.entry) as c:
@@ -125,15 +129,16 @@ class MountClient:
 
     # --- scripts ----------------------------------------------------------------------------
 
-    def diag(self, path: str | None = None, *, wait: bool = False) -> Diagnostics:
+    def diag(self, path: str | None = None, *, wait: bool = False, wait_s: float = DIAG_WAIT) -> Diagnostics:
         """Diagnostics of the last compiles (of `path`'s file or folder); with `wait`, first wait up
-        to DIAG_WAIT s for the compile of the last save of the file `path`."""
+        to `wait_s` (at most DIAG_WAIT) s for the compile of the last save of the file `path`."""
         if wait and not path:
             raise ClientError("diag: name the file whose compile to wait for", "EINVAL")
         params: dict[str, Any] = {"path": self.path_of(path)} if path else {}
         if wait:
             # The daemon bounds the wait; the request's own deadline only guards against a silent daemon.
-            data = self.request("diag", _timeout=DIAG_WAIT + 30, wait=DIAG_WAIT, **params)
+            wait_s = min(wait_s, DIAG_WAIT)
+            data = self.request("diag", _timeout=wait_s + 30, wait=wait_s, **params)
         else:
             data = self.request("diag", **params)
         diagnostics = data.get("diagnostics", [])
@@ -183,6 +188,19 @@ class MountClient:
     def close(self, path: str) -> dict[str, Any]:
         """Unpublish the object of the folder `path`."""
         return dict(self.request("close", path=self.path_of(path)))
+
+    def resolve(self, path: str) -> dict[str, Any]:
+        """The published object, prim or item at `path`: {"path", "uuid"}; ClientError ENOENT if none."""
+        return dict(self.request("resolve", path=self.path_of(path)))
+
+    def listing(self, path: str | None = None, *, recursive: bool = False) -> dict[str, Any]:
+        """{"path", "entries": [...]}: the objects, prims and items in the folder `path` (the root
+        by default; with `recursive`, everything under it), each with its kind, language, VM, run
+        state, permissions, size (null until fetched) and last compile."""
+        params: dict[str, Any] = {"recursive": recursive}
+        if path:
+            params["path"] = self.path_of(path)
+        return dict(self.request("list", **params))
 
     def lookup(self, uuid: str) -> dict[str, Any]:
         """The published object or item of `uuid`: {"path", "uuid"}; ClientError ENOENT if none."""

@@ -44,6 +44,14 @@ class PathParams:
 
 
 @attrs.frozen(kw_only=True)
+class ListParams:
+    """list (slfs mcp's slfs_list): a folder (default the root), and whether to go down into it."""
+
+    path: str | None = None
+    recursive: bool = False
+
+
+@attrs.frozen(kw_only=True)
 class DiagParams:
     path: str | None = None
     wait: float | None = attrs.field(default=None, validator=_seconds)  # seconds, at most 70 (server.py)
@@ -94,6 +102,12 @@ def _strict(kind: type, what: str) -> Any:
     return hook
 
 
+def _flag(value: Any, _type: Any) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"expected true or false, got {type(value).__name__}")
+    return value
+
+
 def _number(value: Any, _type: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"expected a number, got {type(value).__name__}")
@@ -118,6 +132,7 @@ def _converter() -> cattrs.Converter:
     conv = cattrs.Converter()
     conv.register_structure_hook(str, _strict(str, "a string"))
     conv.register_structure_hook(int, _strict(int, "an integer"))
+    conv.register_structure_hook(bool, _flag)  # after int's: a bool is an int to the dispatch
     conv.register_structure_hook(float, _number)
     conv.register_structure_hook_func(lambda t: t == dict[str, Any], _object)
     return conv

@@ -15,7 +15,7 @@ Protocol (version 1), modelled on a robust NDJSON RPC host:
 
 Commands: status, stats, diag {path}, run/stop/reset {path}, events {since, seconds}, subscribe,
 open {object_id}, close {path}, viewer_command {command, params, path}, commands,
-find {uuid}, resolve {path}.
+find {uuid}, resolve {path}, list {path, recursive}.
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ from .requests import (
     DiagParams,
     EventsParams,
     FindParams,
+    ListParams,
     LiveSubscribeParams,
     NoParams,
     OpenParams,
@@ -113,6 +114,7 @@ class ControlServer:
             "commands": (NoParams, self._commands),
             "find": (FindParams, self._find),
             "resolve": (PathParams, self._resolve_cmd),
+            "list": (ListParams, self._list),
         }
         self._streams: list[trio.SocketStream] = []
 
@@ -532,6 +534,47 @@ class ControlServer:
 
     async def _resolve_cmd(self, p: PathParams) -> Any:
         return self._describe(self.resolve(p.path))
+
+    # --- list (slfs mcp's slfs_list) ----------------------------------------------------------
+
+    async def _list(self, p: ListParams) -> Any:
+        """The objects, prims and items in the folder `path` (default the root), with what the
+        model knows of each; with `recursive`, everything under it. Nothing is fetched: an item
+        whose content is not known yet has size null."""
+        node = self.resolve(p.path or self.ws.mountpoint)
+        if isinstance(node, Item):
+            return {"path": self.scripts.abspath(node), "entries": [self._list_entry(node)]}
+        assert isinstance(node, Folder)
+        entries: list[dict[str, Any]] = []
+        todo = [node]
+        while todo:
+            folder = todo.pop(0)
+            for child in list(folder.entries.values()):
+                if isinstance(child, (Item, Folder)):
+                    entries.append(self._list_entry(child))
+                    if isinstance(child, Folder) and p.recursive:
+                        todo.append(child)
+        return {"path": self.scripts.abspath(node), "entries": entries}
+
+    def _list_entry(self, node: Item | Folder) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": node.name, "path": self.scripts.abspath(node), "uuid": node.uuid}
+        if isinstance(node, Folder):
+            out.update(kind="prim" if node.is_child else "object", permissions={"modify": node.writable})
+            return out
+        info = node.info
+        out.update(kind=info.type, size=node.size,
+                   permissions={"read": node.readable, "modify": node.writable, "save": node.saveable,
+                                "why_not": node.save_refusal()})
+        if node.is_script:
+            report = self.ws.compiles.get(node.uuid)
+            out.update(language="luau" if info.is_luau else "lsl", vm=info.vm, running=bool(info.running),
+                       faulted=bool(info.faulted), state=self.scripts.state_word(node),
+                       preprocessed=node.cache.inworld is not None,
+                       last_compile=None if report is None else {
+                           "compiled": report.compiled, "at": report.at, "note": report.note,
+                           "source": report.source,
+                           "errors": sum(1 for d in report.diagnostics if d.level.lower() == "error")})
+        return out
 
 
 def peer_uid(stream: trio.SocketStream) -> int | None:

@@ -1,0 +1,258 @@
+"""The `slfs_*` tools: each checks its paths (confine.py), calls the client layer in a worker thread
+under a bound (calls.py), and answers with structured content and a short text (results.py).
+
+The mount is found at each call (`--mount`, else the only running one), so a restarted daemon is
+found again; with `--auto-mount` a mount of ~/sl is started when none is running, as `slfs edit`
+does."""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated, Any
+
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
+
+from ..client import ClientError, MountClient, NoMount, mounts
+from ..client import files as client_files
+from ..client.waits import EventWait
+from ..paths import data_dir
+from .calls import BUILD_TIMEOUT, SAVE_TIMEOUT, blocking
+from .confine import confine, relative
+from .results import done, fail, relativize
+
+RUNTIME = ("runtime.debug", "runtime.error")
+WAITED = ("compile", *RUNTIME)
+MAX_TAIL = 10.0
+MAX_WAIT = 300.0
+MAX_LOGS = 1000
+
+Path = Annotated[str, Field(description="a path relative to the mount, e.g. 'Hello Cube/Hello.lsl' "
+                            "(objects are folders, child prims subfolders 'Name@1a2b3c4d', items files)")]
+Folder = Annotated[str, Field(description="a folder relative to the mount ('' for the whole mount)")]
+Cursor = Annotated[int, Field(ge=0, description="an event cursor from an earlier answer (its 'cursor'); "
+                              "0 for everything still kept")]
+
+
+class Tools:
+    def __init__(self, mount: str | None = None, auto_mount: bool = False) -> None:
+        # A client's configuration passes arguments without a shell: "~/sl" is expanded here.
+        self.mount = os.path.expanduser(mount) if mount else None
+        self.auto_mount = auto_mount
+
+    # --- the mount ------------------------------------------------------------------------------
+
+    def _find(self) -> MountClient:
+        try:
+            return MountClient.find(self.mount)
+        except NoMount as exc:
+            if self.auto_mount and exc.code == "ENOENT" and self.mount is None:
+                return MountClient(mounts.viewer_mount())
+            hint = ("start one with `slfs mount ~/sl` (it follows the viewer's external-editor "
+                    "endpoint), or run this server as `slfs mcp --auto-mount`")
+            raise ClientError(f"{exc.message}; {hint}" if exc.code == "ENOENT" else exc.message, exc.code) from None
+
+    async def client(self) -> MountClient:
+        return await blocking(self._find, timeout=mounts.START_WAIT + 20, what="finding the mount")
+
+    async def _path(self, client: MountClient, path: str, *, write: bool = False) -> str:
+        return await blocking(confine, client.mountpoint, path, write=write, what=f"{path}",
+                              mountpoint=client.mountpoint)
+
+    async def _call(self, client: MountClient, fn: Any, /, *args: Any, timeout: float = 30.0, what: str = "",
+                    **kwargs: Any) -> Any:
+        return await blocking(fn, *args, timeout=timeout, what=what or getattr(fn, "__name__", "the call"),
+                              mountpoint=client.mountpoint, **kwargs)
+
+    # --- tools ----------------------------------------------------------------------------------
+
+    async def slfs_status(self) -> CallToolResult:
+        """The mount and its viewer: connection state (and why), endpoint, viewer and version,
+        agent, object and item counts, the last error, and the event cursor to give slfs_wait and
+        slfs_logs. Works while the viewer is away."""
+        client = await self.client()
+        data = await self._call(client, client.status)
+        data["cursor"] = await self._call(client, client.cursor)
+        data["mount"] = client.mountpoint
+        text = f"{data.get('state')}"
+        if data.get("viewer"):
+            text += f" to {data.get('viewer')} {data.get('viewer_version', '')} as {data.get('agent', '?')}"
+        elif data.get("state_detail"):
+            text += f" ({data['state_detail']})"
+        text += f": {data.get('objects')} objects, {data.get('items')} items; cursor {data['cursor']}"
+        return done(text, data)
+
+    async def slfs_list(self, path: Folder = "", recursive: bool = False) -> CallToolResult:
+        """Objects, prims and items in a folder ('' lists the published objects): for each its kind
+        (object, prim, script, notecard, ...), and for items the language (lsl, luau), VM, run state
+        (running, faulted), permissions (read, modify, save: what may be done), size in bytes (null
+        until its text was fetched) and last compile. recursive=true lists everything under it."""
+        client = await self.client()
+        full = await self._path(client, path)
+        data = relativize(client.mountpoint, await self._call(client, client.listing, full, recursive=recursive))
+        entries = data.get("entries", [])
+        return done(f"{len(entries)} entries in {path or 'the mount'}", data)
+
+    async def slfs_read(self, path: Path, inworld: bool = False) -> CallToolResult:
+        """An item's text as the mount shows it (for a preprocessed script, the source); with
+        inworld=true the text as stored in-world (the expansion the viewer compiled). Also reads
+        the sidecars, e.g. 'Obj/.slfs/Script.lsl.log' or '.slfs/diagnostics'. 'sha256' in the
+        answer is what slfs_write's if_match takes."""
+        client = await self.client()
+        full = await self._path(client, path)
+        text, cut = await self._call(client, client_files.read_text, full, inworld=inworld, what=f"read {path}")
+        data = {"path": path, "inworld": inworld, "text": text, "truncated": cut, "sha256": client_files.digest(text)}
+        note = f" (cut at {client_files.READ_MAX} bytes)" if cut else ""
+        return CallToolResult(content=[TextContent(type="text", text=text + note)], structured_content=data)
+
+    async def slfs_write(self, path: Path, text: Annotated[str, Field(description="the whole new text")],
+                         create: Annotated[bool, Field(description="make a new item (a .lsl or .luau name "
+                                                       "makes a script, any other a notecard); refused "
+                                                       "if it exists")] = False,
+                         tail_s: Annotated[float, Field(ge=0, le=MAX_TAIL, description="seconds of runtime "
+                                                        "output to collect after the save")] = 1.5,
+                         if_match: Annotated[str, Field(description="the 'sha256' slfs_read gave: save only if "
+                                                        "the text is still the one you read (else ESTALE)")] = ""
+                         ) -> CallToolResult:
+        """Save an item's whole text in-world (or create it) and return the viewer's verdict:
+        compiled or not, diagnostics mapped to source and include lines (path, row, column,
+        level, message), and the script's runtime output during tail_s seconds after the save
+        (its restart). A failed compile still stores the text; the old compiled version keeps
+        running. ESTALE means it changed since you read it (give if_match to be sure): read it
+        again first."""
+        client = await self.client()
+        full = await self._path(client, path, write=True)
+        waiter = EventWait(client.entry)
+        saved = await blocking(client_files.save, client, full, text, create=create, tail_s=tail_s, waiter=waiter,
+                               if_match=if_match or None, timeout=SAVE_TIMEOUT + tail_s, what=f"save {path}",
+                               cancel=waiter.cancel, mountpoint=client.mountpoint)
+        data = relativize(client.mountpoint, saved.as_json())
+        data["path"] = relative(client.mountpoint, full)
+        if saved.kind != "script":
+            line = f"{path}: saved ({saved.bytes} bytes)"
+        elif saved.compiled is None:
+            line = f"{path}: saved; {saved.note or 'no compile answer'}"
+        elif saved.compiled:
+            line = f"{path}: saved, compiled"
+        else:
+            line = f"{path}: saved, compile failed: {len(saved.diagnostics)} diagnostics"
+        lines = [line, *(f"{d.get('path')}:{d.get('row')}:{d.get('column')}: {d.get('level')}: {d.get('message')}"
+                         for d in data["diagnostics"])]
+        lines += [f"runtime: {e.get('message', '')}" for e in saved.runtime]
+        return done("\n".join(lines), data)
+
+    async def slfs_diagnostics(self, path: Folder = "") -> CallToolResult:
+        """The diagnostics of the last compiles of the scripts under path ('' for all), mapped to
+        source and include lines, and for each compiled file whether it compiled."""
+        client = await self.client()
+        full = await self._path(client, path)
+        result = await self._call(client, client.diag, full if path else None)
+        data = relativize(client.mountpoint, result.as_json())
+        return done(f"{result.errors} errors in {len(data.get('files', []))} files", data)
+
+    async def slfs_logs(self, path: Folder = "", since: Cursor = 0,
+                        limit: Annotated[int, Field(ge=1, le=MAX_LOGS)] = 100) -> CallToolResult:
+        """Runtime output (llOwnerSay and other chat, runtime errors with their line and stack)
+        of the scripts under path after the cursor `since`, oldest first, at most `limit` (the
+        newest kept); 'cursor' in the answer is where to go on from."""
+        client = await self.client()
+        if path:
+            await self._path(client, path)
+        data = await self._call(client, client.events, since)
+        events = [e for e in data.get("events", []) if e.get("type") in RUNTIME and client_files.concerns(e, path)]
+        out = {"events": events[-limit:], "cursor": data.get("cursor", since), "more": max(0, len(events) - limit)}
+        return done(f"{len(out['events'])} runtime lines; cursor {out['cursor']}", out)
+
+    async def slfs_wait(self, since: Cursor, timeout_s: Annotated[float, Field(gt=0, le=MAX_WAIT)] = 30.0,
+                        path: Folder = "") -> CallToolResult:
+        """Wait for the next compile result or runtime output (of the scripts under path) after
+        the cursor `since`, at most timeout_s seconds; returns those events and the cursor to go
+        on from (events: [] when nothing came). Cancellable."""
+        client = await self.client()
+        if path:
+            await self._path(client, path)
+        waiter = EventWait(client.entry)
+
+        def want(event: dict[str, Any]) -> bool:
+            return event.get("type") in WAITED and client_files.concerns(event, path)
+
+        got = await blocking(waiter.collect, since, timeout_s, want, first=True, timeout=timeout_s + 10,
+                             what="wait", cancel=waiter.cancel, mountpoint=client.mountpoint)
+        data = {"events": got.events, "cursor": got.cursor, "timed_out": not got.events}
+        return done(f"{len(got.events)} events; cursor {got.cursor}" if got.events
+                    else f"nothing within {timeout_s:g} s; cursor {got.cursor}", data)
+
+    async def _per_file(self, word: str, path: str) -> CallToolResult:
+        client = await self.client()
+        full = await self._path(client, path)
+        done_ = await self._call(client, client.set_state, word, [full], timeout=30.0, what=f"{word} {path}")
+        if done_.failures:
+            f = done_.failures[0]
+            raise fail(ClientError(f.error, f.code), client.mountpoint)
+        data = relativize(client.mountpoint, done_.results[0])
+        return done(f"{path}: {data.get('state')}", data)
+
+    async def slfs_set_running(self, path: Path, on: bool) -> CallToolResult:
+        """Start (on=true) or stop a script, and wait for the viewer to confirm it. A faulted
+        script (stopped by a runtime error) needs slfs_reset to start again."""
+        return await self._per_file("run" if on else "stop", path)
+
+    async def slfs_reset(self, path: Path) -> CallToolResult:
+        """Reset a script (it restarts from state_entry; a fault is cleared)."""
+        return await self._per_file("reset", path)
+
+    async def slfs_rename(self, path: Path, new_name: Annotated[str, Field(
+            description="the new file name in the same prim (keep the extension: .lsl, .luau)")]) -> CallToolResult:
+        """Rename an item within its prim (object.item.modify); moving to another prim or kind is
+        not possible (EXDEV), and a name that exists is refused."""
+        client = await self.client()
+        full = await self._path(client, path, write=True)
+        target = await self._call(client, client_files.rename, full, new_name, what=f"rename {path}")
+        data = {"path": relative(client.mountpoint, target), "old_path": path}
+        return done(f"{path} -> {data['path']}", data)
+
+    async def slfs_delete(self, path: Path) -> CallToolResult:
+        """Delete an item, as `rm` does: the name goes at once, the item in-world a few seconds
+        later (delete_grace), and a copy is kept in slfs's trash folder."""
+        client = await self.client()
+        full = await self._path(client, path, write=True)
+        await self._call(client, client_files.delete, full, what=f"delete {path}")
+        trash = os.path.join(str(data_dir()), "trash")
+        return done(f"{path}: deleted (a copy is in {trash})", {"path": path, "deleted": True, "trash": trash})
+
+    async def slfs_build(self, path: Folder) -> CallToolResult:
+        """Expand and save again the preprocessed scripts under path (after an #include or
+        require'd file changed); each result says saved, unchanged or failed, with diagnostics."""
+        client = await self.client()
+        full = await self._path(client, path)
+        built = await self._call(client, client.build, [full], timeout=BUILD_TIMEOUT, what=f"build {path}")
+        data = relativize(client.mountpoint, {"results": built.results, "failed": len(built.bad)})
+        return done(f"{len(built.results)} scripts, {len(built.bad)} failed", data)
+
+    async def slfs_command(self, command: Annotated[str, Field(description="a command the viewer offers, e.g. "
+                                                               "'viewer.script.reset_all'")],
+                           object: Annotated[str, Field(description="the object's folder, relative to the "
+                                                        "mount, for commands about an object ('' for none)")] = "",
+                           params: Annotated[dict[str, Any] | None, Field(description="the command's "
+                                                                          "parameters")] = None) -> CallToolResult:
+        """Run one of the viewer's commands (command.execute), checked against what the viewer
+        offers (an unknown one is refused with the list of offered commands)."""
+        client = await self.client()
+        folder = await self._path(client, object) if object else None
+        data = await self._call(client, client.viewer_command, command, params or {}, folder, what=command)
+        return done(f"{command}: ok", relativize(client.mountpoint, data))
+
+
+READ_ONLY = ("slfs_status", "slfs_list", "slfs_read", "slfs_diagnostics", "slfs_logs", "slfs_wait")
+DESTRUCTIVE = ("slfs_delete",)
+NAMES = ("slfs_status", "slfs_list", "slfs_read", "slfs_write", "slfs_diagnostics", "slfs_logs", "slfs_wait",
+         "slfs_set_running", "slfs_reset", "slfs_rename", "slfs_delete", "slfs_build", "slfs_command")
+
+
+def tool_annotations(name: str) -> ToolAnnotations:
+    return ToolAnnotations(read_only_hint=name in READ_ONLY, destructive_hint=name in DESTRUCTIVE,
+                           open_world_hint=name not in READ_ONLY)
+
+
+__all__ = ["NAMES", "ToolError", "Tools", "tool_annotations"]
