@@ -42,6 +42,7 @@ from ..protocol.types import (
 from . import buffers, names
 from .deletes import Deletes
 from .errors import FsError, region_down
+from .history import SAVED
 from .keep import Keeper
 from .live_writes import LiveWriter
 from .naming_rules import RemoteName, is_overlay_name, parse_remote_name
@@ -155,7 +156,7 @@ class Writer(Deletes):
             data = bytes(item.edit.buffer)
             self._set_buffer(item, None)
             item.edit.dirty = False
-            kept = await self.recover(shown, data, f"{shown}: the item is no longer published; not saved")
+            kept = await self.recover(shown, data, f"{shown}: the item is no longer published; not saved", item=item)
             raise FsError(errno.ENOENT, f"{shown}: no longer published; {kept}")
         folder = item.folder
         if folder is not None and folder.tombstones.get(item.name) is item:
@@ -383,7 +384,7 @@ class Writer(Deletes):
         for item in items:
             if item.edit.dirty and item.edit.buffer is not None and item.uuid not in kept:
                 await self.recover(self.tree.path_of(item) or item.name, bytes(item.edit.buffer),
-                                   "daemon stopped before it was saved")
+                                   "daemon stopped before it was saved", item=item)
         for ls in list(self.ws.live.by_id.values()):
             if ls.dirty and ls.local is not None:
                 try:
@@ -426,6 +427,7 @@ class Writer(Deletes):
             await self.save(item)
         else:
             self.ws.set_content(item, data, valid=True)
+            self.ws.history.record(item, SAVED, data)
             item.take_base(data)
         return item
 
