@@ -112,6 +112,10 @@ class History:
         self._pruned_at = 0.0
         self.versions = 0
         self.bytes = 0
+        # Bumped whenever the store's content changes (a store opened, versions added, a prune):
+        # the listings the mount shows are kept until then (_cached).
+        self.generation = 0
+        self._listings: dict[str, tuple[int, Any]] = {}
 
     # --- recording (the trio thread: never blocks) ------------------------------------------
 
@@ -170,6 +174,7 @@ class History:
                     self._emit("version", path=pending.place.path, origin=version.origin, digest=version.digest,
                                item_id=version.place.item_id, version=version.id, size=version.size)
             self.done += len(batch)
+            self.generation += 1
             self._progress.set()
             self._progress = trio.Event()
 
@@ -294,6 +299,54 @@ class History:
     def item_ids(self) -> list[str]:
         return self._read(lambda r: r.item_ids(), [])
 
+    # --- what the mount shows: OBJECT/.slfs/history/FILE/VERSION, MOUNT/.slfs/history/by-id/ID/ ----
+
+    def item_dirs(self, prim_id: str, shown: dict[str, str]) -> dict[str, str]:
+        """A folder's `.slfs/history/`: directory name -> item_id. `shown`: the folder's item files
+        now (file name -> item_id), each under its name; then every other item the store saw in the
+        prim (deleted, moved away) under the name it last had, `@` and 8 digits of its id when that
+        name is taken."""
+        out = dict(shown)
+        taken = set(shown.values())
+        for v in self._cached(f"prim:{prim_id}", lambda: self.latest_in_prim(prim_id)):
+            item_id = v.place.item_id
+            if item_id in taken:
+                continue
+            name = v.place.file_name
+            if name in out or not name:
+                name = f"{name}@{item_id[:8]}"
+            out[name] = item_id
+            taken.add(item_id)
+        return out
+
+    def version_files(self, item_id: str) -> dict[str, tuple[Version, bool]]:
+        """An item's history directory: file name -> (version, whether it is the in-world text of a
+        preprocessed script's version: `NAME.inworld` beside `NAME`)."""
+        def listing() -> dict[str, tuple[Version, bool]]:
+            versions = self.versions_of(item_id)
+            out: dict[str, tuple[Version, bool]] = {}
+            for name, v in version_names(versions, extension(versions[0].place) if versions else ""):
+                out[name] = (v, False)
+                if v.inworld is not None:
+                    out[f"{name}.inworld"] = (v, True)
+            return out
+        return self._cached(f"item:{item_id}", listing)  # type: ignore[no-any-return]
+
+    def _cached(self, key: str, make: Callable[[], Any]) -> Any:
+        """Listings stay valid until the store changes (a version added, a prune): an `ls -l` of a
+        1,000-version directory asks for each name, and each must not query the store again."""
+        hit = self._listings.get(key)
+        if hit is not None and hit[0] == self.generation:
+            return hit[1]
+        value = make()
+        if len(self._listings) > 256:
+            self._listings.clear()
+        self._listings[key] = (self.generation, value)
+        return value
+
+    def blob_size(self, digest: str) -> int:
+        return int(self._read(lambda r: r.blob_size(digest), 0))
+
     def _read(self, ask: Callable[[Store], Any], default: Any) -> Any:
         reader = self.reader
         if reader is None:
@@ -335,6 +388,13 @@ class History:
             mib = self.bytes / (1 << 20)
             line = f"{self.versions} versions, {mib:.1f} MiB of {self.max_bytes / (1 << 20):.0f} MiB ({self.file})"
         return {"history": line, "history_errors": self.failures + self.dropped}
+
+
+def extension(place: Place) -> str:
+    """A version file's extension: the script's (.lsl, .luau), none for a notecard."""
+    if place.item_type != "script":
+        return ""
+    return ".luau" if place.file_name.endswith(".luau") else ".lsl"
 
 
 def version_names(versions: list[Version], ext: str) -> list[tuple[str, Version]]:

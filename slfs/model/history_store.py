@@ -229,6 +229,10 @@ class Store:
         row = self.db.execute("SELECT data FROM blobs WHERE digest = ?", (digest,)).fetchone()
         return bytes(row[0]) if row is not None else None
 
+    def blob_size(self, digest: str) -> int:
+        row = self.db.execute("SELECT size FROM blobs WHERE digest = ?", (digest,)).fetchone()
+        return int(row[0]) if row is not None else 0
+
     def latest_in(self, column: str, ids: Iterable[str]) -> list[Version]:
         """The newest version of every item ever seen in these prims (`prim_id`) or objects
         (`object_id`), newest first."""

@@ -499,6 +499,29 @@ class Writer(Deletes):
         # The overlay (.git/, .vscode/...) is kept per directory name: it moves along.
         await trio.to_thread.run_sync(self.overlay.move_dir, before, self.overlay.folder_dir(folder))
 
+    async def restore(self, item: Item, data: bytes) -> None:
+        """`slfs restore`: save an old version as a save through the file would be, from what the
+        mount showed (a change in-world since is a conflict: ESTALE, the version in the recovery
+        folder), with its diagnostics, events and a version of its own."""
+        shown = self.tree.path_of(item)
+        if item.edit.buffer is not None and item.edit.dirty:
+            raise FsError(errno.EBUSY, f"{shown}: has unsaved writes; save or close it first")
+        self._refuse_unsaveable(item)
+        if item.cache.content is None:
+            await self.ws.read_content(item)
+        if item.edit.buffer is not None:  # re-checked after the await
+            raise FsError(errno.EBUSY, f"{shown}: is being written; save or close it first")
+        item.take_base(item.cache.content)
+        self._set_buffer(item, bytearray(data))
+        item.edit.dirty = True
+        try:
+            await self.save(item)
+        finally:
+            if item.edit.dirty and item.edit.buffer is not None and bytes(item.edit.buffer) == data:
+                # Failed: the text is in the recovery folder (save kept it); no file holds it open.
+                self._set_buffer(item, None)
+                item.edit.dirty = False
+
     async def replace_into(self, item: Item, data: bytes, inode: int) -> None:
         """A file renamed onto an item's name: its content is saved into that item (same item_id),
         and the item takes over the renamed file's inode."""
