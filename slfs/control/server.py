@@ -15,7 +15,7 @@ Protocol (version 1), modelled on a robust NDJSON RPC host:
 
 Commands: status, stats, diag {path}, run/stop/reset {path}, events {since, seconds}, subscribe,
 open {object_id}, close {path}, viewer_command {command, params, path}, commands,
-find {uuid}, resolve {path}.
+find {uuid}, resolve {path}, history {path, deleted}, restore {path, version} (control/history.py).
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ from ..protocol.types import (
     ScriptList,
 )
 from ..stats import Stats
+from .history import HistoryRequests
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +103,8 @@ class ControlServer:
             "find": self._find,
             "resolve": self._resolve_cmd,
         }
+        history = HistoryRequests(self)  # control/history.py
+        self.commands.update(history=history.history, restore=history.restore)
         self._streams: list[trio.SocketStream] = []
 
     # --- transport ---------------------------------------------------------------------------

@@ -91,7 +91,7 @@ class Version:
         p = self.place
         return {"id": self.id, "time": self.at, "origin": self.origin, "digest": self.digest,
                 "inworld_digest": self.inworld, "size": self.size, "item_id": p.item_id, "type": p.item_type,
-                "file": p.file_name, "name": p.item_name, "object_id": p.object_id, "object": p.object_name,
+                "file": p.file_name, "item_name": p.item_name, "object_id": p.object_id, "object": p.object_name,
                 "prim_id": p.prim_id, "prim": p.prim_name, "path": p.path}
 
 
