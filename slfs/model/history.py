@@ -385,9 +385,15 @@ class History:
         elif self.reader is None:
             line = "not open yet (no agent known)" if not self.key else "opening"
         else:
-            mib = self.bytes / (1 << 20)
-            line = f"{self.versions} versions, {mib:.1f} MiB of {self.max_bytes / (1 << 20):.0f} MiB ({self.file})"
+            line = f"{self.versions} versions, {_size(self.bytes)} of {_size(self.max_bytes)} ({self.file})"
         return {"history": line, "history_errors": self.failures + self.dropped}
+
+
+def _size(n: int) -> str:
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):.1f} {unit}"
+    return f"{n} bytes"
 
 
 def extension(place: Place) -> str:
