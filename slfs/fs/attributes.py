@@ -198,6 +198,8 @@ class Attributes:
             else:
                 a.st_mode = stat.S_IFDIR | 0o555
                 a.st_nlink = 2
+            if node.steady:  # attributes that never change (the history's): the kernel may keep them
+                a.attr_timeout = a.entry_timeout = self.options.attr_timeout
             a.st_ctime_ns = self.mounted_at_ns
         a.st_mtime_ns = mtime
         a.st_atime_ns = mtime

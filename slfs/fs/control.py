@@ -51,10 +51,12 @@ class Virtual:
     prepare: Callable[[], Awaitable[None]] | None = None
     # A live file (MOUNT/.slfs/live/NAME): reads, writes and saves go to the model's live script.
     live: LiveScript | None = None
-    # A history directory's item_id; a version file's size and mtime (fs/history.py).
+    # A history directory's item_id; a version file's size and mtime (fs/history.py); whether
+    # the node's attributes never change (the kernel may then cache them for attr_timeout).
     ref: str = ""
     size: int | None = None
     mtime_ns: int | None = None
+    steady: bool = False
 
 
 class Control:

@@ -36,12 +36,13 @@ class HistoryView:
         folder = control_dir.folder
         root = folder is None or folder.inode == ROOT_INODE
         return self._get(f"hist:{control_dir.inode}", lambda ino: Virtual(
-            ino, HIST_ROOT if root else HIST_DIR, HISTORY, control_dir.inode, folder=folder))
+            ino, HIST_ROOT if root else HIST_DIR, HISTORY, control_dir.inode, folder=folder, steady=True))
 
     def children(self, vdir: Virtual, only: str | None) -> Iterator[Virtual]:
         if vdir.kind == HIST_ROOT:
             if only in (None, BY_ID):
-                yield self._get(f"hist:byid:{vdir.inode}", lambda ino: Virtual(ino, HIST_BY_ID, BY_ID, vdir.inode))
+                yield self._get(f"hist:byid:{vdir.inode}",
+                                lambda ino: Virtual(ino, HIST_BY_ID, BY_ID, vdir.inode, steady=True))
         elif vdir.kind == HIST_DIR and vdir.folder is not None:
             folder = vdir.folder
             shown = {name: node.uuid for name, node in list(folder.entries.items()) if isinstance(node, Item)}
@@ -69,7 +70,7 @@ class HistoryView:
 
     def _item_dir(self, parent: Virtual, name: str, item_id: str) -> Virtual:
         node = self._get(f"hist:item:{parent.inode}:{item_id}", lambda ino: Virtual(
-            ino, HIST_ITEM, name, parent.inode, folder=parent.folder, ref=item_id))
+            ino, HIST_ITEM, name, parent.inode, folder=parent.folder, ref=item_id, steady=True))
         node.name = name  # follows a rename of the item
         return node
 
@@ -88,7 +89,7 @@ class HistoryView:
             self._keep(digest, data if data is not None else b"")
 
         node = self._get(f"hist:ver:{parent.inode}:{version.id}:{int(inworld)}", lambda ino: Virtual(
-            ino, FILE, name, parent.inode, render=render, size=size, mtime_ns=int(version.at * 1e9)))
+            ino, FILE, name, parent.inode, render=render, size=size, mtime_ns=int(version.at * 1e9), steady=True))
         node.prepare = prepare
         node.name = name
         return node
