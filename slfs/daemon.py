@@ -20,6 +20,7 @@ import trio
 from . import paths
 from .control.server import ControlServer
 from .fs.control import Control
+from .fs.invalidator import KernelInvalidator
 from .fs.lookups import Lookups
 from .fs.operations import Operations
 from .model.events import EventLog
@@ -117,6 +118,7 @@ class Services:
     ops: Operations
     control_server: ControlServer
     stats: Stats
+    kernel_invalidator: KernelInvalidator
 
 
 def build_services(mountpoint: str, host: str, port: int, options: Options, *, event_log: bool = True,
@@ -143,7 +145,8 @@ def build_services(mountpoint: str, host: str, port: int, options: Options, *, e
     control_server = ControlServer(ws, scripts, writer, events, stats, socket_path)
     fanout.connect([events, syntax, writer, ops, ws.history], ops.invalidation_listeners)
     return Services(ws=ws, events=events, syntax=syntax, writer=writer, scripts=scripts, control=control, ops=ops,
-                    control_server=control_server, stats=stats)
+                    control_server=control_server, stats=stats,
+                    kernel_invalidator=KernelInvalidator(ws.invalidations, stats))
 
 
 class Daemon:
@@ -158,6 +161,7 @@ class Daemon:
         svc = build_services(self.mountpoint, host, port, options, debug=debug, socket_path=self.socket_path)
         self.ws, self.events, self.syntax, self.writer, self.ops = svc.ws, svc.events, svc.syntax, svc.writer, svc.ops
         self.control_server = svc.control_server
+        self.kernel_invalidator = svc.kernel_invalidator
         self.extra_tasks = tuple(extra_tasks)
         self._exit_prepared = False
         self.exit_code = 0
@@ -173,7 +177,7 @@ class Daemon:
                 for task in self.extra_tasks:
                     await task(nursery)
                 await nursery.start(self.ws.run)
-                nursery.start_soon(self.ops.invalidator)
+                nursery.start_soon(self.kernel_invalidator.run)
                 nursery.start_soon(self._watch_signals)
                 if self.options.connect_wait:
                     nursery.start_soon(self._first_connection_wait, self.options.connect_wait)

@@ -31,6 +31,18 @@ if TYPE_CHECKING:
 FLUSH_WAIT = 5.0  # what was seen just before the request is in the store before it is answered
 
 
+@attrs.frozen(kw_only=True)
+class HistoryParams:
+    path: str | None = None
+    deleted: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class RestoreParams:
+    path: str | None = None
+    version: str | None = None  # a version's name, a prefix of it, or its id
+
+
 @attrs.frozen
 class _Target:
     item: Item | None  # the item when it is in the mount now
@@ -98,11 +110,11 @@ class HistoryRequests:
                 return None
         return digest_of(item.cache.content) if item.cache.content is not None else None
 
-    async def history(self, p: dict[str, Any]) -> dict[str, Any]:
+    async def history(self, p: HistoryParams) -> dict[str, Any]:
         await self.store.flush(FLUSH_WAIT)
-        if p.get("deleted"):
-            return self._deleted(p.get("path"))
-        target = self._target(p.get("path"))
+        if p.deleted:
+            return self._deleted(p.path)
+        target = self._target(p.path)
         current = await self._current_digest(target.item)
         files = [(n, v) for n, (v, inworld) in self.store.version_files(target.item_id).items() if not inworld]
         folder_path = self.server.scripts.abspath(target.folder)
@@ -152,12 +164,11 @@ class HistoryRequests:
         raise FsError(errno.EINVAL, f"{target.name}: {text!r} names {len(found)} versions: "
                       + ", ".join(n for n, _v in found[:5]))
 
-    async def restore(self, p: dict[str, Any]) -> dict[str, Any]:
+    async def restore(self, p: RestoreParams) -> dict[str, Any]:
         await self.store.flush(FLUSH_WAIT)
-        target = self._target(p.get("path"))
+        target = self._target(p.path)
         current = await self._current_digest(target.item)
-        name, version = self._pick(target, p.get("version") if p.get("version") is not None else target.version,
-                                   current)
+        name, version = self._pick(target, p.version if p.version is not None else target.version, current)
         data = await self.store.blob(version.digest)
         if data is None:
             raise FsError(errno.EIO, f"{target.name}: the history store cannot give version {name} "

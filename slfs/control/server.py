@@ -50,26 +50,37 @@ from ..protocol.types import (
     ScriptList,
 )
 from ..stats import Stats
-from .history import HistoryRequests
+from .history import HistoryParams, HistoryRequests, RestoreParams
+from .requests import (
+    DiagParams,
+    EventsParams,
+    FindParams,
+    LiveSubscribeParams,
+    NoParams,
+    OpenParams,
+    PathParams,
+    StateParams,
+    ViewerCommandParams,
+    structure,
+)
 
 log = logging.getLogger(__name__)
 
 PROTOCOL_VERSION = 1
 MAX_FRAME = 1 << 20
-CONFIRM_TIMEOUT = 15.0
 # `run` of a faulted script: a reset or a compiling save clears a fault; neither protocol document
 # says a running flag does (viewer-external-editor-json-rpc.md, set_running: "dispatched, not
 # applied"), so the confirmation wait is short (a viewer that restarts it says so at once) and the
 # error then says what is known.
 FAULTED_WAIT = 2.0
 
-Handler = Callable[[dict[str, Any]], Awaitable[Any]]
+Handler = Callable[[Any], Awaitable[Any]]
 
 
-def _wait_bound(wait: Any) -> float | None:
+def _wait_bound(wait: float | None) -> float | None:
     """`diag`'s `wait` (seconds) as the time to wait, at most 70; None for no wait."""
-    if isinstance(wait, (int, float)) and wait > 0:
-        return min(float(wait), 70.0)
+    if wait is not None and wait > 0:
+        return min(wait, 70.0)
     return None
 
 
@@ -84,27 +95,28 @@ class ControlServer:
         self.events = events
         self.socket_path = socket_path
         self._offered: tuple[Any, dict[str, CommandInfo]] | None = None  # (session info, command.list)
-        self.commands: dict[str, Handler] = {
-            "status": self._status,
-            "stats": self._stats,
-            "diag": self._diag,
-            "build": self._build,
-            "live_subscribe": self._live_subscribe,
-            "live_list": self._live_list,
-            "script_list": self._script_list,
-            "run": lambda p: self._set_state(p, "run"),
-            "stop": lambda p: self._set_state(p, "stop"),
-            "reset": lambda p: self._set_state(p, "reset"),
-            "events": self._events,
-            "open": self._open,
-            "close": self._close,
-            "viewer_command": self._viewer_command,
-            "commands": self._commands,
-            "find": self._find,
-            "resolve": self._resolve_cmd,
+        # Each command: the record its parameters are structured into (requests.py), its handler.
+        self.commands: dict[str, tuple[type, Handler]] = {
+            "status": (NoParams, self._status),
+            "stats": (NoParams, self._stats),
+            "diag": (DiagParams, self._diag),
+            "build": (PathParams, self._build),
+            "live_subscribe": (LiveSubscribeParams, self._live_subscribe),
+            "live_list": (NoParams, self._live_list),
+            "script_list": (NoParams, self._script_list),
+            "run": (StateParams, lambda p: self._set_state(p, "run")),
+            "stop": (StateParams, lambda p: self._set_state(p, "stop")),
+            "reset": (StateParams, lambda p: self._set_state(p, "reset")),
+            "events": (EventsParams, self._events),
+            "open": (OpenParams, self._open),
+            "close": (PathParams, self._close),
+            "viewer_command": (ViewerCommandParams, self._viewer_command),
+            "commands": (NoParams, self._commands),
+            "find": (FindParams, self._find),
+            "resolve": (PathParams, self._resolve_cmd),
         }
         history = HistoryRequests(self)  # control/history.py
-        self.commands.update(history=history.history, restore=history.restore)
+        self.commands.update(history=(HistoryParams, history.history), restore=(RestoreParams, history.restore))
         self._streams: list[trio.SocketStream] = []
 
     # --- transport ---------------------------------------------------------------------------
@@ -228,7 +240,8 @@ class ControlServer:
         if "id" in frame:
             reply["id"] = frame["id"]
         try:
-            reply.update(success=True, data=await self.commands[kind](frame))
+            params_type, handler = self.commands[kind]
+            reply.update(success=True, data=await handler(structure(frame, params_type, kind)))
         except FsError as exc:
             reply.update(success=False, error=exc.message or os.strerror(exc.errno),
                          code=getattr(exc, "control_code", None) or errno.errorcode.get(exc.errno, str(exc.errno)))
@@ -303,22 +316,22 @@ class ControlServer:
 
     # --- commands ----------------------------------------------------------------------------
 
-    async def _status(self, p: dict[str, Any]) -> Any:
+    async def _status(self, p: NoParams) -> Any:
         return {"mount": self.ws.mountpoint, **self.ws.status()}
 
-    async def _stats(self, p: dict[str, Any]) -> Any:
+    async def _stats(self, p: NoParams) -> Any:
         return {"mount": self.ws.mountpoint, **self.stats.snapshot()}
 
-    async def _diag(self, p: dict[str, Any]) -> Any:
-        live = self._live_named(p.get("path"))
+    async def _diag(self, p: DiagParams) -> Any:
+        live = self._live_named(p.path)
         if live is not None:
-            return await self._live_diag(live, p.get("wait"))
-        node = self.resolve(p.get("path") or self.ws.mountpoint)
+            return await self._live_diag(live, p.wait)
+        node = self.resolve(p.path or self.ws.mountpoint)
         waited: bool | None = None
-        bound = _wait_bound(p.get("wait"))
+        bound = _wait_bound(p.wait)
         if bound is not None:
             if not isinstance(node, Item) or not node.is_script:
-                raise FsError(errno.EINVAL, f"{p.get('path')}: diag --wait names one script")
+                raise FsError(errno.EINVAL, f"{p.path}: diag --wait names one script")
             # A save through the mount returns with its compile answer: the wait is for a save in
             # progress (another program's close) to end.
             waited = False
@@ -346,9 +359,9 @@ class ControlServer:
             out["waited"] = waited
         return out
 
-    def _live_named(self, path: Any) -> LiveScript | None:
+    def _live_named(self, path: str | None) -> LiveScript | None:
         """The live script of `MOUNT/.slfs/live/NAME` (or `.slfs/live/NAME`), None for other paths."""
-        if not isinstance(path, str):
+        if not path:
             return None
         mount = self.ws.mountpoint.rstrip("/")
         norm = os.path.normpath(path)
@@ -361,7 +374,7 @@ class ControlServer:
             raise FsError(errno.ENOENT, f"{path}: no such live file")
         return ls
 
-    async def _live_diag(self, ls: LiveScript, wait: Any) -> dict[str, Any]:
+    async def _live_diag(self, ls: LiveScript, wait: float | None) -> dict[str, Any]:
         """A live file's diagnostics; with `wait` (seconds, at most 70), once the viewer answered
         its last save (a live save is compiled by the viewer after close() returned)."""
         waited = True
@@ -377,19 +390,19 @@ class ControlServer:
                                             "at": report.at, "note": report.note, "source": report.source}]
         return {"diagnostics": self.ws.live.diagnostics_of(ls), "files": files, "waited": waited}
 
-    async def _live_subscribe(self, p: dict[str, Any]) -> Any:
-        temp_path = p.get("temp_path")
-        if not isinstance(temp_path, str) or not temp_path:
+    async def _live_subscribe(self, p: LiveSubscribeParams) -> Any:
+        temp_path = p.temp_path
+        if not temp_path:
             raise FsError(errno.EINVAL, "temp_path is required")
         ls = await self.ws.live.subscribe(temp_path)
         return {"path": self.ws.live.abspath(ls), "script_id": ls.script_id, "name": ls.name,
                 "temp_path": ls.temp_path, "open_cmd": self.ws.options.open_cmd}
 
-    async def _live_list(self, p: dict[str, Any]) -> Any:
+    async def _live_list(self, p: NoParams) -> Any:
         live = self.ws.live
         return {"scripts": [live.describe(ls) for ls in list(live.by_id.values()) if live.exists(ls)]}
 
-    async def _script_list(self, p: dict[str, Any]) -> Any:
+    async def _script_list(self, p: NoParams) -> Any:
         res: ScriptList = await self.ws.call("script.list", "script.list", None, ScriptList)
         # The viewer's own path to its temp dir (a Windows one under Wine or WSL2): ours, to list it.
         temp_dir = await trio.to_thread.run_sync(self.ws.live.local_path, res.temp_dir) if res.temp_dir else ""
@@ -399,13 +412,13 @@ class ControlServer:
         prefix = self.tree.path_of(node)
         return [i for i in self.tree.iter_items() if not prefix or self.tree.path_of(i).startswith(prefix + "/")]
 
-    async def _build(self, p: dict[str, Any]) -> Any:
+    async def _build(self, p: PathParams) -> Any:
         """`slfs build`: every script under the path that is a built source, expanded and saved
         again unless its expansion is what is in-world already."""
-        node = self.resolve(p.get("path") or self.ws.mountpoint)
+        node = self.resolve(p.path or self.ws.mountpoint)
         named = isinstance(node, Item)
         if isinstance(node, Item) and not node.is_script:
-            raise FsError(errno.EINVAL, f"{p.get('path')}: not a script")
+            raise FsError(errno.EINVAL, f"{p.path}: not a script")
         items = [node] if isinstance(node, Item) else [i for i in self._items_under(node) if i.is_script and i.readable]
         results: list[dict[str, Any]] = []
         for item in items:
@@ -424,10 +437,10 @@ class ControlServer:
             results.append(entry)
         return {"results": results}
 
-    async def _set_state(self, p: dict[str, Any], word: str) -> Any:
-        item = self._item(p.get("path"))
+    async def _set_state(self, p: StateParams, word: str) -> Any:
+        item = self._item(p.path)
         if not item.is_script:
-            raise FsError(errno.EINVAL, f"{p.get('path')}: not a script")
+            raise FsError(errno.EINVAL, f"{p.path}: not a script")
         faulted = bool(item.info.faulted)
         await self.scripts.set_state(item, word)
         want = {"run": True, "stop": False}.get(word)
@@ -436,47 +449,44 @@ class ControlServer:
             def confirmed() -> bool:
                 return bool(item.info.running) == want and not (want and item.info.faulted)
 
-            wait = float(p.get("timeout", CONFIRM_TIMEOUT))
+            wait = p.timeout
             if want and faulted:
                 wait = min(wait, FAULTED_WAIT)
             if await self.ws.wait_for_world(confirmed, wait):
                 return {**self._describe(item), "state": self.scripts.state_word(item), "confirmed": True}
             if want and item.info.faulted:
-                raise FsError(errno.EIO, f"{p.get('path')}: the viewer accepted run, but the script is still faulted "
+                raise FsError(errno.EIO, f"{p.path}: the viewer accepted run, but the script is still faulted "
                               "(stopped by a run-time error); a reset clears that: reset it to start it again")
-            raise FsError(errno.ETIMEDOUT, f"{p.get('path')}: the viewer accepted {word} but has not "
+            raise FsError(errno.ETIMEDOUT, f"{p.path}: the viewer accepted {word} but has not "
                           f"confirmed it (state: {self.scripts.state_word(item)})")
         return {**self._describe(item), "state": self.scripts.state_word(item), "confirmed": False}
 
-    async def _events(self, p: dict[str, Any]) -> Any:
-        since = p.get("since")
-        seconds = p.get("seconds")
-        events = self.events.since(int(since) if isinstance(since, int) else 0,
-                                   float(seconds) if isinstance(seconds, (int, float)) else None)
+    async def _events(self, p: EventsParams) -> Any:
+        events = self.events.since(p.since or 0, p.seconds)
         return {"events": events, "cursor": self.events.seq}
 
-    async def _open(self, p: dict[str, Any]) -> Any:
-        object_id = str(p.get("object_id") or "").lower()
+    async def _open(self, p: OpenParams) -> Any:
+        object_id = p.object_id.lower()
         if not object_id:
             raise FsError(errno.EINVAL, "an object UUID is required")
         await self.ws.call(f"open {object_id}", "object.request", ObjectRequestParams(object_id=object_id))
         if await self.ws.wait_for_world(lambda: object_id in self.tree.objects,
-                                        float(p.get("timeout", CONFIRM_TIMEOUT))):
+                                        p.timeout):
             return self._describe(self.tree.objects[object_id])
         raise FsError(errno.ETIMEDOUT, f"the viewer accepted the request for {object_id} but did not publish it")
 
-    async def _close(self, p: dict[str, Any]) -> Any:
-        obj = self._object(p.get("path"))
+    async def _close(self, p: PathParams) -> Any:
+        obj = self._object(p.path)
         await self.ws.call(f"close {obj.name}", "object.unpublish", ObjectUnpublishParams(object_id=obj.uuid))
         return self._describe(obj)
 
-    async def _viewer_command(self, p: dict[str, Any]) -> Any:
-        command = p.get("command")
-        if not isinstance(command, str) or not command:
+    async def _viewer_command(self, p: ViewerCommandParams) -> Any:
+        command = p.command
+        if not command:
             raise FsError(errno.EINVAL, "a command is required")
-        params = dict(p.get("params") or {})
-        if p.get("path"):
-            params.setdefault("object_id", self._object(p["path"]).uuid)
+        params = dict(p.params)
+        if p.path:
+            params.setdefault("object_id", self._object(p.path).uuid)
         offered = await self._offered_commands()
         spec = offered.get(command)
         if spec is None:
@@ -508,7 +518,7 @@ class ControlServer:
         self._offered = (info, offered)
         return offered
 
-    async def _commands(self, p: dict[str, Any]) -> Any:
+    async def _commands(self, p: NoParams) -> Any:
         try:
             return await self.ws.call("commands", "command.list", {})
         except FsError as exc:
@@ -516,15 +526,15 @@ class ControlServer:
                 return {"commands": []}  # G1: no command.list, so no commands
             raise
 
-    async def _find(self, p: dict[str, Any]) -> Any:
-        uuid = str(p.get("uuid") or "").lower()
+    async def _find(self, p: FindParams) -> Any:
+        uuid = p.uuid.lower()
         node = self.tree.by_uuid.get(uuid)
         if node is None or not node.attached:
             raise FsError(errno.ENOENT, f"{uuid} is not published")
         return self._describe(node)
 
-    async def _resolve_cmd(self, p: dict[str, Any]) -> Any:
-        return self._describe(self.resolve(p.get("path")))
+    async def _resolve_cmd(self, p: PathParams) -> Any:
+        return self._describe(self.resolve(p.path))
 
 
 def peer_uid(stream: trio.SocketStream) -> int | None:

@@ -1,8 +1,9 @@
 """The pyfuse3 Operations: thin handlers over the workspace's tree.
 
 Every handler runs under `guarded` (guarded.py): counted and timed, FsError answered with its
-errno, any other exception with EIO and a traceback. Kernel cache invalidation is only ever issued from the
-background `invalidator` task: a synchronous invalidate_entry from inside a handler deadlocks.
+errno, any other exception with EIO and a traceback. Each is lookup, check, delegate: file data to
+the backend of the file's kind (files.py), everything else to the model (writer, overlay, control).
+Kernel cache invalidations go out from their own task (invalidator.py).
 """
 
 from __future__ import annotations
@@ -11,14 +12,11 @@ import errno
 import itertools
 import logging
 import os
-import stat
 import sys
 from collections.abc import Awaitable, Sequence
 from typing import Any
 
-import attrs
 import pyfuse3
-import trio
 
 from ..model import names
 from ..model.errors import FsError
@@ -27,9 +25,7 @@ from ..model.options import Debug
 from ..model.overlay import Overlay
 from ..model.tree import (
     ROOT_INODE,
-    EntryChanged,
     Folder,
-    InodeChanged,
     Invalidation,
     Item,
     MemoryFile,
@@ -42,6 +38,7 @@ from ..model.writes import Writer
 from ..stats import Stats
 from .attributes import XATTR_PREFIX, Attributes
 from .control import FILE, LINK, LIVE, Control, Virtual
+from .files import BARE_FH, FileBackend, Files, Handle
 from .guarded import bind_handlers, guarded, guarded_sync
 from .listings import Listing, Listings
 from .lookups import Lookups
@@ -52,25 +49,10 @@ log = logging.getLogger(__name__)
 _FS_ENCODING, _FS_ERRORS = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
 
 
-# A read-only open of fetched content (the warm `grep -r`) gets no Handle: its fh is the item's
-# inode plus this (counted handles stay far below it), so open, flush and release touch no table
-# and allocate nothing. Its reads follow the inode, as every handle's do.
-BARE_FH = 1 << 48
 _ACCMODE = os.O_ACCMODE
 
 RENAME_NOREPLACE = 1
 RENAME_EXCHANGE = 2
-
-
-@attrs.define(eq=False)
-class Handle:
-    inode: int
-    data: bytes = b""  # snapshot for read-only opens of control files
-    fd: int = -1  # overlay files
-    writable: bool = False
-    # Opened with O_TRUNC and nothing written through it yet: bash's `>` flushes (closes the
-    # duplicated fd) before it writes, so such a flush waits; release stores a bare truncation.
-    trunc_pending: bool = False
 
 
 class Operations(pyfuse3.Operations):
@@ -102,6 +84,7 @@ class Operations(pyfuse3.Operations):
         self.shown_epoch = 0
         self.warm = WarmOpens()
         self.attributes = Attributes(ws.tree, ws.options)
+        self.files = Files(ws, writer)
         # What the workspace's fan-out tells of each invalidation report (build_services connects it).
         self.invalidation_listeners = (self.attributes.changed, self._listing_changed)
 
@@ -112,40 +95,6 @@ class Operations(pyfuse3.Operations):
 
     def status(self) -> dict[str, Any]:
         return {"kernel_refs": self.lookups.total()}
-
-    # --- kernel cache invalidation ------------------------------------------------------------
-
-    async def invalidator(self) -> None:
-        """Apply the tree's invalidations, merged while they wait, outside any request handler:
-        names at once (invalidate_entry_async queues them), inodes in one thread trip per batch."""
-        while True:
-            inodes: list[tuple[int, bool]] = []
-            for inv in await self.ws.invalidations.take():
-                if isinstance(inv, EntryChanged):
-                    self.stats.invalidated("entry")
-                    try:
-                        pyfuse3.invalidate_entry_async(inv.parent, os.fsencode(names.encodable(inv.name)),
-                                                       ignore_enoent=True)
-                    except Exception:
-                        log.exception("cache invalidation failed for %r", inv)
-                elif isinstance(inv, InodeChanged):
-                    self.stats.invalidated("inode")
-                    inodes.append((inv.inode, not inv.data))
-            if inodes:
-                await trio.to_thread.run_sync(self._invalidate_inodes, inodes)
-
-    @staticmethod
-    def _invalidate_inodes(inodes: list[tuple[int, bool]]) -> None:
-        for inode, attr_only in inodes:
-            try:
-                pyfuse3.invalidate_inode(inode, attr_only)
-            except OSError as exc:
-                # The kernel side is going away (unmount) or no longer knows the inode: nothing
-                # cached to drop. Not worth a traceback.
-                if exc.errno != errno.ENOENT:
-                    log.debug("cache invalidation of inode %d: %s", inode, exc)
-            except Exception:
-                log.exception("cache invalidation failed for inode %d", inode)
 
     # --- attributes ----------------------------------------------------------------------------
 
@@ -237,20 +186,16 @@ class Operations(pyfuse3.Operations):
                                 atime_ns=attr.st_atime_ns if fields.update_atime else None,
                                 mtime_ns=attr.st_mtime_ns if fields.update_mtime else None)
             return self.attributes.entry(node)
+        backend = self.files.of(node)
         if fields.update_size:
             h = self._handles.get(fh) if fh is not None else None
             if h is not None:
                 h.trunc_pending = False
-            if isinstance(node, Item):
-                await self.writer.resize_item(node, attr.st_size, by_path=h is None)
-            elif isinstance(node, MemoryFile):
-                self.writer.resize_memory_file(node, attr.st_size)
-            elif isinstance(node, Virtual) and node.live is not None:
-                self.writer.live.resize(node.live, attr.st_size)
-            else:
+            if backend is None:
                 raise FsError(errno.EACCES if isinstance(node, Virtual) else errno.EISDIR, "")
-        if fields.update_mode and isinstance(node, MemoryFile):
-            self.writer.set_memory_file_mode(node, stat.S_IMODE(attr.st_mode))
+            await backend.resize(node, attr.st_size, by_path=h is None)
+        if fields.update_mode and backend is not None:
+            backend.set_mode(node, attr.st_mode)
         # Other changes to items (mode, owner, times) are accepted and not kept: modes show the
         # in-world permissions and mtime only moves when the content does.
         return self.attributes.entry(node)
@@ -442,153 +387,41 @@ class Operations(pyfuse3.Operations):
 
     async def _open(self, inode: int, flags: int) -> pyfuse3.FileInfo:
         node = self._node(inode)
-        accmode = flags & os.O_ACCMODE
-        wants_write = accmode != os.O_RDONLY
+        backend = self.files.of(node)
+        if backend is None:
+            raise FsError(errno.EISDIR if isinstance(node, Folder) else errno.EINVAL, "")
+        opened = await backend.open(node, flags)
         fh = next(self._fh)
-        if isinstance(node, Folder):
-            raise FsError(errno.EISDIR, "")
-        if isinstance(node, Virtual) and node.live is not None:
-            truncate = bool(flags & os.O_TRUNC) and wants_write
-            await self.writer.live.open(node.live, truncate=truncate)
-            # As for items: a flush before the first write (bash closes a duplicate) saves nothing.
-            self._handles[fh] = Handle(node.inode, writable=wants_write, trunc_pending=truncate)
-            # The viewer rewrites its temp file on its own saves: never a stale page.
-            return pyfuse3.FileInfo(fh=fh, direct_io=True, keep_cache=False)
-        if isinstance(node, Virtual):
-            if node.kind != FILE:
-                raise FsError(errno.EINVAL, "")
-            if wants_write and node.writer is None:
-                raise FsError(errno.EACCES, f"{node.name} is read-only")
-            if node.prepare is not None and not wants_write:
-                await node.prepare()
-            data = node.render() if node.render is not None and not wants_write else b""
-            self._handles[fh] = Handle(node.inode, data, writable=wants_write)
-            return pyfuse3.FileInfo(fh=fh, direct_io=node.direct_io or wants_write, keep_cache=False)
-        if isinstance(node, OverlayNode):
-            fd = os.open(node.path, flags & ~(os.O_CREAT | os.O_EXCL | os.O_NOCTTY))
-            self._handles[fh] = Handle(node.inode, fd=fd, writable=wants_write)
-            return pyfuse3.FileInfo(fh=fh, keep_cache=False)
-        if isinstance(node, MemoryFile):
-            self.writer.open_memory_file(node, truncate=bool(flags & os.O_TRUNC))
-            self._handles[fh] = Handle(node.inode, writable=wants_write)
-            return pyfuse3.FileInfo(fh=fh, keep_cache=False)
-        assert isinstance(node, Item)
-        if not node.readable:
-            raise FsError(errno.EACCES, f"{self.tree.path_of(node)}: script is not readable "
-                          "(needs copy and modify permission)")
-        if wants_write:
-            trunc = await self.writer.open_item(node, truncate=bool(flags & os.O_TRUNC))
-            self._handles[fh] = Handle(node.inode, writable=True, trunc_pending=trunc)
-            return pyfuse3.FileInfo(fh=fh, keep_cache=False)
-        if node.edit.buffer is not None:  # being edited through another handle: its buffer, uncached
-            return pyfuse3.FileInfo(fh=BARE_FH + node.inode, keep_cache=False)
-        if not (node.cache.content_valid and node.cache.content is not None):
-            await self.ws.read_content(node)
-        return pyfuse3.FileInfo(fh=BARE_FH + node.inode, keep_cache=True)
+        if opened.handle is not None:
+            self._handles[fh] = opened.handle
+        return self.files.info(fh, opened, node.inode)
 
-    def _handle(self, fh: int) -> tuple[Handle, Node | Virtual]:
-        """The handle and the node its inode means now: data belongs to the open file, so a file
-        renamed or replaced while open follows its inode, not its old name."""
+    def _handle(self, fh: int) -> tuple[Handle, Node | Virtual, FileBackend | None]:
+        """The handle, the node its inode means now and that node's backend: data belongs to the
+        open file, so a file renamed or replaced while open follows its inode, not its old name."""
         h = self._handles.get(fh)
         if h is None:
             raise FsError(errno.EBADF, f"unknown file handle {fh}")
         node = self._node(h.inode)
-        if h.fd >= 0 and not isinstance(node, OverlayNode):
-            # An overlay file renamed onto an item's name while open (gedit): its inode is the
-            # item's now, and so is what it writes next.
-            os.close(h.fd)
-            h.fd = -1
-        if isinstance(node, OverlayNode) and h.fd < 0:
-            h.fd = os.open(node.path, os.O_RDWR if h.writable else os.O_RDONLY)
-        return h, node
+        return h, node, self.files.follow(h, node)
 
     @guarded_sync
     def read(self, fh: int, off: int, size: int) -> bytes | Awaitable[bytes]:
         if fh >= BARE_FH:
-            return self._read_bare(fh - BARE_FH, off, size)
-        h, node = self._handle(fh)
-        if h.fd >= 0:
-            return os.pread(h.fd, size, off)
-        if isinstance(node, Item) and node.edit.buffer is not None:
-            return bytes(node.edit.buffer[off : off + size])
-        if isinstance(node, Item) and (h.writable or (node.cache.content_valid and node.cache.content is not None)):
-            # The kernel keeps one page cache per inode: a handle opened before the content changed
-            # must not serve its old copy after the change's invalidation, or the stale pages it
-            # brings back outlive every later open (keep_cache). Like a local file, it reads what
-            # the file holds now; its own copy only while the new content is still on its way.
-            return (node.cache.content or b"")[off : off + size]
-        if isinstance(node, MemoryFile):
-            return bytes(node.data[off : off + size])
-        if isinstance(node, Virtual) and node.live is not None:
-            ls = node.live
-            return bytes((ls.local if ls.local is not None else ls.shown)[off : off + size])
-        if isinstance(node, Virtual) and node.direct_io and node.render is not None and off + size > len(h.data):
-            # Growing files (events, logs): a read past the snapshot sees what was added since,
-            # so `tail -f` follows them.
-            h.data = node.render()
-        return h.data[off : off + size]
-
-    def _read_bare(self, inode: int, off: int, size: int) -> bytes | Awaitable[bytes]:
-        """A read through a bare read-only handle: what the file holds now (a local edit's buffer,
-        the content, the old content while a newer one is on its way); content dropped since the
-        open (a newer revision) is fetched as for a first read."""
-        node = self._node(inode)
-        if isinstance(node, Item):
-            if node.edit.buffer is not None:
-                return bytes(node.edit.buffer[off : off + size])
-            if node.cache.content is not None:
-                return node.cache.content[off : off + size]
-            return self._read_fetched(node, off, size)
-        if isinstance(node, MemoryFile):  # a file renamed over the item while open takes its inode
-            return bytes(node.data[off : off + size])
-        if isinstance(node, OverlayNode) and not os.path.isdir(node.path):
-            # Renamed to a local name while open: the overlay file took the item's inode.
-            fd = os.open(node.path, os.O_RDONLY)
-            try:
-                return os.pread(fd, size, off)
-            finally:
-                os.close(fd)
-        raise FsError(errno.EBADF, f"inode {inode} is no longer a file")
-
-    async def _read_fetched(self, item: Item, off: int, size: int) -> bytes:
-        data = await self.ws.read_content(item)
-        return data[off : off + size]
+            return self.files.read_bare(self._node(fh - BARE_FH), off, size)
+        h, node, backend = self._handle(fh)
+        if backend is None:
+            return h.data[off : off + size]
+        return backend.read(node, h, off, size)
 
     @guarded
     async def write(self, fh: int, off: int, buf: bytes) -> int:
-        h, node = self._handle(fh)
-        if h.fd >= 0:
-            return os.pwrite(h.fd, buf, off)
-        if isinstance(node, Virtual) and node.live is not None:
-            if not h.writable:
-                raise FsError(errno.EBADF, "")
-            self.writer.live.write(node.live, off, buf)
-            h.trunc_pending = False
-            return len(buf)
-        if isinstance(node, Virtual):
-            # Control files act at write(), so `echo bogus > F.state` fails where the shell sees it
-            # (bash ignores errors from close).
-            if node.writer is None:
-                raise FsError(errno.EACCES, "")
-            await node.writer(buf)
-            return len(buf)
-        if isinstance(node, Item):
-            await self.writer.write_item(node, off, buf)
-        elif isinstance(node, MemoryFile):
-            self.writer.write_memory_file(node, off, buf)
-        else:
+        h, node, backend = self._handle(fh)
+        if backend is None:
             raise FsError(errno.EBADF, "")
+        written = await backend.write(node, h, off, buf)
         h.trunc_pending = False
-        return len(buf)
-
-    async def _commit(self, node: Node | Virtual) -> None:
-        """flush/fsync: store what this file holds in-world (nothing when nothing changed)."""
-        if isinstance(node, Item):
-            await self.writer.commit_item(node)
-        elif isinstance(node, MemoryFile):
-            await self.writer.commit_new_file(node)
-        elif isinstance(node, Virtual) and node.live is not None:
-            await self.writer.live.commit(node.live)
+        return written
 
     @guarded_sync
     def flush(self, fh: int) -> Awaitable[None] | None:
@@ -597,19 +430,19 @@ class Operations(pyfuse3.Operations):
         h = self._handles.get(fh)
         if h is not None and not h.writable and h.fd < 0:
             return None  # a read-only open: nothing to store (the warm-grep path: no await, no lock)
-        h, node = self._handle(fh)
-        if h.trunc_pending:
+        h, node, backend = self._handle(fh)
+        if h.trunc_pending or backend is None:
             return None
-        return self._commit(node)
+        # flush: store what this file holds in-world (nothing when nothing changed)
+        return backend.commit(node, h, durable=False)
 
     @guarded
     async def fsync(self, fh: int, datasync: bool) -> None:
         if fh >= BARE_FH:
             return  # read-only: nothing to store
-        h, node = self._handle(fh)
-        if h.fd >= 0:
-            os.fsync(h.fd)
-        await self._commit(node)
+        h, node, backend = self._handle(fh)
+        if backend is not None:
+            await backend.commit(node, h, durable=True)
 
     @guarded_sync
     def release(self, fh: int) -> Awaitable[None] | None:
@@ -628,37 +461,37 @@ class Operations(pyfuse3.Operations):
                 # (empty) is in the recovery folder and the status then.
                 h.trunc_pending = False
                 node = self.tree.node(h.inode) or self.control.nodes.get(h.inode)
-                if node is not None:
-                    await self._commit(node)
+                backend = self.files.of(node) if node is not None else None
+                if node is not None and backend is not None:
+                    await backend.commit(node, h, durable=False)
         finally:
             self._handles.pop(fh, None)
-            if h is not None and h.fd >= 0:
-                os.close(h.fd)
+            if h is not None:
+                h.close()
 
     @guarded
     async def create(self, parent_inode: int, name: bytes, mode: int, flags: int,
                      ctx: pyfuse3.RequestContext) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:
         parent = self._node(parent_inode)
         sname = os.fsdecode(name)
-        fh = next(self._fh)
+        node: Node
         if isinstance(parent, OverlayNode) or (isinstance(parent, Folder) and is_overlay_name(sname)):
-            path = os.path.join(self.overlay.ensure(parent), sname)
-            fd = os.open(path, (flags | os.O_CREAT) & ~os.O_NOCTTY, mode & ~ctx.umask)
-            node = self.overlay.node(parent, sname, path)
-            self._handles[fh] = Handle(node.inode, fd=fd, writable=True)
-            return pyfuse3.FileInfo(fh=fh, keep_cache=False), self._counted(node)
-        if isinstance(parent, Virtual) and parent.kind == LIVE:
+            node, fd = self.overlay.create(parent, sname, flags, mode & ~ctx.umask)
+            h = Handle(node.inode, fd=fd, writable=True)
+        elif isinstance(parent, Virtual) and parent.kind == LIVE:
             # A tool's temp file (sed -i, perl -pi), saved by its rename over a live file.
-            scratch = self.writer.live.new_file(sname)
-            self._handles[fh] = Handle(scratch.inode, writable=True)
-            return pyfuse3.FileInfo(fh=fh, keep_cache=False), self._counted(scratch)
-        if not isinstance(parent, Folder) or parent.inode == ROOT_INODE:
+            node = self.writer.live.new_file(sname)
+            h = Handle(node.inode, writable=True)
+        elif not isinstance(parent, Folder) or parent.inode == ROOT_INODE:
             raise FsError(errno.EPERM, f"{sname}: objects cannot be created from the file system")
-        new = self.writer.new_file(parent, sname)
-        # A new file (MemoryFile) is created in-world when it is written, or at its release if it never
-        # is: flushes before the first write wait (bash closes a duplicate first).
-        self._handles[fh] = Handle(new.inode, writable=True, trunc_pending=isinstance(new, MemoryFile))
-        return pyfuse3.FileInfo(fh=fh, keep_cache=False), self._counted(new)
+        else:
+            node = self.writer.new_file(parent, sname)
+            # A new file (MemoryFile) is created in-world when it is written, or at its release if it
+            # never is: flushes before the first write wait (bash closes a duplicate first).
+            h = Handle(node.inode, writable=True, trunc_pending=isinstance(node, MemoryFile))
+        fh = next(self._fh)
+        self._handles[fh] = h
+        return pyfuse3.FileInfo(fh=fh, keep_cache=False), self._counted(node)
 
     @guarded
     async def unlink(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:

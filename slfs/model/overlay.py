@@ -195,6 +195,12 @@ class Overlay:
         os.rmdir(node.path)
         self.removed(node)
 
+    def create(self, parent: Folder | OverlayNode, name: str, flags: int, mode: int) -> tuple[OverlayNode, int]:
+        """A new overlay file, opened: its node and the descriptor (the caller's to close)."""
+        path = os.path.join(self.ensure(parent), name)
+        fd = os.open(path, (flags | os.O_CREAT) & ~os.O_NOCTTY, mode)
+        return self.node(parent, name, path), fd
+
     def symlink(self, parent: Folder | OverlayNode, name: str, target: bytes) -> OverlayNode:
         path = os.path.join(self.ensure(parent), name)
         os.symlink(target, path)

@@ -57,6 +57,7 @@ from cattrs.errors import AttributeValidationNote, IterableValidationError, Iter
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, mapping_structure_factory, override
 
 from .errors import ProtocolError
+from .scalars import REQUIRED, SCALARS, Hook, Invalid, literal_hook, passthrough, scalar_hook
 
 T = TypeVar("T")
 
@@ -76,14 +77,6 @@ def field_key(path: str) -> str:
 
 
 # --- per-call state -------------------------------------------------------------------------------
-
-
-class _Invalid(ValueError):
-    """A value of the wrong JSON type (or not among a Literal's values), in the protocol's words."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 @attrs.define
@@ -129,88 +122,6 @@ class _Call:
 
 
 _CALL: ContextVar[_Call] = ContextVar("slfs_codec_call")
-
-
-# --- strict hooks for scalars -----------------------------------------------------------------------
-
-_REQUIRED: Any = NOTHING  # `default` of a hook for a required field: None is an error, not a default
-_Hook = Callable[[Any, Any], Any]
-
-
-def _str_hook(default: Any = _REQUIRED) -> _Hook:
-    def structure_str(v: Any, _t: Any) -> Any:
-        if isinstance(v, str):
-            return v
-        if v is None and default is not _REQUIRED:
-            return default
-        raise _Invalid("must be a string")
-
-    return structure_str
-
-
-def _int_hook(default: Any = _REQUIRED) -> _Hook:
-    def structure_int(v: Any, _t: Any) -> Any:
-        if v.__class__ is int:
-            return v
-        if isinstance(v, float) and v.is_integer():
-            return int(v)
-        if isinstance(v, int) and not isinstance(v, bool):
-            return v
-        if v is None and default is not _REQUIRED:
-            return default
-        raise _Invalid("must be an integer")
-
-    return structure_int
-
-
-def _float_hook(default: Any = _REQUIRED) -> _Hook:
-    def structure_float(v: Any, _t: Any) -> Any:
-        if isinstance(v, (float, int)) and not isinstance(v, bool):
-            return v
-        if v is None and default is not _REQUIRED:
-            return default
-        raise _Invalid("must be a number")
-
-    return structure_float
-
-
-def _bool_hook(default: Any = _REQUIRED) -> _Hook:
-    def structure_bool(v: Any, _t: Any) -> Any:
-        if v is True or v is False:
-            return v
-        if v is None and default is not _REQUIRED:
-            return default
-        raise _Invalid("must be a boolean")
-
-    return structure_bool
-
-
-def _literal_hook(tp: Any, default: Any = _REQUIRED) -> _Hook:
-    values = typing.get_args(tp)
-    reason = "must be one of " + ", ".join(repr(a) for a in values)
-
-    def structure_literal(v: Any, _t: Any) -> Any:
-        if v in values:
-            return v
-        if v is None and default is not _REQUIRED:
-            return default
-        raise _Invalid(reason)
-
-    return structure_literal
-
-
-_SCALARS: dict[Any, Callable[[Any], _Hook]] = {str: _str_hook, int: _int_hook, float: _float_hook, bool: _bool_hook}
-
-
-def _scalar_hook(tp: Any, default: Any) -> _Hook | None:
-    if typing.get_origin(tp) is typing.Literal:
-        return _literal_hook(tp, default)
-    make = _SCALARS.get(tp)
-    return make(default) if make is not None else None
-
-
-def _passthrough(v: Any, _t: Any) -> Any:
-    return v
 
 
 # --- types marked with where they sit -------------------------------------------------------------
@@ -282,15 +193,15 @@ def _converter(lenient: bool) -> cattrs.Converter:
     validation. The lenient one validates in detail (each failure noted with its place) and stops a
     list or mapping of payloads at its first bad element, as a field-by-field decode would."""
     conv = cattrs.Converter(detailed_validation=lenient)
-    for tp, make in _SCALARS.items():
-        conv.register_structure_hook(tp, make(_REQUIRED))
-    conv.register_structure_hook_factory(lambda t: typing.get_origin(t) is typing.Literal, _literal_hook)
+    for tp, make in SCALARS.items():
+        conv.register_structure_hook(tp, make(REQUIRED))
+    conv.register_structure_hook_factory(lambda t: typing.get_origin(t) is typing.Literal, literal_hook)
 
     def is_list(t: Any) -> bool:
         return t is list or typing.get_origin(t) is list
 
     @conv.register_structure_hook_factory(is_list)
-    def strict_list(tp: Any, conv: cattrs.Converter) -> _Hook:
+    def strict_list(tp: Any, conv: cattrs.Converter) -> Hook:
         args = typing.get_args(tp)
         if lenient and args and _is_marked(args[0]):
             return _payload_list_hook(args[0], conv)
@@ -299,7 +210,7 @@ def _converter(lenient: bool) -> cattrs.Converter:
         def structure_list(v: Any, t: Any) -> Any:
             if isinstance(v, list):
                 return elements(v, t)
-            raise _Invalid("must be an array")
+            raise Invalid("must be an array")
 
         return structure_list
 
@@ -307,7 +218,7 @@ def _converter(lenient: bool) -> cattrs.Converter:
         return t is dict or typing.get_origin(t) is dict
 
     @conv.register_structure_hook_factory(is_dict)
-    def strict_dict(tp: Any, conv: cattrs.Converter) -> _Hook:
+    def strict_dict(tp: Any, conv: cattrs.Converter) -> Hook:
         args = typing.get_args(tp)
         if len(args) == 2 and _is_marked(args[1]):
             return _payload_mapping_hook(args[1], conv)
@@ -316,7 +227,7 @@ def _converter(lenient: bool) -> cattrs.Converter:
         def structure_dict(v: Any, t: Any) -> Any:
             if isinstance(v, dict):
                 return values(v, t)
-            raise _Invalid("must be an object")
+            raise Invalid("must be an object")
 
         return structure_dict
 
@@ -324,13 +235,13 @@ def _converter(lenient: bool) -> cattrs.Converter:
     return conv
 
 
-def _payload_list_hook(element_type: Any, conv: cattrs.Converter) -> _Hook:
+def _payload_list_hook(element_type: Any, conv: cattrs.Converter) -> Hook:
     """Lenient side: a list of payload objects, failing at its first bad element, noted by index."""
     hook = conv.get_structure_hook(element_type)
 
     def structure_payload_list(v: Any, t: Any) -> Any:
         if not isinstance(v, list):
-            raise _Invalid("must be an array")
+            raise Invalid("must be an array")
         out = []
         for i, element in enumerate(v):
             try:
@@ -344,7 +255,7 @@ def _payload_list_hook(element_type: Any, conv: cattrs.Converter) -> _Hook:
     return structure_payload_list
 
 
-def _payload_mapping_hook(value_type: Any, conv: cattrs.Converter) -> _Hook:
+def _payload_mapping_hook(value_type: Any, conv: cattrs.Converter) -> Hook:
     """A mapping of payload objects: each value decoded with its key known (for the keys reported);
     on the lenient side a bad value fails it, noted by key."""
     hook = conv.get_structure_hook(value_type)
@@ -352,7 +263,7 @@ def _payload_mapping_hook(value_type: Any, conv: cattrs.Converter) -> _Hook:
 
     def structure_payload_mapping(v: Any, _t: Any) -> Any:
         if not isinstance(v, dict):
-            raise _Invalid("must be an object")
+            raise Invalid("must be an object")
         keys = _CALL.get().mapping_keys
         out: dict[Any, Any] = {}
         for k, value in v.items():
@@ -374,10 +285,10 @@ def _payload_mapping_hook(value_type: Any, conv: cattrs.Converter) -> _Hook:
 
 _FAST = _converter(lenient=False)
 _LENIENT = _converter(lenient=True)
-_HOOKS: dict[tuple[type, _At], _Hook] = {}
+_HOOKS: dict[tuple[type, _At], Hook] = {}
 
 
-def _payload_hook(cls: type, at: _At) -> _Hook:
+def _payload_hook(cls: type, at: _At) -> Hook:
     hook = _HOOKS.get((cls, at))
     if hook is None:
         hook = _HOOKS[(cls, at)] = _make_payload_hook(cls, at)
@@ -386,9 +297,9 @@ def _payload_hook(cls: type, at: _At) -> _Hook:
 
 def _field_hooks(cls: type, prefix: str, conv: cattrs.Converter, lenient: bool) -> dict[str, Any]:
     """cattrs overrides: the struct hook of every field of `cls`, strict or (lenient) forgiving."""
-    out: dict[str, Any] = {"extra": override(struct_hook=_passthrough)}
+    out: dict[str, Any] = {"extra": override(struct_hook=passthrough)}
     if _declares_dropped(cls):
-        out["dropped"] = override(struct_hook=_passthrough)
+        out["dropped"] = override(struct_hook=passthrough)
     for field in attrs.fields(cls):
         if field.name in _BOOKKEEPING:
             continue
@@ -399,9 +310,9 @@ def _field_hooks(cls: type, prefix: str, conv: cattrs.Converter, lenient: bool) 
         factory = isinstance(field.default, attrs.Factory)  # type: ignore[arg-type]
         key = prefix + field.name
         if optional and not factory:
-            hook = _scalar_hook(tp, field.default)  # null is the default, in the same call
+            hook = scalar_hook(tp, field.default)  # null is the default, in the same call
         else:
-            hook = _scalar_hook(tp, None if nullable else _REQUIRED)
+            hook = scalar_hook(tp, None if nullable else REQUIRED)
             if hook is not None and factory:
                 hook = _or_default(hook, _default_of(field))
         marked = _mark(tp, key)
@@ -430,15 +341,15 @@ def _declares_dropped(cls: type) -> bool:
     return "dropped" in attrs.fields_dict(cls)  # type: ignore[arg-type]
 
 
-def _or_default(hook: _Hook, default: Callable[[], Any]) -> _Hook:
+def _or_default(hook: Hook, default: Callable[[], Any]) -> Hook:
     def structure_or_default(v: Any, t: Any) -> Any:
         return default() if v is None else hook(v, t)
 
     return structure_or_default
 
 
-def _tracked(name: str, hook: _Hook, key: str, optional: bool, structural: bool,
-             default: Callable[[], Any]) -> _Hook:
+def _tracked(name: str, hook: Hook, key: str, optional: bool, structural: bool,
+             default: Callable[[], Any]) -> Hook:
     """A field's hook in a lenient decode: it notes where the field's reports begin and, for an
     optional field that fails its strict hook, reports it, sets its raw value aside for `extra` and
     gives the default. A malformed element of a structural list still fails."""
@@ -462,7 +373,7 @@ def _tracked(name: str, hook: _Hook, key: str, optional: bool, structural: bool,
     return structure_leniently
 
 
-def _make_payload_hook(cls: type, at: _At) -> _Hook:
+def _make_payload_hook(cls: type, at: _At) -> Hook:
     attrs.resolve_types(cls)
     fields = [f for f in attrs.fields(cls) if f.name not in _BOOKKEEPING]
     if "extra" not in attrs.fields_dict(cls):
@@ -474,9 +385,9 @@ def _make_payload_hook(cls: type, at: _At) -> _Hook:
     prefix = f"{at.key}." if at.key else ""
     # cattrs' fast code takes optional fields before required ones; no payload class has both a
     # required field holding payloads and optional ones, so reports keep the fields' order.
-    fast: _Hook = make_dict_structure_fn(cls, _FAST, _cattrs_detailed_validation=False,
+    fast: Hook = make_dict_structure_fn(cls, _FAST, _cattrs_detailed_validation=False,
                                   **_field_hooks(cls, prefix, _FAST, lenient=False))
-    slow: list[_Hook] = []
+    slow: list[Hook] = []
 
     def lenient(data: dict[str, Any], call: _Call) -> Any:
         if not slow:
@@ -510,7 +421,7 @@ def _make_payload_hook(cls: type, at: _At) -> _Hook:
         if o is None and all_optional:
             return {}  # "params" absent on a method whose parameters are all optional
         if not isinstance(o, dict):
-            raise _Invalid("must be an object")
+            raise Invalid("must be an object")
         return o
 
     def with_unknown_fields(o: dict[str, Any], call: _Call, mark: int) -> Any:
@@ -593,7 +504,7 @@ def _locate(exc: BaseException, path: str) -> tuple[str, str]:
             path = f"{path}[{note.index}]"
         else:
             path = f"{path}.{note.index}" if path else str(note.index)
-    if isinstance(exc, _Invalid):
+    if isinstance(exc, Invalid):
         return path, exc.reason
     if isinstance(exc, KeyError):
         return path, "is required"

@@ -43,8 +43,9 @@ import trio
 from slfs.protocol.constants import NULL_UUID
 
 from .compile_output import parse_line, raw_lines
+from .connection import CallContext, Connection
 from .control import WorldControl
-from .transport import CallContext, Connection, SyncError
+from .transport import SyncError
 from .world import Item, Prim, SimObject, script_id_for
 
 log = logging.getLogger("slfs.sim")

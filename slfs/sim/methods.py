@@ -2,7 +2,7 @@
 
 `MethodHandlers` is a mixin of `SimViewer` (server.py). It owns the method table (`_method_table`:
 JSON-RPC method name -> handler), every `_m_*` handler (system.*, language.syntax*, script.*,
-object.*, command.*), the validators they share (the documented precondition order: params, prim,
+object.*; command.* are commands.py's), the validators they share (the documented precondition order: params, prim,
 published, region, item, type, permissions), the viewer's name correction and limits, and the
 default contents of created items. A handler takes the call's params and its `CallContext`, returns
 the result or raises `RpcError`, and queues what the viewer does after answering in `ctx.after`
@@ -20,9 +20,7 @@ from typing import Any
 
 import trio
 
-from slfs.protocol.constants import RECOMPILE_TARGETS
 from slfs.protocol.errors import (
-    ACCESS_DENIED,
     INTERNAL_ERROR,
     INVALID_REQUEST,
     REQUEST_TIMEOUT,
@@ -33,9 +31,9 @@ from slfs.protocol.errors import (
 from . import syntax
 from .compile_output import parse_line, raw_lines
 from .compiler import compile_source
+from .connection import CallContext, Handler, denied, id_param, invalid
 from .control import NOTECARD_LIMIT, WorldControl, cut_bytes
 from .generation import Generation
-from .transport import CallContext, Handler, invalid
 from .world import (
     SCRIPT_VMS,
     SUBTYPE_LSL,
@@ -54,10 +52,6 @@ EMBEDDED_ITEMS_REFUSED = (
     "The notecard holds embedded items, which saving its text would lose; edit it in the viewer"
 )
 COMPILE_FAILURES = ("stoi", "nul")
-
-
-def denied(message: str) -> RpcError:
-    return RpcError(ACCESS_DENIED, message)
 
 
 def correct_name(name: str, limit: int = NAME_LIMIT) -> str:
@@ -109,6 +103,9 @@ class MethodHandlers(WorldControl):
     _m_subscribe: Handler
     _m_unsubscribe: Handler
     _m_script_list: Handler
+    # CommandMethods' (commands.py): command.list, command.execute
+    _m_command_list: Handler
+    _m_command_execute: Handler
 
     def _method_table(self) -> dict[str, Handler]:
         table = self._full_method_table()
@@ -150,11 +147,6 @@ class MethodHandlers(WorldControl):
     # validation
     # ============================================================================================
 
-    @staticmethod
-    def _str(params: dict[str, Any], key: str) -> str | None:
-        value = params.get(key)
-        return value.lower() if isinstance(value, str) and value else None
-
     def _published_prim(self, prim_id: str) -> tuple[SimObject, Prim]:
         """Steps 2 and 3 of every validator: the prim exists, its object is published."""
         found = self.world.find_prim(prim_id)
@@ -169,7 +161,7 @@ class MethodHandlers(WorldControl):
         self, params: dict[str, Any], *, write: bool, read_script: bool = False, property_check: bool = False
     ) -> tuple[SimObject, Prim, Item]:
         """The shared item validator, in the documented order."""
-        prim_id, item_id = self._str(params, "prim_id"), self._str(params, "item_id")
+        prim_id, item_id = id_param(params, "prim_id"), id_param(params, "item_id")
         if prim_id is None or item_id is None:
             raise invalid("prim_id and item_id are required")
         if property_check and not any(k in params for k in ("name", "description", "permissions")):
@@ -194,7 +186,7 @@ class MethodHandlers(WorldControl):
 
     def _script_target(self, params: dict[str, Any]) -> tuple[SimObject, Prim, Item]:
         """set_running / reset: their own validator."""
-        prim_id, item_id = self._str(params, "prim_id"), self._str(params, "item_id")
+        prim_id, item_id = id_param(params, "prim_id"), id_param(params, "item_id")
         if prim_id is None or item_id is None:
             raise invalid("prim_id and item_id are required")
         obj, prim = self._published_prim(prim_id)
@@ -266,7 +258,7 @@ class MethodHandlers(WorldControl):
         return {"objects": [self._wire_object(o) for o in self.world.objects.values() if o.published]}
 
     async def _m_object_request(self, params: dict[str, Any], ctx: CallContext) -> Any:
-        object_id = self._str(params, "object_id")
+        object_id = id_param(params, "object_id")
         if object_id is None:
             raise invalid("No object_id specified")
         obj = self.world.objects.get(object_id)
@@ -284,7 +276,7 @@ class MethodHandlers(WorldControl):
         return {"success": True}
 
     async def _m_object_unpublish(self, params: dict[str, Any], ctx: CallContext) -> Any:
-        object_id = self._str(params, "object_id")
+        object_id = id_param(params, "object_id")
         if object_id is None:
             raise invalid("No object_id specified")
         obj = self.world.objects.get(object_id)
@@ -409,7 +401,7 @@ class MethodHandlers(WorldControl):
         kind = params.get("type")
         if kind not in ("script", "notecard"):
             raise invalid(f"Unsupported item type: {kind if isinstance(kind, str) else ''}")
-        prim_id = self._str(params, "prim_id")
+        prim_id = id_param(params, "prim_id")
         if prim_id is None:
             raise invalid("prim_id is required")
         found = self.world.find_prim(prim_id)
@@ -503,7 +495,7 @@ class MethodHandlers(WorldControl):
         return {"success": True, "prim_id": prim.prim_id, "item_id": item.item_id}
 
     async def _m_object_modify(self, params: dict[str, Any], ctx: CallContext) -> Any:
-        prim_id = self._str(params, "prim_id")
+        prim_id = id_param(params, "prim_id")
         if prim_id is None:
             raise invalid("prim_id is required")
         if not any(k in params for k in ("name", "description", "permissions")):
@@ -557,176 +549,6 @@ class MethodHandlers(WorldControl):
 
         self._later(ctx, self.apply_delay, apply)
         return {"success": True}
-
-    async def _m_command_list(self, params: dict[str, Any], ctx: CallContext) -> Any:
-        oid = {"type": "string", "required": True, "description": "UUID of the in-world object"}
-        return {
-            "commands": [
-                {
-                    "command": "viewer.camera.focus",
-                    "description": "Zoom camera to an in-world object.",
-                    "params": {"object_id": oid},
-                },
-                {
-                    "command": "viewer.object.save_back_to_contents",
-                    "description": "Save an in-world object back to source object contents.",
-                    "params": {"object_id": oid},
-                },
-                {
-                    "command": "viewer.script.recompile_all",
-                    "description": "Recompile all scripts in an in-world object using the selected target.",
-                    "params": {
-                        "object_id": oid,
-                        "target": {
-                            "type": "string",
-                            "required": True,
-                            "description": "luau, lsl2, mono or auto",
-                        },
-                    },
-                },
-                {
-                    "command": "viewer.script.reset_all",
-                    "description": "Reset all scripts in an in-world object.",
-                    "params": {"object_id": oid},
-                },
-                {
-                    "command": "viewer.teleport",
-                    "description": "Teleport agent to an in-world object.",
-                    "params": {"object_id": oid},
-                },
-            ]
-        }
-
-    async def _m_command_execute(self, params: dict[str, Any], ctx: CallContext) -> Any:
-        command = params.get("command")
-        if not isinstance(command, str) or not command:
-            raise invalid("command is required")
-        known = (
-            "viewer.teleport",
-            "viewer.camera.focus",
-            "viewer.object.save_back_to_contents",
-            "viewer.script.reset_all",
-            "viewer.script.recompile_all",
-        )
-        if command not in known:
-            raise invalid(f"Unknown command: {command}")
-        args = params.get("params")
-        args = args if isinstance(args, dict) else {}
-        object_id = self._str(args, "object_id")
-        if object_id is None:
-            raise invalid("object_id is required")
-        if self.profile.command_answers == "source":
-            return await self._command_source(command, object_id, args, ctx)
-        found = self.world.find_prim(object_id)
-        # Newer document, known viewer commands: "an in-world object in a published linkset. Any
-        # other object is refused with -32003" (no message given; this one is chosen here).
-        outside = found is None or not found[0].published
-        if self.v2 and command in ("viewer.teleport", "viewer.camera.focus") and outside:
-            raise denied("Object is not in a published linkset")
-        if found is None:
-            raise invalid("Object not found")
-        obj = found[0]
-        if command == "viewer.script.recompile_all":
-            target = args.get("target")
-            if target not in RECOMPILE_TARGETS:
-                raise invalid("target must be 'luau', 'lsl2', 'mono', or 'auto'")
-            if not obj.root.permissions.can_modify:
-                raise denied("Permission denied")
-            oid = obj.object_id
-
-            ctx.after.append(lambda: self._recompile_all(obj, oid, target))
-            return {"success": True}
-        if command == "viewer.script.reset_all":
-            if not obj.root.permissions.can_modify:
-                raise denied("Permission denied")
-            ctx.after.append(lambda: self._reset_all(obj))
-            return {"success": True}
-        if command == "viewer.object.save_back_to_contents":
-            if not obj.root.permissions.can_modify:
-                raise denied("Permission denied")
-            return {"success": True, "result": {"object_id": obj.object_id}}
-        return {"success": True}
-
-    async def _recompile_all(self, obj: SimObject, oid: str, target: str) -> None:
-        await trio.sleep(self.apply_delay)
-        for prim in obj.prims():
-            touched = False
-            for it in prim.inventory:
-                if not it.is_script or not it.permissions.can_modify:
-                    continue
-                if target == "luau":
-                    it.vm = "luau"
-                elif target in ("lsl2", "mono") and it.subtype != SUBTYPE_LUAU:
-                    it.vm = target
-                if not compile_source(it.content, it.language):
-                    it.compiled_content = it.content
-                    it.faulted = False
-                    it.running = True
-                it.revision = self.world.next_revision()
-                touched = True
-            if touched and oid in self.world.objects:
-                await self.send_inventory_update(obj, prim)
-
-    async def _reset_all(self, obj: SimObject) -> None:
-        await trio.sleep(self.apply_delay)
-        for prim in obj.prims():
-            for it in prim.inventory:
-                if it.is_script and it.running:
-                    await self.run_script(it.item_id)
-
-    async def _command_source(self, command: str, object_id: str, args: dict[str, Any], ctx: CallContext) -> Any:
-        """The viewer commands as the generations' C++ answers them (viewer-source.md §5; G2+)."""
-        found = self.world.find_prim(object_id)
-        if command in ("viewer.teleport", "viewer.camera.focus"):
-            # "G2/G3: any object in view; G4: must be in a published linkset"
-            if self.profile.teleport_needs_published and (found is None or not found[0].published):
-                raise denied("Object is not in a published linkset")
-            if found is None:
-                raise invalid("object_id not found")
-            return {"success": True}
-        if command == "viewer.object.save_back_to_contents":
-            # "{success, result:{object_id}}; not published -32602; not available -32003"
-            if found is None or not found[0].published:
-                raise invalid("Object is not published")
-            obj = found[0]
-            if self.profile.deferred_properties and obj.deferred_properties:
-                # what the publish says (can_save_back false until the properties arrive); the
-                # message is chosen here
-                raise denied("Save back to contents is not available for this object")
-            return {"success": True, "result": {"object_id": obj.object_id}}
-        if command == "viewer.script.reset_all":
-            # "{success, object_id, queued:true}; any prim of a published object; -32602 'Prim
-            # contains no scripts', -32003 'No modify permission on prim'" (unpublished: chosen here)
-            if found is None or not found[0].published:
-                raise denied("Object is not published")
-            obj, prim = found
-            if not any(i.is_script for p in obj.prims() for i in p.inventory):
-                raise invalid("Prim contains no scripts")
-            if not prim.permissions.can_modify:
-                raise denied("No modify permission on prim")
-
-            async def reset_all() -> None:
-                for p in obj.prims():
-                    for it in p.inventory:
-                        if it.is_script and it.faulted:
-                            it.faulted = False
-                            await self.send_inventory_update(obj, p)
-                await self._reset_all(obj)
-
-            ctx.after.append(reset_all)
-            return {"success": True, "object_id": object_id, "queued": True}
-        # viewer.script.recompile_all: "{object_id (must be the root), target luau|lsl2|mono|auto}
-        # -> {success, object_id, target, queued:true}; a child id answers -32003 'Object is not
-        # published'"
-        target = args.get("target")
-        if target not in RECOMPILE_TARGETS:
-            raise invalid("target must be 'luau', 'lsl2', 'mono', or 'auto'")
-        root = self.world.objects.get(object_id)
-        if root is None or not root.published:
-            raise denied("Object is not published")
-        oid = root.object_id
-        ctx.after.append(lambda: self._recompile_all(root, oid, str(target)))
-        return {"success": True, "object_id": oid, "target": target, "queued": True}
 
 
 DEFAULT_LSL = """default

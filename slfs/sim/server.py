@@ -16,8 +16,10 @@ import os
 import tempfile
 from pathlib import Path
 
+from .commands import CommandMethods
 from .control import WorldControl
 from .generation import GENERATIONS, Generation, profile_for
+from .handshake import Handshake
 from .live import LIVE_POLL_INTERVAL, LiveSync
 from .methods import COMPILE_FAILURES, DEFAULT_LSL, DEFAULT_LUAU, MethodHandlers, correct_name
 from .transport import SyncError, Transport
@@ -28,7 +30,7 @@ from .world import World
 __all__ = ["DEFAULT_LSL", "DEFAULT_LUAU", "SimViewer", "SyncError", "correct_name"]
 
 
-class SimViewer(Transport, LiveSync, MethodHandlers, WorldControl):
+class SimViewer(Transport, Handshake, LiveSync, CommandMethods, MethodHandlers, WorldControl):
     """A simulated Second Life viewer serving the external-editor protocol on 127.0.0.1."""
 
     def __init__(

@@ -7,14 +7,14 @@
 * JSON-RPC framing: parsing each frame, answering malformed ones, routing responses to the sim's own
   requests, and dispatching client calls to the method table (`_handlers`, which server.py fills
   from methods.py) with `latency_ms` / `method_latency_ms`, `fail_next` and a per-call context;
-* the handshake (challenge file, `session.ok`, `session.disconnect`), the optional pings of a client,
-  the calls the sim makes to clients (`call_client`, `execute_on_clients`) and `broadcast`;
+* the calls the sim makes to clients (`call_client`, `execute_on_clients`) and `broadcast`;
 * the operation log (`calls`, `notifications_sent`, `mark`, `calls_since`) and the explicit sync
   points: `sync()` (every frame an authenticated client has sent so far has been received and
   dispatched), `idle()` (every call received has been handled and every deferred action has run)
   and `quiesce()` (both, in rounds). See README.md, "Sync points", for exactly what they guarantee.
 
-The methods themselves are in methods.py, the world-editing API in control.py.
+One client connection is connection.py's, the handshake handshake.py's; the methods themselves are
+in methods.py and commands.py, the world-editing API in control.py.
 """
 
 from __future__ import annotations
@@ -22,21 +22,16 @@ from __future__ import annotations
 import collections
 import json
 import logging
-import math
-import os
-import tempfile
 import time
-import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import trio
-from trio_websocket import ConnectionClosed, WebSocketConnection, WebSocketRequest, serve_websocket
+from trio_websocket import ConnectionClosed, WebSocketRequest, serve_websocket
 
 from slfs.protocol.errors import (
     AUTH_REQUIRED,
     INTERNAL_ERROR,
-    INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     PARSE_ERROR,
@@ -45,6 +40,7 @@ from slfs.protocol.errors import (
 )
 from slfs.protocol.jsonrpc import Notification, Request, Response, parse_object
 
+from .connection import CallContext, Connection, Handler, invalid
 from .control import dumps
 from .generation import DOC_ASYNC_METHODS, Generation
 from .world import World
@@ -52,7 +48,6 @@ from .world import World
 log = logging.getLogger("slfs.sim")
 
 V2_PREAUTH_LIMIT = 64 * 1024
-V2_MESSAGE_LIMIT = 16 * 1024 * 1024
 V1_MESSAGE_LIMIT = 256 * 1024 * 1024
 V2_MAX_UNAUTHENTICATED = 4
 # Newer protocol document, Usage Flow 1: "The viewer takes 32 connections at most, and closes any
@@ -60,8 +55,6 @@ V2_MAX_UNAUTHENTICATED = 4
 # it, and a close the viewer starts drops the connection if it has not completed within 5 seconds".
 V2_MAX_CONNECTIONS = 32
 V2_UNSENT_LIMIT = 32 * 1024 * 1024
-CLOSE_TIMEOUT = 5.0
-SEND_WAIT = 0.1  # how long a send waits for its frame to be written (see Connection.send)
 SESSION_FEATURES = {
     "live_sync": True,  # live.py; both documents list the flag, the viewer sets it
     "compilation": True,
@@ -72,114 +65,11 @@ SESSION_FEATURES = {
 # Methods the documents' viewer handles asynchronously; calling them as a notification is an
 # Invalid Request (V1/V2; the generations have their own lists, generation.py).
 ASYNC_METHODS = set(DOC_ASYNC_METHODS)
-CHALLENGE_FIXED_NAME = "sl_script_challenge.tmp"  # G1 (viewer-source.md §6)
 SYNC_TIMEOUT = 10.0  # default bound of sync() and idle()
 
 
 class SyncError(Exception):
     """A sync point could not be reached: too few clients, or no answer / no quiet within the timeout."""
-
-
-def invalid(detail: str) -> RpcError:
-    return RpcError.standard(INVALID_PARAMS, detail)
-
-
-class Connection:
-    """One client connection. Frames go out through a queue and a writer task, so the sim can tell
-    how much waits unsent to a client that stops reading (`unsent`, bytes of UTF-8 handed to `send`
-    and not yet written to the socket; what the kernel buffers beyond that is not counted)."""
-
-    def __init__(self, ws: WebSocketConnection, number: int, *, unsent_limit: int | None = None) -> None:
-        self.ws = ws
-        self.number = number
-        self.authenticated = False
-        self.closed = False
-        self.dropped = False  # dropped for not reading (V2 unsent limit)
-        self.pending: dict[str, tuple[trio.Event, list[Response]]] = {}
-        self.nursery: trio.Nursery | None = None
-        self.unsent = 0
-        self.unsent_limit = unsent_limit
-        self._out_send, self._out_recv = trio.open_memory_channel[Any](math.inf)
-        self._writing = False
-
-    async def send(self, text: str | bytes) -> None:
-        """Queue a frame (frames go out in the order they were queued) and wait until it has been
-        written, but no longer than SEND_WAIT: to a client that reads, a frame has gone out when
-        this returns (what callers and tests count on); to one that stops reading, frames pile up
-        in the queue until the unsent limit drops the connection. Bytes go out as a binary frame."""
-        if self.closed:
-            return
-        size = len(text) if isinstance(text, bytes) else len(text.encode("utf-8"))
-        if self.unsent_limit is not None and self.unsent + size > self.unsent_limit:
-            log.info("connection %d: %d bytes wait unsent; dropping it", self.number, self.unsent + size)
-            self.dropped = True
-            await self.abort()
-            return
-        self.unsent += size
-        written = trio.Event()
-        self._out_send.send_nowait((text, size, written))
-        with trio.move_on_after(SEND_WAIT):
-            await written.wait()
-
-    async def writer(self) -> None:
-        """Write queued frames until the connection closes."""
-        self._writing = True
-        try:
-            async for entry in self._out_recv:
-                if isinstance(entry, trio.Event):  # a flush marker of close()
-                    entry.set()
-                    continue
-                text, size, written = entry
-                try:
-                    await self.ws.send_message(text)
-                except (ConnectionClosed, trio.BrokenResourceError, trio.ClosedResourceError):
-                    self.closed = True
-                    return
-                finally:
-                    self.unsent -= size
-                    written.set()
-        finally:
-            self._writing = False
-            while True:  # wake whoever waits for a frame or a flush that will not go out
-                try:
-                    entry = self._out_recv.receive_nowait()
-                except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
-                    break
-                (entry if isinstance(entry, trio.Event) else entry[2]).set()
-
-    async def close(self, code: int = 1000, reason: str | None = None) -> None:
-        """Send what is queued, then close; a close not done within CLOSE_TIMEOUT drops the socket."""
-        self.closed = True
-        with trio.move_on_after(CLOSE_TIMEOUT) as scope:
-            if self._writing:
-                flushed = trio.Event()
-                self._out_send.send_nowait(flushed)
-                await flushed.wait()
-            try:
-                await self.ws.aclose(code, reason)
-            except Exception:  # already gone
-                pass
-        if scope.cancelled_caught:
-            await self.abort()
-
-    async def abort(self) -> None:
-        """Drop the TCP connection without a close handshake."""
-        self.closed = True
-        try:
-            await self.ws._stream.aclose()
-        except Exception:  # already gone
-            pass
-
-
-class CallContext:
-    """Per-call context: the connection and actions to run once the response has gone out."""
-
-    def __init__(self, conn: Connection) -> None:
-        self.conn = conn
-        self.after: list[Callable[[], Awaitable[None]]] = []
-
-
-Handler = Callable[[dict[str, Any], CallContext], Awaitable[Any]]
 
 
 class Transport:
@@ -205,6 +95,8 @@ class Transport:
     _on_session_ok: Callable[[], None]
     # LiveSync's: a connection has closed (its subscriptions end)
     _on_connection_closed: Callable[[Connection], None]
+    # Handshake's (handshake.py): run on each new connection before any other frame is served
+    _handshake: Callable[[Connection], Coroutine[Any, Any, None]]
 
     def _init_transport(self) -> None:
         self.port: int | None = None
@@ -639,121 +531,3 @@ class Transport:
         for conn in list(self._conns):
             if not conn.closed and not self._gated(conn):
                 await self._notify(conn, method, params)
-
-    # ============================================================================================
-    # handshake
-    # ============================================================================================
-
-    def _write_challenge(self, challenge: str) -> str:
-        """Write the challenge file as the profile says; its local path (OSError if it cannot be).
-
-        viewer-source.md §6: G1 a fixed name `sl_script_challenge.tmp`, default permissions (so
-        concurrent handshakes overwrite each other's secret); G2 `sl_script_challenge_<secret>.tmp`
-        (the path holds the answer), default permissions; G3/G4 a name made of another random
-        UUID, created exclusively with mode 0600. V1/V2: `sl_script_challenge_<random>.tmp`, 0600
-        (viewer-behaviour.md). The content is always the bare lower-case UUID, no newline."""
-        naming = self.profile.challenge_naming
-        data = challenge.encode("ascii")
-        if naming == "mkstemp":
-            fd, path = tempfile.mkstemp(prefix="sl_script_challenge_", suffix=".tmp", dir=self.tmpdir)
-            self.challenge_files.append(path)
-            with os.fdopen(fd, "wb") as f:
-                os.fchmod(f.fileno(), 0o600)
-                f.write(data)
-            return path
-        if naming == "uuid":
-            path = os.path.join(self.tmpdir, f"sl_script_challenge_{uuid.uuid4()}.tmp")
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            self.challenge_files.append(path)
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            return path
-        name = CHALLENGE_FIXED_NAME if naming == "fixed" else f"sl_script_challenge_{challenge}.tmp"
-        path = os.path.join(self.tmpdir, name)
-        with open(path, "wb") as f:  # default permissions (0666 less the umask)
-            f.write(data)
-        self.challenge_files.append(path)
-        return path
-
-    async def _handshake(self, conn: Connection) -> None:
-        profile = self.profile
-        challenge = str(uuid.uuid4())
-        path: str | None = None
-        try:
-            path = self._write_challenge(challenge)
-        except OSError as exc:
-            if profile.unwritable_challenge == "refuse":
-                # viewer-source.md §6: G3/G4 disconnect {4, "Unable to issue a challenge"}
-                await self._disconnect(conn, 4, "Unable to issue a challenge")
-                return
-            if profile.unwritable_challenge != "open":
-                raise
-            # G2: "if the file cannot be written no challenge is sent and any answer is accepted"
-            log.info("challenge file not written (%s): handshake without a challenge", exc)
-        answered = False
-        try:
-            params: dict[str, Any] = {
-                "server_version": "1.0.0",
-                "protocol_version": "1.0",
-                "viewer_name": "Second Life Simulated",
-                "viewer_version": self.viewer_version_string,
-                "languages": ["lsl", "luau"],
-                "syntax_id": self.syntax_id,
-                "features": {name: True for name in profile.features},
-            }
-            if path is not None:
-                params["challenge"] = self.viewer_path(path)
-            if profile.agent_in_handshake:
-                params["agent_id"] = self.world.agent_id
-                params["agent_name"] = self.world.agent_name
-            timeout = self.handshake_timeout if self.handshake_timeout is not None else math.inf
-            response = await self.call_client(conn, "session.handshake", params, timeout=timeout)
-            answered = response.error is None and not conn.closed
-        finally:
-            # G1/G2 delete the file only when the answer arrives; G3+ (and V1/V2) whatever happens
-            if path is not None and (answered or profile.challenge_always_deleted):
-                try:
-                    os.unlink(path)
-                except OSError:
-                    pass
-        if conn.closed:
-            return
-        err = response.error
-        if err is not None and err.code == -32001:
-            await self._disconnect(conn, 3, "Handshake timed out")
-            return
-        if err is not None and profile.handshake_failed_on_error:
-            await self._disconnect(conn, 2, "Handshake failed")
-            return
-        result = response.result if isinstance(response.result, dict) else {}
-        self.client_handshakes.append(result)
-        answer = result.get("challenge_response")
-        if profile.is_generation and isinstance(answer, str):
-            answer = answer.lower()  # viewer-source.md §6: "Answer compared as a UUID (case-insensitive)"
-        accepted = err is None and (path is None or (isinstance(answer, str) and answer == challenge))
-        if not accepted:
-            await self._disconnect(conn, 2, "Invalid challenge response")
-            return
-        conn.authenticated = True
-        if self.v2:
-            conn.ws._max_message_size = V2_MESSAGE_LIMIT
-        if profile.agent_in_session_ok:
-            await self._notify(
-                conn, "session.ok", {"agent_id": self.world.agent_id, "agent_name": self.world.agent_name}
-            )
-        else:
-            await self._notify(conn, "session.ok")  # G1-G3: no params (viewer-source.md §2)
-        self._on_session_ok()
-        if self.client_ping_interval and conn.nursery is not None:
-            conn.nursery.start_soon(self._ping_client, conn, self.client_ping_interval)
-
-    async def _ping_client(self, conn: Connection, interval: float) -> None:
-        """Optionally call the client's system.ping now and then, as a viewer may."""
-        while not conn.closed:
-            await trio.sleep(interval)
-            stamp = int(time.time() * 1000)
-            self.client_pings.append(await self.call_client(conn, "system.ping", {"timestamp": stamp}, 30.0))
-
-    async def _disconnect(self, conn: Connection, reason: int, message: str) -> None:
-        await self._notify(conn, "session.disconnect", {"reason": reason, "message": message})
-        await conn.close(1000)

@@ -174,12 +174,12 @@ CATEGORIES = [
     ("tree: names.resolve", ("names.py:", "naming_rules.py:")),
     ("tree: building and relayout", ("tree.py:",)),
     ("workspace, events", ("workspace.py:", "events.py:", "syntax.py:")),
-    ("FUSE handlers", ("operations.py:", "attributes.py:", "control.py:")),
+    ("FUSE handlers", ("operations.py:", "files.py:", "attributes.py:", "control.py:")),
     ("session", ("session.py:",)),
     ("trio scheduling, threads", ("trio/",)),
 ]
 # Anything under these frames counts for this label, whatever it runs (trio's thread machinery).
-WHOLE_STACK = ("kernel invalidations", ("invalidator (", "_invalidate_inode ("))
+WHOLE_STACK = ("kernel invalidations", ("invalidator.py:",))
 
 
 def parse_raw(path: Path, main_tid: int) -> dict[str, int]:
@@ -195,7 +195,7 @@ def parse_raw(path: Path, main_tid: int) -> dict[str, int]:
             continue
         frames = stack.split(";")
         if frames and frames[0].startswith("thread (") and not frames[0].startswith(f"thread ({main_tid})"):
-            if "_invalidate_inode (" in stack:
+            if "_invalidate_inodes (" in stack:
                 out["kernel invalidations (worker threads)"] += int(n)
             continue
         label = "other"

@@ -12,6 +12,7 @@ import subprocess
 import pytest
 import trio
 from support.mount import Mount, require_tool
+from support.texts import BAD_LSL, BAD_LUAU, GOOD_LSL, QF_LINE
 
 from slfs.sim import syntax as sim_syntax
 
@@ -20,10 +21,7 @@ from slfs.sim import syntax as sim_syntax
 pytestmark = pytest.mark.generations("G2", "G3", "G4")
 
 CUBE = "Hello Cube"
-QF_LINE = re.compile(r"^(/.+):(\d+):(\d+): ([a-z]+): (.+)$")
-BAD_LSL = 'default\n{\n    state_entry()\n    {\n        llOwnerSay("oops" @);\n    }\n}\n'
-GOOD_LSL = 'default\n{\n    state_entry()\n    {\n        llOwnerSay("%s");\n    }\n}\n'
-BAD_LUAU = "local function f()\n    print('x')\n"
+
 
 
 def write_errno(path: str, data: bytes) -> int:

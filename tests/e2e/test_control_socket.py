@@ -129,7 +129,7 @@ async def test_client_correlates_and_skips_events(mounted: Mount) -> None:
     m = mounted
     entry = registry(m)
 
-    def work() -> tuple[Any, list[Any], str | None]:
+    def work() -> tuple[Any, list[Any], str | None, list[tuple[str | None, str]]]:
         with ControlClient(entry["socket"]) as c:
             assert c.ready["type"] == "ready"
             # events arrive on this connection while requests are answered: they are skipped
@@ -141,12 +141,23 @@ async def test_client_correlates_and_skips_events(mounted: Mount) -> None:
                 c.request("run", path=f"{CUBE}/nope.lsl")
             except ClientError as exc:
                 code = exc.code
-            return status, results, code
+            # A field of the wrong type is the client's mistake (EINVAL, the field named), not an
+            # internal error, and the connection stays usable.
+            bad = []
+            for params in ({"path": f"{CUBE}/Hello.lsl", "timeout": "soon"}, {"path": 5}):
+                try:
+                    c.request("run", **params)
+                except ClientError as exc:
+                    bad.append((exc.code, str(exc)))
+            results.append(c.request("resolve", path=f"{CUBE}/Hello.lsl"))
+            return status, results, code, bad
 
-    status, results, code = await m.thread(work)
+    status, results, code, bad = await m.thread(work)
     assert status["state"] == "connected"
-    assert {r["path"] for r in results} == {str(m.path(CUBE, "Hello.lsl"))}
+    assert {r["path"] for r in results} == {str(m.path(CUBE, "Hello.lsl"))} and len(results) == 6
     assert code == "ENOENT"
+    assert [c for c, _ in bad] == ["EINVAL", "EINVAL"], bad
+    assert "run.timeout" in bad[0][1] and "run.path" in bad[1][1], bad
 
 
 async def test_subscribe_streams_events(mounted: Mount) -> None:

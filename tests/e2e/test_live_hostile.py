@@ -12,10 +12,9 @@ import stat
 from pathlib import Path
 
 import pytest
+from support.cli import slfs
+from support.live_mounts import BAD, GOOD, INV, live_world
 from support.mount import Mount, MountFactory
-
-from e2e.test_control_cli import slfs
-from e2e.test_live_sync import BAD, GOOD, INV, live_world
 
 OTHER_UID = 65534
 SECRET = "-----BEGIN OPENSSH PRIVATE KEY-----\nnot yours\n"

@@ -7,9 +7,8 @@ from __future__ import annotations
 import time
 
 import trio
+from support.cli import sj, slfs
 from support.mount import Mount
-
-from e2e.test_control_cli import sj, slfs
 
 CUBE = "Hello Cube"
 

@@ -8,7 +8,9 @@ import os
 from pathlib import Path
 
 import pytest
-from inproc.test_sources import (  # the same world and texts as the in-process tests
+from support.cli import slfs
+from support.mount import Mount, MountFactory
+from support.sources_world import (  # the same world and texts as the in-process tests
     FIRESTORM_TEXT,
     FS_SCRIPT,
     LIB,
@@ -18,10 +20,8 @@ from inproc.test_sources import (  # the same world and texts as the in-process 
     SOURCE,
     sources_world,
 )
-from support.mount import Mount, MountFactory
 from support.writes import mark, need, settle, sh
 
-from e2e.test_control_cli import slfs
 from slfs.sources import envelope
 
 # G1 differs in ways tests/e2e/test_viewer_generations.py covers (no object.list, set_running or

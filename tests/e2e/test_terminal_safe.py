@@ -8,10 +8,10 @@ import json
 import os
 import re
 
+from support.cli import slfs
 from support.mount import Mount, MountFactory
 from support.worlds import LAMP_ID
 
-from e2e.test_control_cli import slfs
 from slfs.sim.world import sample_world
 
 # An OSC that sets the title, one that writes the clipboard, a CSI that clears the screen, an 8-bit

@@ -13,12 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cli import slfs
+from support.live_mounts import GOOD, IN_OBJ, OBJ, live_mount, live_round_trip, open_in_viewer
 from support.mount import Mount, MountFactory
+from support.texts import BAD_LSL, BAD_LUAU, QF_LINE
 from support.writes import errno_of
-
-from e2e.test_control_cli import slfs
-from e2e.test_control_sidecars import BAD_LSL, BAD_LUAU, QF_LINE
-from e2e.test_live_sync import GOOD, IN_OBJ, OBJ, live_mount, live_round_trip, open_in_viewer
 
 pytestmark = pytest.mark.generations
 

@@ -12,10 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cli import slfs
+from support.live_mounts import BAD, GOOD, IN_OBJ, live_mount, live_round_trip, open_in_viewer
 from support.mount import MountFactory
-
-from e2e.test_control_cli import slfs
-from e2e.test_live_sync import BAD, GOOD, IN_OBJ, live_mount, live_round_trip, open_in_viewer
 
 # Linden's current viewer (G3) and the first generation (G1: fixed challenge name, raw compile
 # lines), each under both path modes.

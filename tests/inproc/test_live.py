@@ -10,25 +10,11 @@ from pathlib import Path
 import pytest
 import trio
 from support.inproc import CTX, Driver, fails, fs_against_sim
-from support.worlds import item, u
+from support.live_world import BAD, GOOD, INV, world
 
 from slfs.fs.operations import RENAME_NOREPLACE
 from slfs.model.buffers import HELD_MAX
 from slfs.model.live import ViewerRefused
-from slfs.sim import World
-from slfs.sim.world import world_from_json
-
-INV = u(7)
-GOOD = "default\n{\n    state_entry()\n    {\n        llOwnerSay(\"ok\");\n    }\n}\n"
-BAD = GOOD.replace('"ok"', '"bad" @')
-
-
-def world() -> World:
-    return world_from_json({
-        "agent_id": u(99, "e"), "agent_name": "Tester Resident",
-        "agent_inventory": [item(INV, "Pocket", "script", GOOD, subtype=0, vm="mono", running=True)],
-        "objects": [],
-    })
 
 
 async def subscribed(fs: Driver) -> tuple[str, str]:

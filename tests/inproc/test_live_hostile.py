@@ -15,10 +15,9 @@ from typing import Any
 import pytest
 import trio
 from support.inproc import Driver, fails, fs_against_sim
+from support.live_world import BAD, GOOD, INV, world
 
 from slfs.model.errors import FsError
-
-from .test_live import BAD, GOOD, INV, world
 
 OTHER_UID = 65534
 SECRET = "-----BEGIN OPENSSH PRIVATE KEY-----\nnot yours\n"

@@ -18,12 +18,11 @@ import attrs
 import pytest
 import trio
 from support.inproc import fs_against_sim
+from support.live_world import GOOD, INV, world
 
 from slfs.model.errors import FsError
 from slfs.model.options import Options
 from slfs.protocol.types import ScriptList
-
-from .test_live import GOOD, INV, world
 
 EDITED = GOOD.replace('"ok"', '"edited"')
 

@@ -11,13 +11,12 @@ from pathlib import Path
 import pytest
 import trio
 from support.fakeviewer import FakeViewer
+from support.sessions import running
 
 from slfs.session import peer
 from slfs.session import served as served_module
 from slfs.session.challenge import ChallengeError, read_challenge
 from slfs.winpaths import PathMapper, PathTranslator
-
-from .test_session_fake import running
 
 UUID = "6ba7b810-9dad-11d1-80b4-00c04fd430c8"
 

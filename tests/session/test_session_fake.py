@@ -6,36 +6,18 @@ import functools
 import json
 import logging
 import socket
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 import trio
 from support.fakeviewer import FakeConn, FakeViewer
 from support.recorder import Recorder
+from support.sessions import FAST, running
 
 from slfs.protocol.errors import RpcError
 from slfs.protocol.types import ObjectListResponse, SuccessResponse
 from slfs.session import CallTimeout, NotConnected, ViewerSession
 from slfs.session import connection as connection_module
-
-FAST: dict[str, Any] = {"backoff_min": 0.02, "backoff_max": 0.1}
-
-
-@asynccontextmanager
-async def running(
-    fake: FakeViewer, **kw: Any
-) -> AsyncIterator[tuple[ViewerSession, Recorder, trio.Nursery]]:
-    async with trio.open_nursery() as nursery:
-        port = await nursery.start(fake.serve)
-        rec = Recorder()
-        session = ViewerSession(rec, "127.0.0.1", port, **{**FAST, **kw})
-        await nursery.start(session.run)
-        try:
-            yield session, rec, nursery
-        finally:
-            nursery.cancel_scope.cancel()
 
 
 def free_port() -> int:

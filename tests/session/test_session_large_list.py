@@ -9,11 +9,10 @@ import pytest
 import trio
 from support.fakeviewer import FakeConn, FakeViewer, sample_objects
 from support.recorder import Recorder
+from support.sessions import running
 
 from slfs.session import connection as connection_module
 from slfs.session import session as session_module
-
-from .test_session_fake import running
 
 
 @pytest.mark.parametrize("stepped", [False, True], ids=["", "every frame parsed in steps"])

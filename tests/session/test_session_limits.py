@@ -8,12 +8,11 @@ from typing import Any
 import pytest
 import trio
 from support.fakeviewer import FakeConn, FakeViewer
+from support.sessions import running
 
 from slfs.protocol.types import ContentGetResponse
 from slfs.session import MessageTooLarge
 from slfs.session.connection import PREAUTH_SEND_LIMIT, SEND_LIMIT
-
-from .test_session_fake import running
 
 
 async def test_unexpected_optional_field_logged_once_per_method_and_field(caplog: Any) -> None:

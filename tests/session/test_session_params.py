@@ -7,6 +7,7 @@ from typing import Any
 import trio
 from support.fakeviewer import FakeConn, FakeViewer
 from support.recorder import Recorder
+from support.sessions import FAST, running
 
 from slfs.protocol.types import (
     ContentGetResponse,
@@ -17,8 +18,6 @@ from slfs.protocol.types import (
     SetRunningParams,
 )
 from slfs.session import ViewerSession
-
-from .test_session_fake import FAST, running
 
 
 async def test_params_objects_are_sent_as_json_without_none_fields() -> None:

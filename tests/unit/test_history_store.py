@@ -227,3 +227,17 @@ async def test_read_only_disk_is_a_status_line(tmp_path: Path, monkeypatch: pyte
         assert history.versions_of(ITEM) == []
     finally:
         subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def test_history_requests_are_strict() -> None:
+    from slfs.control.history import HistoryParams, RestoreParams
+    from slfs.control.requests import structure
+    from slfs.model.errors import FsError
+
+    assert structure({"path": "Box/Note", "deleted": True}, HistoryParams, "history").deleted is True
+    assert structure({"path": "Box/Note", "version": "2026"}, RestoreParams, "restore").version == "2026"
+    for frame, kind, params in (({"deleted": "yes"}, "history", HistoryParams),
+                                ({"version": 3}, "restore", RestoreParams)):
+        with pytest.raises(FsError) as caught:
+            structure(frame, params, kind)
+        assert caught.value.errno == 22 and kind in caught.value.message
