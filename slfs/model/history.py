@@ -40,7 +40,9 @@ FETCHED, SAVED, VIEWER, RECOVERED = "fetched", "saved", "viewer", "recovered"
 ORIGINS = (FETCHED, SAVED, VIEWER, DELETED, RECOVERED)
 QUEUE = 4096  # versions waiting for the disk; beyond it a version is dropped (counted, said)
 BATCH = 256  # versions written in one transaction
-PRUNE_EVERY = 256  # versions added between two prunes (and whenever the bound is passed)
+# When the queue is this full, texts merely fetched are left out (counted, not an error): the
+# room left is for saves, viewer-side changes, deletes and recovery copies, which exist nowhere else.
+FETCHED_RESERVE = 512
 AGE_PRUNE_INTERVAL = 3600.0  # seconds between two age prunes of a store that stays open
 SUFFIX = ".sqlite3"
 
@@ -106,9 +108,9 @@ class History:
         self._progress = trio.Event()
         self.written = 0
         self.dropped = 0
+        self.skipped = 0  # fetched texts left out while the queue was nearly full (FETCHED_RESERVE)
         self.failures = 0
         self.last_failure = ""
-        self._added_since_prune = 0
         self._pruned_at = 0.0
         self.versions = 0
         self.bytes = 0
@@ -134,6 +136,11 @@ class History:
             return
         place = place_of(self._path_of, item)
         if place is None:
+            return
+        if origin == FETCHED and self._send.statistics().current_buffer_used >= QUEUE - FETCHED_RESERVE:
+            self.skipped += 1  # a first mount's prefetch outrunning the disk: the text is in-world still
+            if self.skipped == 1:
+                log.info("history: fetched texts are coming faster than the store takes them; some are not kept")
             return
         self._put(_Pending(place, origin, bytes(data), None if inworld is None else bytes(inworld), time.time()))
 
@@ -247,7 +254,6 @@ class History:
         self.written += len(added)
         self.versions += len(added)
         self.bytes += sum(v.size for v in added)
-        self._added_since_prune += len(added)
         if self.last_failure and added and not failed:
             log.info("history: writing works again (%s)", store.path)
             self.last_failure = ""
@@ -259,7 +265,9 @@ class History:
             return
         now = time.time()
         by_age = force or now - self._pruned_at > AGE_PRUNE_INTERVAL
-        by_size = self._added_since_prune >= PRUNE_EVERY or self.bytes > self.max_bytes
+        # self.bytes counts each version's text (a shared blob more than once): over the bound by
+        # that count is the only time a size prune can have anything to do.
+        by_size = self.bytes > self.max_bytes
         if not (by_age or by_size):
             return
         try:
@@ -268,7 +276,6 @@ class History:
         except (sqlite3.Error, OSError) as exc:
             self._fail(f"pruning {store.path} failed: {exc}")
             return
-        self._added_since_prune = 0
         if by_age:
             self._pruned_at = now
         if removed:
@@ -386,6 +393,8 @@ class History:
             line = "not open yet (no agent known)" if not self.key else "opening"
         else:
             line = f"{self.versions} versions, {_size(self.bytes)} of {_size(self.max_bytes)} ({self.file})"
+            if self.skipped:
+                line += f"; {self.skipped} fetched texts not kept (they came faster than the disk took them)"
         return {"history": line, "history_errors": self.failures + self.dropped}
 
 

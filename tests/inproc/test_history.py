@@ -187,3 +187,24 @@ async def test_restore_through_a_conflict_is_estale(tmp_path: Path, monkeypatch:
         assert fs.sim.item(NOTE).content == "changed in-world\n"  # nothing overwritten
         assert await fs.read_file("Box/Note") == b"changed in-world\n"
         assert ("recovered", b"the old version\n") in await versions(fs, NOTE)
+
+
+async def test_a_preprocessed_script_keeps_source_and_inworld(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               viewer_version: int,
+                                                               viewer_generation: str | None) -> None:
+    async with history_fs(tmp_path, monkeypatch, viewer_version, viewer_generation) as fs:
+        source = (b'#define GREETING "two"\n'
+                  b"default\n{\n    state_entry()\n    {\n        llOwnerSay(GREETING);\n    }\n}\n")
+        await fs.write_file("Box/Main.lsl", source)
+        assert await fs.ws.history.flush(10)
+        saved = fs.ws.history.versions_of(MAIN)[0]
+        assert saved.origin == "saved" and saved.inworld is not None
+        assert await fs.ws.history.blob(saved.digest) == source
+        inworld = await fs.ws.history.blob(saved.inworld) or b""
+        assert inworld.startswith(b"//start_unprocessed_text") and fs.sim.item(MAIN).content == inworld.decode()
+        names = await fs.entries("Box/.slfs/history/Main.lsl")
+        (shown,) = [n for n in names if n.endswith(".saved.lsl")]
+        assert f"{shown}.inworld" in names
+        assert await fs.read_file(f"Box/.slfs/history/Main.lsl/{shown}") == source
+        assert await fs.read_file(f"Box/.slfs/history/Main.lsl/{shown}.inworld") == inworld
+        assert (await fs.stat(f"Box/.slfs/history/Main.lsl/{shown}.inworld")).st_size == len(inworld)

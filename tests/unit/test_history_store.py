@@ -179,6 +179,17 @@ async def test_history_writes_off_thread_and_emits_version_events(tmp_path: Path
     assert [v.size for v in again.versions_of(ITEM)] == [1, 1]
 
 
+async def test_a_running_store_stays_within_history_max(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    history = History(parse_options(["history_max=4k"]), lambda node: f"Box/{node.name}")
+    texts = [bytes([65 + i]) * 1000 for i in range(10)]
+    await _drive(history, texts)
+    sizes = [v.size for v in history.versions_of(ITEM)]
+    assert 2 <= len(sizes) <= 4 and history.bytes <= 4096  # oldest first, within the bound
+    kept = [await history.blob(v.digest) for v in history.versions_of(ITEM)]
+    assert kept[:2] == [texts[-1], texts[-2]]  # the newest two, whatever the bound
+
+
 async def test_history_max_zero_disables_the_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
     history = History(parse_options(["history_max=0"]), lambda node: node.name)
