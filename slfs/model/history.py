@@ -271,7 +271,8 @@ class History:
         if not (by_age or by_size):
             return
         try:
-            removed = store.prune(self.max_bytes, self.max_days if by_age else 0.0, now)
+            # Down to 90 % of the bound, so a store at its bound prunes once in a while, not per batch.
+            removed = store.prune(self.max_bytes * 9 // 10, self.max_days if by_age else 0.0, now)
             self.versions, self.bytes = store.counts()
         except (sqlite3.Error, OSError) as exc:
             self._fail(f"pruning {store.path} failed: {exc}")
