@@ -43,6 +43,7 @@ BATCH = 256  # versions written in one transaction
 # When the queue is this full, texts merely fetched are left out (counted, not an error): the
 # room left is for saves, viewer-side changes, deletes and recovery copies, which exist nowhere else.
 FETCHED_RESERVE = 512
+REOPEN_INTERVAL = 30.0  # seconds between two tries to open a store the disk refused
 AGE_PRUNE_INTERVAL = 3600.0  # seconds between two age prunes of a store that stays open
 SUFFIX = ".sqlite3"
 
@@ -112,6 +113,7 @@ class History:
         self.failures = 0
         self.last_failure = ""
         self._pruned_at = 0.0
+        self._open_tried_at = -math.inf
         self.versions = 0
         self.bytes = 0
         # Bumped whenever the store's content changes (a store opened, versions added, a prune):
@@ -167,7 +169,24 @@ class History:
     # --- the worker ---------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Write what record queued, a batch per transaction, in one thread at a time."""
+        """Write what record queued, a batch per transaction, in one thread at a time; at the end
+        (the mount's), close the store, so the next mount finds it checkpointed."""
+        try:
+            await self._serve()
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(self._close_all, limiter=self._limiter)
+
+    def _close_all(self) -> None:
+        for store in (self._store, self.reader, self._blobs):
+            if store is not None:
+                try:
+                    store.close()
+                except sqlite3.Error as exc:
+                    log.warning("history: closing %s: %s", store.path, exc)
+        self._store = self.reader = self._blobs = None
+
+    async def _serve(self) -> None:
         async for first in self._recv:
             batch = [first]
             while len(batch) < BATCH:
@@ -201,10 +220,8 @@ class History:
         return out
 
     def _open(self, key: str) -> None:
-        for store in (self._store, self.reader, self._blobs):
-            if store is not None:
-                store.close()
-        self._store = self.reader = self._blobs = None
+        self._open_tried_at = time.monotonic()
+        self._close_all()
         target = history_dir() / f"{key}{SUFFIX}"
         self.file = target
         try:
@@ -221,13 +238,28 @@ class History:
             log.info("history: %s (%d versions, %d bytes)", target, self.versions, self.bytes)
         except (sqlite3.Error, OSError) as exc:
             self._fail(f"cannot open the history store {target}: {exc}")
+            self._close_all()
+            self._open_read_only(target)
+
+    def _open_read_only(self, target: Path) -> None:
+        """A store the disk no longer lets us write (read-only, full) is still shown."""
+        if not target.is_file():
+            return
+        try:
+            self.reader = Store(target, immutable=True)
+            self._blobs = Store(target, immutable=True)
+            self.versions, self.bytes = self.reader.counts()
+            log.info("history: %s is shown read-only (%d versions)", target, self.versions)
+        except (sqlite3.Error, OSError) as exc:
+            self.reader = self._blobs = None
+            log.warning("history: %s cannot be read either: %s", target, exc)
 
     def _add_all(self, pending: list[_Pending]) -> list[tuple[_Pending, Version | None]]:
         store = self._store
         if not pending:
             return []
         if store is None:
-            if self.key:
+            if self.key and time.monotonic() - self._open_tried_at > REOPEN_INTERVAL:
                 self._open(self.key)  # a disk that refused before may take it now
             store = self._store
             if store is None:

@@ -113,10 +113,14 @@ _RANKED = ("SELECT id, at, ROW_NUMBER() OVER (PARTITION BY item_id ORDER BY at D
 class Store:
     """One agent's store file. Writes go through `add` and `prune`, each a transaction."""
 
-    def __init__(self, path: Path, *, readonly: bool = False) -> None:
+    def __init__(self, path: Path, *, readonly: bool = False, immutable: bool = False) -> None:
+        """`readonly`: a connection that only reads (the store's writer is another); `immutable`: a
+        store on a disk nothing can write any more (SQLite then needs no -shm file; what the last
+        writer left in its WAL unmerged is not seen)."""
         self.path = path
-        if readonly:
-            self.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False,
+        if readonly or immutable:
+            mode = "immutable=1" if immutable else "mode=ro"
+            self.db = sqlite3.connect(f"file:{path}?{mode}", uri=True, check_same_thread=False,
                                       isolation_level=None)
         else:
             self.db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -148,7 +150,9 @@ def _item(name: str = "Main") -> Item:
     return Item(inode=3, uuid=ITEM, name=f"{name}.lsl", record=record, folder=folder, parent=folder)
 
 
-async def _drive(history: History, writes: list[bytes]) -> list[dict[str, object]]:
+@asynccontextmanager
+async def running(history: History, writes: list[bytes] = ()) -> AsyncIterator[list[dict[str, object]]]:
+    """The history's worker running, its store open and `writes` recorded and written: the events."""
     events: list[dict[str, object]] = []
     history._emit = lambda kind, **f: events.append({"type": kind, **f})
     async with trio.open_nursery() as nursery:
@@ -157,37 +161,43 @@ async def _drive(history: History, writes: list[bytes]) -> list[dict[str, object
         for data in writes:
             history.record(_item(), "saved", data)
         assert await history.flush(10)
+        yield events
         nursery.cancel_scope.cancel()
-    return events
+
+
+async def _drive(history: History, writes: list[bytes]) -> list[dict[str, object]]:
+    async with running(history, writes) as events:
+        return events
 
 
 async def test_history_writes_off_thread_and_emits_version_events(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
     history = History(Options(), lambda node: f"Box/{node.name}")
-    events = await _drive(history, [b"a", b"a", b"b"])
-    assert [(e["type"], e["origin"], e["digest"]) for e in events] == [
-        ("version", "saved", digest_of(b"a")), ("version", "saved", digest_of(b"b"))]
-    assert [v.size for v in history.versions_of(ITEM)] == [1, 1]
-    assert await history.blob(digest_of(b"b")) == b"b"
-    store = tmp_path / "slfs" / "history" / f"{AGENT}.sqlite3"
-    assert store.exists() and (store.stat().st_mode & 0o777) == 0o600
-    assert history.status()["history"].startswith("2 versions")
+    async with running(history, [b"a", b"a", b"b"]) as events:
+        assert [(e["type"], e["origin"], e["digest"]) for e in events] == [
+            ("version", "saved", digest_of(b"a")), ("version", "saved", digest_of(b"b"))]
+        assert [v.size for v in history.versions_of(ITEM)] == [1, 1]
+        assert await history.blob(digest_of(b"b")) == b"b"
+        store = tmp_path / "slfs" / "history" / f"{AGENT}.sqlite3"
+        assert store.exists() and (store.stat().st_mode & 0o777) == 0o600
+        assert history.status()["history"].startswith("2 versions")
+    assert history.reader is None  # closed with the mount
     # A new History on the same directory (a remount) reads the store back.
     again = History(Options(), lambda node: f"Box/{node.name}")
-    await _drive(again, [])
-    assert [v.size for v in again.versions_of(ITEM)] == [1, 1]
+    async with running(again):
+        assert [v.size for v in again.versions_of(ITEM)] == [1, 1]
 
 
 async def test_a_running_store_stays_within_history_max(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
     history = History(parse_options(["history_max=4k"]), lambda node: f"Box/{node.name}")
     texts = [bytes([65 + i]) * 1000 for i in range(10)]
-    await _drive(history, texts)
-    sizes = [v.size for v in history.versions_of(ITEM)]
-    assert 2 <= len(sizes) <= 4 and history.bytes <= 4096  # oldest first, within the bound
-    kept = [await history.blob(v.digest) for v in history.versions_of(ITEM)]
-    assert kept[:2] == [texts[-1], texts[-2]]  # the newest two, whatever the bound
+    async with running(history, texts):
+        sizes = [v.size for v in history.versions_of(ITEM)]
+        assert 2 <= len(sizes) <= 4 and history.bytes <= 4096  # oldest first, within the bound
+        kept = [await history.blob(v.digest) for v in history.versions_of(ITEM)]
+        assert kept[:2] == [texts[-1], texts[-2]]  # the newest two, whatever the bound
 
 
 async def test_history_max_zero_disables_the_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -214,14 +224,14 @@ async def test_full_disk_is_a_status_line_never_an_exception(tiny_disk: Path, mo
     monkeypatch.setenv("XDG_DATA_HOME", str(tiny_disk))
     history = History(Options(), lambda node: f"Box/{node.name}")
     big = [bytes([i]) * 60_000 for i in range(1, 8)]  # far more than the disk holds
-    events = await _drive(history, big)
-    assert 0 < len(events) < len(big)  # some were written, the rest failed
-    status = history.status()
-    assert status["history"].startswith("failing:") and "full" in status["history"]
-    assert status["history_errors"] >= 1
-    # What was written is intact and readable.
-    for v in history.versions_of(ITEM):
-        assert await history.blob(v.digest) is not None
+    async with running(history, big) as events:
+        assert 0 < len(events) < len(big)  # some were written, the rest failed
+        status = history.status()
+        assert status["history"].startswith("failing:") and "full" in status["history"]
+        assert status["history_errors"] >= 1
+        # What was written is intact and readable.
+        for v in history.versions_of(ITEM):
+            assert await history.blob(v.digest) is not None
 
 
 async def test_read_only_disk_is_a_status_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -233,22 +243,21 @@ async def test_read_only_disk_is_a_status_line(tmp_path: Path, monkeypatch: pyte
     try:
         monkeypatch.setenv("XDG_DATA_HOME", str(where))
         history = History(Options(), lambda node: f"Box/{node.name}")
-        assert await _drive(history, [b"a"]) == []
-        assert history.status()["history"].startswith("failing:")
-        assert history.versions_of(ITEM) == []
+        async with running(history, [b"a"]) as events:
+            assert events == []
+            assert history.status()["history"].startswith("failing:")
+            assert history.versions_of(ITEM) == []
     finally:
         subprocess.run(["umount", "-l", str(where)], check=False)
 
 
-def test_history_requests_are_strict() -> None:
-    from slfs.control.history import HistoryParams, RestoreParams
-    from slfs.control.requests import structure
-    from slfs.model.errors import FsError
-
-    assert structure({"path": "Box/Note", "deleted": True}, HistoryParams, "history").deleted is True
-    assert structure({"path": "Box/Note", "version": "2026"}, RestoreParams, "restore").version == "2026"
-    for frame, kind, params in (({"deleted": "yes"}, "history", HistoryParams),
-                                ({"version": 3}, "restore", RestoreParams)):
-        with pytest.raises(FsError) as caught:
-            structure(frame, params, kind)
-        assert caught.value.errno == 22 and kind in caught.value.message
+async def test_a_store_on_a_disk_gone_read_only_is_still_shown(tiny_disk: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tiny_disk))
+    await _drive(History(Options(), lambda node: f"Box/{node.name}"), [b"kept"])
+    subprocess.run(["mount", "-o", "remount,ro", str(tiny_disk)], check=True)
+    again = History(Options(), lambda node: f"Box/{node.name}")
+    async with running(again, [b"not kept"]) as events:
+        assert events == []
+        assert [await again.blob(v.digest) for v in again.versions_of(ITEM)] == [b"kept"]
+        assert again.status()["history"].startswith("failing:")
