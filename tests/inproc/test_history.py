@@ -208,3 +208,17 @@ async def test_a_preprocessed_script_keeps_source_and_inworld(tmp_path: Path, mo
         assert await fs.read_file(f"Box/.slfs/history/Main.lsl/{shown}") == source
         assert await fs.read_file(f"Box/.slfs/history/Main.lsl/{shown}.inworld") == inworld
         assert (await fs.stat(f"Box/.slfs/history/Main.lsl/{shown}.inworld")).st_size == len(inworld)
+
+
+@pytest.mark.viewer(2, reason="only newer viewers say which item a live-synced script is")
+async def test_a_live_sync_save_of_a_published_script_is_a_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   viewer_version: int,
+                                                                   viewer_generation: str | None) -> None:
+    async with history_fs(tmp_path, monkeypatch, viewer_version, viewer_generation, live_poll_interval=0.2) as fs:
+        sid, temp = await fs.sim.open_script_editor(MAIN)
+        await fs.sim.live_seen(sid, 1)
+        ls = await fs.ws.live.subscribe(temp)
+        assert ls.item_id == MAIN
+        text = MAIN_TEXT.replace("one", "live").encode()
+        await fs.write_file(f".slfs/live/{ls.name}", text)
+        assert ("saved", text) in await versions(fs, MAIN)
