@@ -143,7 +143,7 @@ def build_services(mountpoint: str, host: str, port: int, options: Options, *, e
     control = Control(ws, events, syntax, scripts, stats)
     ops = Operations(ws, writer, overlay, control, lookups=lookups, stats=stats, debug=debug)
     control_server = ControlServer(ws, scripts, writer, events, stats, socket_path)
-    fanout.connect([events, syntax, writer, ops], ops.invalidation_listeners)
+    fanout.connect([events, syntax, writer, ops, ws.history], ops.invalidation_listeners)
     return Services(ws=ws, events=events, syntax=syntax, writer=writer, scripts=scripts, control=control, ops=ops,
                     control_server=control_server, stats=stats,
                     kernel_invalidator=KernelInvalidator(ws.invalidations, stats))
@@ -270,6 +270,8 @@ class Daemon:
             log.error("%d save(s) still pending after %.0f s; unmounting anyway", writer.pending_saves,
                       self.options.shutdown_grace)
         await writer.keep_unsaved(self.options.shutdown_grace)
+        if not await self.ws.history.flush(5.0):  # the versions seen last, written before the store closes
+            log.error("history: versions still queued at unmount were not written")
 
 
 def run_foreground(daemon: Daemon, ready_fd: int | None = None) -> int:

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -109,6 +110,19 @@ def add_verb_parsers(sub: Any) -> None:
     p = sub.add_parser("commands", help="list the viewer's commands (command.list)")
     _common(p)
 
+    p = sub.add_parser("history", help="list the versions of FILE kept in the history, newest first "
+                       "(with --deleted: the items gone from the object of DIR)")
+    _common(p)
+    p.add_argument("--deleted", action="store_true", help="list the items deleted from the object or prim PATH")
+    p.add_argument("path", metavar="PATH")
+
+    p = sub.add_parser("restore", help="save a version of FILE from the history (default: the newest that "
+                       "differs from what FILE holds) as a normal save")
+    _common(p)
+    p.add_argument("path", metavar="FILE")
+    p.add_argument("version", nargs="?", metavar="VERSION",
+                   help="a version's name as `slfs history` lists it (or a prefix, or its id)")
+
     p = sub.add_parser("open-uri", help="handle the viewer's launch URI (vscode://lindenlab.sl-vscode-plugin/...)")
     _common(p)
     p.add_argument("-o", dest="options", action="append", default=[], metavar="OPTIONS",
@@ -118,7 +132,7 @@ def add_verb_parsers(sub: Any) -> None:
 
 
 VERBS = ("status", "stats", "diag", "edit", "live", "build", "run", "stop", "reset", "events", "open", "close",
-         *VIEWER_VERBS, "recompile", "exec", "commands", "open-uri")
+         *VIEWER_VERBS, "recompile", "exec", "commands", "open-uri", "history", "restore")
 
 
 def run_verb(args: argparse.Namespace) -> int:
@@ -392,6 +406,46 @@ def cmd_open_uri(args: argparse.Namespace) -> int:
     return cmd_open_uri(args)
 
 
+def _when(at: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    client = MountClient.find(args.mount, args.path)
+    if args.deleted:
+        data = client.history(args.path, deleted=True)
+        if args.json:
+            emit_json(data)
+            return 0
+        for i in data["items"]:
+            how = "deleted" if i["deleted"] else f"gone (last seen {i['last_origin']})"
+            print(f"{i['name']}\t{how} {_when(i['gone_at'])}\t{i['versions']} version(s)\t{i['path']}")
+        return 0
+    data = client.history(args.path)
+    if args.json:
+        emit_json(data)
+        return 0
+    for v in data["versions"]:
+        print(f"{v['name']}\t{v['origin']}\t{v['size']} bytes{chr(9) + 'current' if v['current'] else ''}")
+    if not data["versions"]:
+        err(f"{args.path}: no versions in the history")
+    return 0
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    data = MountClient.find(args.mount, args.path).restore(args.path, args.version)
+    failed = data.get("compiled") is False
+    if args.json:
+        emit_json(data)
+        return 1 if failed else 0
+    verb = "created again from" if data["created"] else "restored"
+    compiled = "" if "compiled" not in data else (", compiled" if data["compiled"] else ", compile failed")
+    print(f"{data['path']}: {verb} {data['restored']}{compiled}")
+    for d in data.get("diagnostics", []):
+        print(_diagnostic_line(d))
+    return 1 if failed else 0
+
+
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "status": cmd_status,
     "stats": cmd_stats,
@@ -410,4 +464,6 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "exec": cmd_exec,
     "commands": cmd_commands,
     "open-uri": cmd_open_uri,
+    "history": cmd_history,
+    "restore": cmd_restore,
 }

@@ -276,3 +276,22 @@ class MountClient:
             return LiveTemp(None, f"script {script_id} is live-synced, but no temp file of it is in "
                                   f"{data['temp_dir']}; looking for it in the published objects")
         return LiveTemp(temp)
+
+    # --- history ----------------------------------------------------------------------------
+
+    def history(self, path: str, *, deleted: bool = False) -> dict[str, Any]:
+        """The versions of the item at `path`, newest first ({"path", "item_id", "exists",
+        "versions"}); with `deleted`, the items gone from the object or prim at `path` ({"items"})."""
+        params: dict[str, Any] = {"path": self.path_of(path)}
+        if deleted:
+            params["deleted"] = True
+        return dict(self.request("history", **params))
+
+    def restore(self, path: str, version: str | None = None) -> dict[str, Any]:
+        """Save a version of the item at `path` (default: the newest that differs from it) as a
+        normal save; {"path", "restored", "version", "created", ...}."""
+        params: dict[str, Any] = {"path": self.path_of(path)}
+        if version:
+            params["version"] = version
+        # No deadline: a script's save waits for the viewer's compile.
+        return dict(self.request("restore", _timeout=None, **params))

@@ -15,7 +15,8 @@ Protocol (version 1), modelled on a robust NDJSON RPC host:
 
 Commands: status, stats, diag {path}, run/stop/reset {path}, events {since, seconds}, subscribe,
 open {object_id}, close {path}, viewer_command {command, params, path}, commands,
-find {uuid}, resolve {path}, list {path, recursive}.
+find {uuid}, resolve {path}, list {path, recursive}, history {path, deleted},
+restore {path, version} (control/history.py).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from ..protocol.types import (
     ScriptList,
 )
 from ..stats import Stats
+from .history import HistoryParams, HistoryRequests, RestoreParams
 from .requests import (
     DiagParams,
     EventsParams,
@@ -116,6 +118,8 @@ class ControlServer:
             "resolve": (PathParams, self._resolve_cmd),
             "list": (ListParams, self._list),
         }
+        history = HistoryRequests(self)  # control/history.py
+        self.commands.update(history=(HistoryParams, history.history), restore=(RestoreParams, history.restore))
         self._streams: list[trio.SocketStream] = []
 
     # --- transport ---------------------------------------------------------------------------

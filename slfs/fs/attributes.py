@@ -183,9 +183,14 @@ class Attributes:
                 mtime = ls.seen_stamp[0] if ls.seen_stamp else self.mounted_at_ns
             elif node.kind == FILE:
                 a.st_mode = stat.S_IFREG | (0o644 if node.writer is not None else 0o444)
-                a.st_size = len(node.render()) if node.render is not None else 0
+                if node.size is not None:  # known without rendering (a history version)
+                    a.st_size = node.size
+                else:
+                    a.st_size = len(node.render()) if node.render is not None else 0
                 a.st_nlink = 1
                 mtime = time.time_ns() if node.direct_io else self.mounted_at_ns
+                if node.mtime_ns is not None:
+                    mtime = node.mtime_ns
             elif node.kind == LINK:
                 a.st_mode = stat.S_IFLNK | 0o777
                 a.st_size = len((node.target and node.target()) or "")
@@ -193,6 +198,8 @@ class Attributes:
             else:
                 a.st_mode = stat.S_IFDIR | 0o555
                 a.st_nlink = 2
+            if node.steady:  # attributes that never change (the history's): the kernel may keep them
+                a.attr_timeout = a.entry_timeout = self.options.attr_timeout
             a.st_ctime_ns = self.mounted_at_ns
         a.st_mtime_ns = mtime
         a.st_atime_ns = mtime

@@ -4,7 +4,7 @@
 explicit path. At the mount root it holds `status`, `stats`, `by-id/`, `diagnostics`, `events`, `log` (runtime
 output naming no published object), `syntax/` and `live/` (scripts open in the viewer's editor,
 model/live.py); in an object's, `log` (the object's runtime output); in every folder, sidecars per
-item file (`F.diag`, `F.inworld`; scripts also `F.state` and `F.log`).
+item file (`F.diag`, `F.inworld`; scripts also `F.state` and `F.log`) and `history/` (fs/history.py).
 """
 
 from __future__ import annotations
@@ -51,6 +51,12 @@ class Virtual:
     prepare: Callable[[], Awaitable[None]] | None = None
     # A live file (MOUNT/.slfs/live/NAME): reads, writes and saves go to the model's live script.
     live: LiveScript | None = None
+    # A history directory's item_id; a version file's size and mtime (fs/history.py); whether
+    # the node's attributes never change (the kernel may then cache them for attr_timeout).
+    ref: str = ""
+    size: int | None = None
+    mtime_ns: int | None = None
+    steady: bool = False
 
 
 class Control:
@@ -79,6 +85,9 @@ class Control:
             "syntax": lambda parent: self._dir(parent, "syntax", "syntax"),
             "live": lambda parent: self._get(LIVE_DIR_KEY, lambda ino: Virtual(ino, LIVE, "live", parent)),
         }
+        from .history import HistoryView  # it builds Virtual nodes: imported once this module is
+
+        self.history = HistoryView(ws.history, self.tree, self._get)
 
     # --- node construction ---------------------------------------------------------------
 
@@ -117,6 +126,8 @@ class Control:
                         yield make(vdir.inode)
             elif not folder.is_child and only in (None, OBJECT_LOG):
                 yield self._object_log(vdir.inode, folder)
+            if only in (None, "history"):
+                yield self.history.dir_for(vdir)
             for file_name, node in list(folder.entries.items()):
                 if not isinstance(node, Item):
                     continue
@@ -137,6 +148,8 @@ class Control:
             for node in list(self.tree.by_uuid.values()):
                 if is_uuid(node.uuid):
                     yield self._link(vdir.inode, node)
+        elif vdir.kind.startswith("hist"):
+            yield from self.history.children(vdir, only)
         elif vdir.kind not in (FILE, LINK):
             extra = getattr(self, f"_children_{vdir.kind}", None)
             if extra is not None:

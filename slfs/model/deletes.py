@@ -13,6 +13,7 @@ from ..protocol.types import (
     ItemDeleteParams,
 )
 from .errors import FsError
+from .history import DELETED
 from .keep import TRASH, Keeper
 from .save import Saver
 from .sources import Sources
@@ -99,6 +100,7 @@ class Deletes(Saver):
             except FsError as exc:  # content the viewer does not give (no copy can exist): deleted anyway
                 log.warning("%s: no copy in the trash (%s)", shown, exc.message)
             else:
+                self.ws.history.record(item, DELETED, bytes(data))
                 if await self.keeper.keep(TRASH, shown, bytes(data), "deleted") is None:
                     # The disk refused the copy (logged, counted): deleting now would make the rm
                     # unrecoverable, so the item stays, as when the viewer refuses the delete.

@@ -31,6 +31,7 @@ import trio
 
 from . import buffers, live_files
 from .errors import FsError
+from .history import SAVED
 from .live import POLL_MARGIN, VIEWER_POLL, LiveScript, LiveScripts
 from .naming_rules import is_replacement_name, size_limit
 from .sources import BuildFailed, Sources, wants_build
@@ -146,6 +147,9 @@ class LiveWriter:
         log.info("live: wrote %s to %s (%d bytes)", shown, ls.temp_path, len(out.encode("utf-8")))
         self.ws.emit("live.save", name=ls.name, script_id=ls.script_id, bytes=len(out.encode("utf-8")),
                      preprocessed=build is not None)
+        item = self.ws.tree.by_uuid.get(ls.item_id or "")
+        if isinstance(item, Item) and item.attached:  # a script of a published object: a version of it
+            self.ws.history.record(item, SAVED, data, inworld=out.encode("utf-8") if build is not None else None)
 
     async def replace(self, ls: LiveScript, data: bytes) -> None:
         """`data` as the whole live file, saved as a write and close of it would be (its errors,

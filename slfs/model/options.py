@@ -81,9 +81,13 @@ class Options:
     # and exits (0: it retries for ever, as a mount the user started does; open-uri passes one).
     uri_ports: tuple[int, ...] = ()
     connect_wait: float = 0.0
+    # The history store (model/history.py): its bound in bytes (0 disables the store) and the age
+    # in days past which versions go (0: no age bound); never the newest two of an item.
+    history_max: int = 256 << 20
+    history_days: float = 365.0
 
 
-_FLOAT = {"delete_grace", "attr_timeout", "shutdown_grace", "reconnect_wait", "connect_wait"}
+_FLOAT = {"delete_grace", "attr_timeout", "shutdown_grace", "reconnect_wait", "connect_wait", "history_days"}
 _INT = {"prefetch", "save_retries"}
 # Upper bounds: prefetch starts that many fetch tasks at mount (a huge number froze the daemon),
 # and every duration must be a real number of seconds the kernel and trio can take.
@@ -186,6 +190,27 @@ def _ports(name: str, value: Raw) -> tuple[int, ...]:
     return tuple(ports)
 
 
+_SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+MAX_HISTORY = 1 << 40
+
+
+def parse_size(name: str, value: Raw) -> int:
+    """A size in bytes: 1048576, 512k, 256M, 2G (binary units; KiB, MiB and GiB are the same)."""
+    text = (value or "").strip().lower().removesuffix("ib").removesuffix("b")
+    unit = text[-1:] if text[-1:] in _SIZE_UNITS and text[-1:] else ""
+    number = text[:-1] if unit else text
+    try:
+        size = float(number)
+    except ValueError:
+        raise ValueError(f"-o {name} needs a size such as 256M, 1G or 0, got {value or ''!r}") from None
+    if not math.isfinite(size) or size < 0:
+        raise ValueError(f"-o {name} must be a size of at least 0, got {value!r}")
+    size = int(size * _SIZE_UNITS[unit])
+    if size > MAX_HISTORY:
+        raise ValueError(f"-o {name} must be at most 1T, got {value!r}")
+    return size
+
+
 def _directory(name: str, value: Raw) -> str:
     """A directory option, taken where `slfs mount` runs (`~` and relative paths mean what they mean
     to the user typing them); it must exist: wine_prefix must be a Wine prefix (hold dosdevices/)."""
@@ -226,6 +251,7 @@ _RULES: dict[str, Callable[[str, Raw], object]] = {
     "wine_prefix": _directory,
     "windows_mount": _directory,
     "uri_ports": _ports,
+    "history_max": parse_size,
 }
 
 

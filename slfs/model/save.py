@@ -21,6 +21,7 @@ from ..protocol.types import (
 )
 from .compiles import CompileReport, failure_report, log_problems
 from .errors import CallCut, FsError, transient_save_error
+from .history import RECOVERED, SAVED
 from .keep import RECOVERY, Keeper
 from .naming_rules import size_limit
 from .sources import Build, Sources
@@ -53,10 +54,14 @@ class Saver:
 
     # --- the recovery folder ---------------------------------------------------------------
 
-    async def recover(self, item_path: str, data: bytes, why: str, *, noun: str = "content") -> str:
+    async def recover(self, item_path: str, data: bytes, why: str, *, noun: str = "content",
+                      item: Item | None = None) -> str:
         """Keep content the viewer did not take; returns the clause the caller's error message
         ends with: "your content is in PATH", or, when the copy failed, that it did. The status
-        says the same; a disk that refuses the copy is said there too."""
+        says the same; a disk that refuses the copy is said there too. A copy of an item's text
+        is a version of it too."""
+        if item is not None:
+            self.ws.history.record(item, RECOVERED, data)
         target = await self.keeper.keep(RECOVERY, item_path, data, why)
         kept = kept_clause(str(target) if target is not None else None, noun)
         self.ws.note_error(f"{why}; {kept}")
@@ -102,7 +107,7 @@ class Saver:
                 await self._save(item, data, path)
             except FsError as exc:
                 if exc.errno != errno.ESTALE and data:  # an empty text refused: nothing to keep
-                    await self.recover(path, data, f"saving {path} failed: {exc.message}")
+                    await self.recover(path, data, f"saving {path} failed: {exc.message}", item=item)
                 if exc.errno == errno.EACCES and "embedded items" in exc.message:
                     # The viewer knows the notecard embeds items we were not told of: read-only now.
                     self.ws.set_embedded_items(item, max(1, item.cache.embedded_items or 0))
@@ -156,6 +161,7 @@ class Saver:
         confirmed = item.content_current and item.cache.content == data
         self.ws.set_content(item, data, valid=True, revision=None if confirmed else revision_before,
                             inworld=inworld.encode("utf-8") if build is not None else None)
+        self.ws.history.record(item, SAVED, data, inworld=item.cache.inworld)
         if build is not None:
             item.cache.inworld_places = build.places()
         item.take_base(data)
@@ -307,7 +313,7 @@ class Saver:
 
     async def _stale(self, item: Item, data: bytes, path: str, current: bytes) -> NoReturn:
         kept = await self.recover(path, data, f"{path} changed in-world since it was read; not saved (conflict)",
-                                  noun="version")
+                                  noun="version", item=item)
         # The file now shows the in-world version; the local edits are in the recovery folder.
         self._set_buffer(item, None)
         item.edit.dirty = False

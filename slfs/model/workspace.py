@@ -40,6 +40,7 @@ from ..sources import envelope
 from ..winpaths import PathTranslator, detect
 from .compiles import CompileReport, compiled_report, event_fields
 from .errors import CallCut, FsError, from_rpc, region_down, transient_read_error
+from .history import FETCHED, VIEWER, History
 from .invalidations import PendingInvalidations
 from .launch import EditorCommands
 from .live import LIVE_DIR_KEY, LiveScripts
@@ -109,6 +110,8 @@ class Workspace:
         self._loaded: list[PublishedObject] | None = None  # the object.list load_objects applied
         self.background_errors = 0
         self.mountpoint = mountpoint
+        # Every text seen, kept per agent (model/history.py); the save paths record into it too.
+        self.history = History(self.options, self.tree.path_of, self.emit)
 
     # --- life -------------------------------------------------------------------------------
 
@@ -118,6 +121,7 @@ class Workspace:
             await nursery.start(self.session.run)
             for _ in range(max(1, self.options.prefetch)):
                 nursery.start_soon(self._fetch_worker)
+            nursery.start_soon(self.history.run)
             task_status.started()
             await trio.sleep_forever()
 
@@ -178,6 +182,7 @@ class Workspace:
 
     def on_connected(self, info: SessionInfo, objects: list[PublishedObject]) -> None:
         self.info = info
+        self.history.open_for(info.agent_id, info.agent_name)
         self._dropped_at = None
         if not info.lists_objects:
             # G1 has no object.list, and it drops the connection whenever its last live-sync editor
@@ -427,8 +432,12 @@ class Workspace:
         unwrapped = envelope.unwrap(res.content) if item.is_script else None
         shown = unwrapped.source if unwrapped is not None else res.content
         data = shown.encode("utf-8", "replace")
-        self.set_content(item, data, valid=current, revision=revision if current else None,
-                         inworld=res.content.encode("utf-8", "replace") if unwrapped is not None else None)
+        # Content that changed since we last knew it, and not by our save (whose text we knew): a
+        # save in the viewer, someone else's edit, a recompile.
+        origin = VIEWER if item.cache.content is not None and item.cache.content != data else FETCHED
+        inworld = res.content.encode("utf-8", "replace") if unwrapped is not None else None
+        self.set_content(item, data, valid=current, revision=revision if current else None, inworld=inworld)
+        self.history.record(item, origin, data, inworld=inworld)
         if current:
             item.fetched_at(data, revision)
 

@@ -42,6 +42,7 @@ from ..protocol.types import (
 from . import buffers, names
 from .deletes import Deletes
 from .errors import FsError, region_down
+from .history import SAVED
 from .keep import Keeper
 from .live_writes import LiveWriter
 from .naming_rules import RemoteName, is_overlay_name, parse_remote_name
@@ -155,7 +156,7 @@ class Writer(Deletes):
             data = bytes(item.edit.buffer)
             self._set_buffer(item, None)
             item.edit.dirty = False
-            kept = await self.recover(shown, data, f"{shown}: the item is no longer published; not saved")
+            kept = await self.recover(shown, data, f"{shown}: the item is no longer published; not saved", item=item)
             raise FsError(errno.ENOENT, f"{shown}: no longer published; {kept}")
         folder = item.folder
         if folder is not None and folder.tombstones.get(item.name) is item:
@@ -383,7 +384,7 @@ class Writer(Deletes):
         for item in items:
             if item.edit.dirty and item.edit.buffer is not None and item.uuid not in kept:
                 await self.recover(self.tree.path_of(item) or item.name, bytes(item.edit.buffer),
-                                   "daemon stopped before it was saved")
+                                   "daemon stopped before it was saved", item=item)
         for ls in list(self.ws.live.by_id.values()):
             if ls.dirty and ls.local is not None:
                 try:
@@ -426,6 +427,7 @@ class Writer(Deletes):
             await self.save(item)
         else:
             self.ws.set_content(item, data, valid=True)
+            self.ws.history.record(item, SAVED, data)
             item.take_base(data)
         return item
 
@@ -496,6 +498,29 @@ class Writer(Deletes):
         self.tree.relayout(folder.parent or self.tree.root)
         # The overlay (.git/, .vscode/...) is kept per directory name: it moves along.
         await trio.to_thread.run_sync(self.overlay.move_dir, before, self.overlay.folder_dir(folder))
+
+    async def restore(self, item: Item, data: bytes) -> None:
+        """`slfs restore`: save an old version as a save through the file would be, from what the
+        mount showed (a change in-world since is a conflict: ESTALE, the version in the recovery
+        folder), with its diagnostics, events and a version of its own."""
+        shown = self.tree.path_of(item)
+        if item.edit.buffer is not None and item.edit.dirty:
+            raise FsError(errno.EBUSY, f"{shown}: has unsaved writes; save or close it first")
+        self._refuse_unsaveable(item)
+        if item.cache.content is None:
+            await self.ws.read_content(item)
+        if item.edit.buffer is not None:  # re-checked after the await
+            raise FsError(errno.EBUSY, f"{shown}: is being written; save or close it first")
+        item.take_base(item.cache.content)
+        self._set_buffer(item, bytearray(data))
+        item.edit.dirty = True
+        try:
+            await self.save(item)
+        finally:
+            if item.edit.dirty and item.edit.buffer is not None and bytes(item.edit.buffer) == data:
+                # Failed: the text is in the recovery folder (save kept it); no file holds it open.
+                self._set_buffer(item, None)
+                item.edit.dirty = False
 
     async def replace_into(self, item: Item, data: bytes, inode: int) -> None:
         """A file renamed onto an item's name: its content is saved into that item (same item_id),
