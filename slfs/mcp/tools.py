@@ -68,9 +68,11 @@ class Tools:
     # --- tools ----------------------------------------------------------------------------------
 
     async def slfs_status(self) -> CallToolResult:
-        """The mount and its viewer: connection state (and why), endpoint, viewer and version,
-        agent, object and item counts, the last error, and the event cursor to give slfs_wait and
-        slfs_logs. Works while the viewer is away."""
+        """The mount and its viewer: connection state (and why), endpoint, viewer and version, its
+        features and the generation of viewer code it looks like (G0/G1: no viewer commands, raw
+        compile errors, runtime output only for live-sync scripts; G2-G4), agent, object and item
+        counts, the last error, and the event cursor to give slfs_wait and slfs_logs. Works while
+        the viewer is away."""
         client = await self.client()
         data = await self._call(client, client.status)
         data["cursor"] = await self._call(client, client.cursor)
@@ -78,6 +80,8 @@ class Tools:
         text = f"{data.get('state')}"
         if data.get("viewer"):
             text += f" to {data.get('viewer')} {data.get('viewer_version', '')} as {data.get('agent', '?')}"
+            if data.get("viewer_generation"):
+                text += f" (looks like {data['viewer_generation']})"
         elif data.get("state_detail"):
             text += f" ({data['state_detail']})"
         text += f": {data.get('objects')} objects, {data.get('items')} items; cursor {data['cursor']}"

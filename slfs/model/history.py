@@ -194,7 +194,12 @@ class History:
                     batch.append(self._recv.receive_nowait())
                 except trio.WouldBlock:
                     break
-            results = await trio.to_thread.run_sync(self._write, batch, limiter=self._limiter)
+            try:
+                results = await trio.to_thread.run_sync(self._write, batch, limiter=self._limiter)
+            except Exception as exc:  # a bug here must cost versions, never the mount
+                log.exception("history: a batch of %d could not be written", len(batch))
+                self._fail(f"{len(batch)} version(s) not kept: {exc}", log_it=False)
+                results = []
             for pending, version in results:
                 if version is not None:
                     self._emit("version", path=pending.place.path, origin=version.origin, digest=version.digest,

@@ -95,8 +95,23 @@ class Version:
                 "prim_id": p.prim_id, "prim": p.prim_name, "path": p.path}
 
 
+def _text_in(text: str) -> str | bytes:
+    """A name as SQLite can hold it: names from the viewer may hold lone surrogates (JSON's
+    "\\ud800"), which the sqlite3 module cannot encode; those are kept as their surrogatepass
+    bytes (a BLOB in the TEXT column) and come back as they were (_text_out)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+    return text
+
+
+def _text_out(value: Any) -> Any:
+    return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
+
+
 def _version(row: tuple[Any, ...]) -> Version:
-    v: dict[str, Any] = dict(zip(_COLUMNS, row, strict=True))
+    v: dict[str, Any] = {k: _text_out(x) for k, x in zip(_COLUMNS, row, strict=True)}
     place = Place(item_id=v["item_id"], item_type=v["item_type"], file_name=v["file_name"], item_name=v["item_name"],
                   object_id=v["object_id"], object_name=v["object_name"], prim_id=v["prim_id"],
                   prim_name=v["prim_name"], path=v["path"])
@@ -155,8 +170,9 @@ class Store:
             cur = self.db.execute(
                 "INSERT INTO versions (item_id, at, origin, digest, inworld, size, item_type, file_name, item_name, "
                 "object_id, object_name, prim_id, prim_name, path) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (place.item_id, at, origin, digest, inworld_digest, len(data), place.item_type, place.file_name,
-                 place.item_name, place.object_id, place.object_name, place.prim_id, place.prim_name, place.path))
+                (place.item_id, at, origin, digest, inworld_digest, len(data), place.item_type,
+                 _text_in(place.file_name), _text_in(place.item_name), place.object_id, _text_in(place.object_name),
+                 place.prim_id, _text_in(place.prim_name), _text_in(place.path)))
             assert cur.lastrowid is not None
             return Version(id=cur.lastrowid, at=at, origin=origin, digest=digest, inworld=inworld_digest,
                            size=len(data), place=place)

@@ -40,6 +40,7 @@ from ..sources import envelope
 from ..winpaths import PathTranslator, detect
 from .compiles import CompileReport, compiled_report, event_fields
 from .errors import CallCut, FsError, from_rpc, region_down, transient_read_error
+from .generations import features_shown, generation_of
 from .history import FETCHED, VIEWER, History
 from .invalidations import PendingInvalidations
 from .launch import EditorCommands
@@ -53,7 +54,8 @@ log = logging.getLogger(__name__)
 
 # `.slfs/status` in the order slfs(5) gives; the services add their lines wherever they are built.
 STATUS_ORDER = (
-    "state", "state_detail", "endpoint", "windows_paths", "viewer", "viewer_version", "agent", "agent_id",
+    "state", "state_detail", "endpoint", "windows_paths", "viewer", "viewer_version", "viewer_features",
+    "viewer_generation", "agent", "agent_id",
     "objects", "items", "content_fetches", "last_error", "pending_saves", "last_recovery", "region_unavailable",
     "background_errors", "disk_errors", "event_log_errors", "event_log_error", "kernel_refs",
 )
@@ -508,6 +510,8 @@ class Workspace:
         }
         if info is not None:
             out.update(viewer=info.viewer_name, viewer_version=info.viewer_version,
+                       viewer_features=features_shown(info.features),
+                       viewer_generation=generation_of(info.features, lists_objects=info.lists_objects),
                        agent=info.agent_name, agent_id=info.agent_id)
         out["windows_paths"] = self.paths.status()
         out.update(objects=len(self.tree.objects), items=self.tree.item_count, content_fetches=self.fetch_count)

@@ -74,6 +74,9 @@ async def test_worked_session(mounted: Mount, monkeypatch: pytest.MonkeyPatch) -
         status = await call(client, "slfs_status")
         assert status["state"] == "connected" and status["objects"] == 6 and status["mount"] == str(m.mnt)
         assert isinstance(status["cursor"], int)
+        # G1 announces neither commands nor unified diagnostics (viewer-source.md §1); the others all five
+        assert status["viewer_generation"].startswith("G0/G1" if m.generation == "G1" else "G2-G4"), status
+        assert "live_sync" in status["viewer_features"]
 
         objects = await call(client, "slfs_list")
         assert {e["name"]: e["kind"] for e in objects["entries"]}[CUBE] == "object"

@@ -41,6 +41,18 @@ def test_same_text_twice_is_one_version_and_one_blob(tmp_path: Path) -> None:
     assert store.blob(digest_of(b"two")) == b"two"
 
 
+def test_names_the_viewer_sent_with_lone_surrogates_are_kept_as_they_were(tmp_path: Path) -> None:
+    # Found by tests/e2e/test_newer_viewers.py: an item named "\ud800" (valid JSON) made the
+    # sqlite3 module raise UnicodeEncodeError in the worker, which took the daemon down.
+    odd = "Box \ud800 x.lsl"
+    store = Store(tmp_path / "s.sqlite3")
+    assert store.add(place(name=odd), "fetched", b"one", None, 1.0) is not None
+    store.close()
+    again = Store(tmp_path / "s.sqlite3", readonly=True)
+    [v] = again.versions(ITEM)
+    assert (v.place.file_name, v.place.path, v.place.item_name) == (odd, f"Box/{odd}", odd.removesuffix(".lsl"))
+
+
 def test_a_delete_is_always_a_version_and_the_text_after_it_too(tmp_path: Path) -> None:
     store = Store(tmp_path / "s.sqlite3")
     store.add(place(), "fetched", b"x", None, 1.0)
