@@ -75,8 +75,10 @@ class Control:
             "inworld": self._inworld_node,
         }
         self.root_files: dict[str, Callable[[int], Virtual]] = {
-            "status": lambda parent: self._file(parent, "status", self._render_status),
-            "stats": lambda parent: self._file(parent, "stats", self._render_stats),
+            # Changing files: read past their size as last reported (a status that grew between the
+            # kernel's getattr and the open was cut at the old size: a half last line).
+            "status": lambda parent: self._file(parent, "status", self._render_status, direct_io=True),
+            "stats": lambda parent: self._file(parent, "stats", self._render_stats, direct_io=True),
             "by-id": lambda parent: self._dir(parent, "by-id", "byid"),
             "diagnostics": lambda parent: self._file(parent, "diagnostics", self.render_all_diagnostics,
                                                      direct_io=True),

@@ -20,9 +20,11 @@ async def test_slfs_hidden_but_reachable(mounted: Mount) -> None:
     status = dict(line.split(": ", 1) for line in text.splitlines())
     # every key slfs(5) names, in its order
     assert list(status) == [
-        "state", "state_detail", "endpoint", "windows_paths", "viewer", "viewer_version", "agent", "agent_id",
+        "state", "state_detail", "endpoint", "windows_paths", "viewer", "viewer_version", "viewer_features",
+        "viewer_generation", "agent", "agent_id",
         "objects", "items", "content_fetches", "last_error", "pending_saves", "last_recovery", "region_unavailable",
-        "background_errors", "disk_errors", "event_log_errors", "event_log_error", "kernel_refs"]
+        "background_errors", "disk_errors", "event_log_errors", "event_log_error", "kernel_refs",
+        "history", "history_errors"]
     assert status["state"] == "connected"
     assert status["endpoint"].endswith(f":{m.port}") or str(m.port) in status["endpoint"]
     assert status["objects"] == "6"
@@ -34,7 +36,7 @@ async def test_slfs_hidden_but_reachable(mounted: Mount) -> None:
     # stat works on it, and ls of it explicitly
     assert (await m.out("stat", "-c", "%F", m.path(".slfs"))).strip() == "directory"
     listed = sorted((await m.out("ls", m.path(".slfs"))).split())
-    assert listed == ["by-id", "diagnostics", "events", "live", "log", "stats", "status", "syntax"]
+    assert listed == ["by-id", "diagnostics", "events", "history", "live", "log", "stats", "status", "syntax"]
 
 
 async def test_by_id_links(mounted: Mount) -> None:
