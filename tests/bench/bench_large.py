@@ -2,6 +2,7 @@
 
     .venv/bin/python tests/bench/bench_large.py [--items 100000] [--viewer-version 1|2]
                                                 [--publish-items 1000] [--profile]
+    .venv/bin/python tests/bench/bench_large.py --harness-world [--rounds 3]
 
 The simulated viewer runs in this process (its world built here: --items published items, 100 per
 object, plus one unpublished object of --publish-items items); the mount is a `slfs mount -f`
@@ -472,15 +473,125 @@ async def run(args: argparse.Namespace) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+# --- the outside harness's world (issue 23) ---------------------------------------------------------
+
+
+def harness_answer(objects: int = 2000, items: int = 50) -> dict[str, Any]:
+    """The object.list result the outside harness answers with: every item with item_id, name,
+    type, subtype/vm (scripts), running, permissions {owner, next_owner}, description and
+    creator_id; every object with object_description, region, owner_id, permissions and
+    can_save_back; all in one message."""
+    perms = {"owner": 0x7FFFFFFF, "next_owner": 0x82000}
+    out = []
+    for o in range(objects):
+        inv = []
+        for i in range(items):
+            entry: dict[str, Any] = {"item_id": f"{o:08x}-{i:04x}-4000-8000-00000000000a", "name": f"Item {i}",
+                                     "description": f"item {i} of object {o}",
+                                     "creator_id": f"{i:08x}-0000-4000-8000-00000000000c", "permissions": perms}
+            if i % 2:
+                entry.update(type="script", subtype=0, vm="mono", running=True)
+            else:
+                entry.update(type="notecard")
+            inv.append(entry)
+        out.append({"object_id": f"{o:08x}-ffff-4000-8000-00000000000b", "object_name": f"Object {o}",
+                    "object_description": "a benchmark object", "region": "Bench Region",
+                    "owner_id": "00000000-0000-4000-8000-000000000099", "permissions": perms,
+                    "can_save_back": True, "inventory": inv})
+    return {"objects": out}
+
+
+def log_time(log: str, needle: str) -> float | None:
+    """time.time() of the first daemon log line holding `needle` (its timestamp, ms resolution)."""
+    for line in log.splitlines():
+        if needle in line:
+            stamp = line[:23]  # 2026-12-03 12:07:41,785
+            try:
+                return time.mktime(time.strptime(stamp[:19], "%Y-%m-%d %H:%M:%S")) + int(stamp[20:23]) / 1000
+            except ValueError:
+                return None
+    return None
+
+
+async def harness_round(args: argparse.Namespace, result: dict[str, Any], env: dict[str, str],
+                        tmp: Path) -> tuple[float, float, float]:
+    """One load of the harness's answer by a fresh daemon: (to session ready, to the root listed,
+    the daemon's CPU seconds until then)."""
+    nobjects = len(result["objects"])
+    out: tuple[float, float, float] | None = None
+    answered: list[float] = []
+    async with trio.open_nursery() as nursery:
+        m = Mount(nursery, None, new_mountpoint(), free_port(), env, [], True, tmp / "logs",
+                  viewer_version=args.viewer_version)
+        try:
+            sim = await m.start_sim(world_from_json(build_world(1, 0)), publish_delay=0, apply_delay=0)
+
+            async def object_list(params: Any, ctx: Any) -> Any:
+                return result
+
+            sim._handlers["object.list"] = object_list
+            result_text = sim._result_text
+
+            def text_of(rid: Any, res: Any) -> str:
+                text = str(result_text(rid, res))
+                if res is result:
+                    answered.append(time.time())
+                return text
+
+            sim._result_text = text_of
+            mnt = m.mnt
+            await m.start_daemon(wait_state=None)
+            cpu0 = cpu_s(m.pid)
+            t_root = await trio.to_thread.run_sync(poll, lambda: len(os.listdir(mnt)) >= nobjects, 600)
+            cpu = cpu_s(m.pid) - cpu0
+            wall_root = time.time() - (time.perf_counter() - t_root)
+            await m.wait_live("connected", timeout=60)
+            ready = log_time(m.log_text(), "session ready")
+            assert ready is not None and answered, "no session ready line or no answer"
+            out = (ready - answered[0], wall_root - answered[0], cpu)
+            print(f"   answer -> session ready {fmt(ready - answered[0])}, -> the root lists every object "
+                  f"{fmt(wall_root - answered[0])} (target 2 s); daemon CPU from its start {fmt(cpu)}")
+        finally:
+            await m.stop_daemon()
+            m.stop_sim()
+            nursery.cancel_scope.cancel()
+    assert out is not None
+    return out
+
+
+async def run_harness(args: argparse.Namespace) -> None:
+    """The load as the outside harness measures it: its world in one object.list answer, timed
+    from the answer (ready to send) to the daemon's "session ready" and to the first `ls` of the
+    root that lists every object. The simulated viewer answers object.list with that result; its
+    own world is one small object (the other phases do not run)."""
+    result = harness_answer()
+    nobjects = len(result["objects"])
+    tmp = Path(tempfile.mkdtemp(prefix="slfs-bench-harness-"))
+    env = dict(os.environ, XDG_RUNTIME_DIR=str(tmp / "run"), XDG_STATE_HOME=str(tmp / "state"),
+               XDG_DATA_HOME=str(tmp / "data"), PYTHONUNBUFFERED="1")
+    os.makedirs(env["XDG_RUNTIME_DIR"], mode=0o700)
+    (tmp / "logs").mkdir()
+    print(f"the outside harness's world: {nobjects} objects of {len(result['objects'][0]['inventory'])} items, "
+          f"every field, viewer {args.viewer_version}")
+    rounds = [await harness_round(args, result, env, tmp) for _ in range(args.rounds)]
+    ready_med = statistics.median(r[0] for r in rounds)
+    root_med = statistics.median(r[1] for r in rounds)
+    print(f"   median of {len(rounds)}: session ready {fmt(ready_med)}, root listed {fmt(root_med)} (target 2 s)")
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
+    ap.add_argument("--harness-world", action="store_true",
+                    help="only the load, of the outside harness's 100,000-item world (every field)")
+    ap.add_argument("--rounds", type=int, default=3, help="with --harness-world: how many loads")
     ap.add_argument("--items", type=int, default=100_000)
     ap.add_argument("--publish-items", type=int, default=1000)
     ap.add_argument("--publish-runs", type=int, default=5)
     ap.add_argument("--viewer-version", type=int, choices=(1, 2), default=1)
     ap.add_argument("--profile", action="store_true", help="py-spy the daemon; stage breakdown in-process")
     args = ap.parse_args()
-    trio.run(run, args)
+    trio.run(run_harness if args.harness_world else run, args)
     return 0
 
 
