@@ -87,7 +87,7 @@ class Control:
             "syntax": lambda parent: self._dir(parent, "syntax", "syntax"),
             "live": lambda parent: self._get(LIVE_DIR_KEY, lambda ino: Virtual(ino, LIVE, "live", parent)),
         }
-        from .history import HistoryView  # it builds Virtual nodes: imported once this module is
+        from .history import HistoryView  # here, not at the top: fs/history.py imports Virtual from this module
 
         self.history = HistoryView(ws.history, self.tree, self._get)
 
