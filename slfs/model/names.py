@@ -141,6 +141,13 @@ def resolve(entries: Iterable[Named], reserved: Iterable[str] = ()) -> dict[str,
     Always-tagged entries (child prims) are placed first so an item can never take their name.
     Among entries wanting the same name, the lowest UUID keeps it; the rest are tagged.
     """
+    entries = list(entries)
+    plain = _resolve_plain(entries, reserved)
+    return plain if plain is not None else resolve_tagging(entries, reserved)
+
+
+def resolve_tagging(entries: Iterable[Named], reserved: Iterable[str] = ()) -> dict[str, Named]:
+    """resolve, the whole way (any entry may be tagged)."""
     out: dict[str, Named] = {}
     taken = set(reserved)
     ordered = sorted(entries, key=_by_uuid)
@@ -156,6 +163,23 @@ def resolve(entries: Iterable[Named], reserved: Iterable[str] = ()) -> dict[str,
         for i, (e, base, ext) in enumerate(group):
             _place(out, taken, e, base, ext, tag_first=forced or i > 0)
     return out
+
+
+def _resolve_plain(entries: list[Named], reserved: Iterable[str]) -> dict[str, Named] | None:
+    """What resolve gives when every entry keeps its plain name (they are all distinct, free and
+    fit; no always-tagged entry): almost every folder, and every one of a 100,000-item load. The
+    same listing, in the same (name) order, without sorting by UUID; None when some entry is tagged."""
+    by_name: dict[str, Named] = {}
+    for e in entries:
+        if e.always_tagged:
+            return None
+        name = e.wanted_base + e.wanted_ext
+        if name in by_name or not fits_fs(name):
+            return None
+        by_name[name] = e
+    if reserved and not by_name.keys().isdisjoint(reserved):
+        return None
+    return {name: by_name[name] for name in sorted(by_name)}
 
 
 def _by_uuid(e: Named) -> str:

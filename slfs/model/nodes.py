@@ -125,8 +125,8 @@ class Item(Node):
     cache: Cache = attrs.field(factory=Cache)
     edit: Edit = attrs.field(factory=Edit)
     echo: Echo = attrs.field(factory=Echo)
-    # (record, wanted_base, wanted_ext) for the `record` they were worked out from.
-    _wanted_names: tuple[InventoryItem | None, str, str] | None = attrs.field(default=None, init=False, repr=False)
+    # (record, wanted_base) for the `record` it was worked out from.
+    _wanted_names: tuple[InventoryItem | None, str] | None = attrs.field(default=None, init=False, repr=False)
     # (record, readable) for the `record` it was worked out from: every warm open asks.
     _readable: tuple[InventoryItem | None, bool] | None = attrs.field(default=None, init=False, repr=False)
 
@@ -209,19 +209,16 @@ class Item(Node):
     # names.Named: worked out once per inventory record (a relayout asks every member again)
     @property
     def wanted_base(self) -> str:
-        return self._wanted()[1]
-
-    @property
-    def wanted_ext(self) -> str:
-        return self._wanted()[2]
-
-    def _wanted(self) -> tuple[InventoryItem | None, str, str]:
         cached = self._wanted_names
         if cached is None or cached[0] is not self.record:
             info = self.info
-            cached = self._wanted_names = (self.record, names.to_fs(info.name),
-                                           names.extension_for(info.type, info.subtype))
-        return cached
+            cached = self._wanted_names = (self.record, names.to_fs(info.name))
+        return cached[1]
+
+    @property
+    def wanted_ext(self) -> str:
+        info = self.info
+        return names.extension_for(info.type, info.subtype)
 
     @property
     def always_tagged(self) -> bool:

@@ -9,7 +9,7 @@ show but newer ("V2") viewers send are declared where we use them (`revision`, `
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import attrs
 
@@ -274,6 +274,9 @@ class RuntimeError_:
 class Permissions:
     """Items always carry both masks. A prim's `next_owner` is absent until the viewer has the
     prim's properties (newer viewers; a later object.update carries it): None then."""
+
+    # Equal permissions in one payload decode to one object (codec._shared): frozen, so safe to share.
+    SHARED_VALUES: ClassVar[bool] = True
 
     owner: int
     next_owner: int | None = None

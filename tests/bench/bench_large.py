@@ -162,6 +162,10 @@ class Spy:
             self.proc.kill()
         return parse_raw(self.out, self.pid)
 
+    def stop_raw(self) -> Path:
+        self.stop()
+        return self.out
+
 
 # (label, substrings of a py-spy frame "function (file:line)"; py-spy shortens some paths to the
 # file name, so files are matched by name). The innermost frame that matches decides.
@@ -224,6 +228,29 @@ def show_profile(title: str, samples: dict[str, int]) -> None:
         print(f"      {label:<46} {n / 250:6.2f} s  {100 * n / total:5.1f} %")
     idle = samples.get("trio loop, idle", 0)
     print(f"      {'trio loop, idle':<46} {idle / 250:6.2f} s  {100 * idle / total:5.1f} %")
+
+
+def show_top(path: Path, main_tid: int, rows: int = 22) -> None:
+    """Busy samples of every thread (the decode runs in a worker): by own frame, and the slfs
+    frames by cumulative time."""
+    own: collections.Counter[str] = collections.Counter()
+    cum: collections.Counter[str] = collections.Counter()
+    for line in path.read_text(errors="replace").splitlines():
+        stack, _, n = line.rpartition(" ")
+        if not n.isdigit() or "get_events (" in stack or "_io_epoll" in stack or "wait (threading" in stack:
+            continue
+        frames = stack.split(";")[1:]
+        if not frames:
+            continue
+        own[frames[-1]] += int(n)
+        for f in set(frames):
+            cum[f] += int(n)
+    print(f"   py-spy, every thread: {sum(own.values()) / 250:.2f} s busy; by own time:")
+    for f, n in own.most_common(rows):
+        print(f"      {n / 250:5.2f} s  {f[:110]}")
+    print("   slfs frames by cumulative time:")
+    for f, n in [(f, n) for f, n in cum.most_common(200) if "slfs/" in f][:rows]:
+        print(f"      {n / 250:5.2f} s  {f[:110]}")
 
 
 # --- in-process breakdown --------------------------------------------------------------------------
@@ -541,9 +568,13 @@ async def harness_round(args: argparse.Namespace, result: dict[str, Any], env: d
             sim._result_text = text_of
             mnt = m.mnt
             await m.start_daemon(wait_state=None)
+            # Attached before the handshake: the simulated viewer (this process) waits while Spy does.
+            spy = Spy(m.pid, tmp / "harness.raw") if args.profile else None
             cpu0 = cpu_s(m.pid)
             t_root = await trio.to_thread.run_sync(poll, lambda: len(os.listdir(mnt)) >= nobjects, 600)
             cpu = cpu_s(m.pid) - cpu0
+            if spy is not None:
+                show_top(spy.stop_raw(), m.pid)
             wall_root = time.time() - (time.perf_counter() - t_root)
             await m.wait_live("connected", timeout=60)
             ready = log_time(m.log_text(), "session ready")

@@ -337,3 +337,37 @@ def test_decoding_leaves_nothing_for_the_cycle_collector() -> None:
         assert not gc.isenabled()  # a caller's own pause is kept
     finally:
         gc.enable()
+
+
+def _item(i: int, permissions: Any) -> dict[str, Any]:
+    return {"item_id": f"{i:08x}-0000-4000-8000-000000000001", "name": f"n{i}", "type": "notecard",
+            "permissions": permissions}
+
+
+def test_equal_permissions_in_one_payload_are_one_object() -> None:
+    """Permissions share their values (codec._shared): the items of one payload holding equal
+    masks hold one object, and one with anything odd about it is decoded alone, as before."""
+    perms = {"owner": 0x7FFFFFFF, "next_owner": 0x82000}
+    heard: list[tuple[str, str]] = []
+    obj = from_json(t.PublishedObject, {"object_id": "o", "inventory": [
+        _item(0, perms), _item(1, dict(perms)), _item(2, {"owner": 0x7FFFFFFF, "next_owner": 1}),
+        _item(3, {**perms, "next_owner": "x"}), _item(4, {**perms, "new": 1}),
+        _item(5, {"owner": 0x7FFFFFFF, "next_owner": 0x82000 * 1.0})]}, "object",
+        on_ignored=lambda k, p: heard.append((k, p)))
+    got = [i.permissions for i in obj.inventory]
+    assert got[0] is got[1]
+    assert got[2] is not got[0] and got[2].next_owner == 1
+    assert got[3].next_owner is None and got[3].dropped == {"next_owner"} and got[3] is not got[0]
+    assert got[4].extra == {"new": 1} and got[4] is not got[0]
+    # 0x82000 * 1.0 == 0x82000 (an integral float is taken): an equal value, but not the same key
+    assert got[5] == got[0] and got[5] is not got[0] and type(got[5].next_owner) is int
+    assert ("object.inventory[].permissions.next_owner", "must be an integer") in heard
+    assert ("object.inventory[].permissions.new", UNKNOWN_FIELD) in heard
+    # a bool is no integer, though True == 1 as a key: that item's permissions are ignored
+    odd = from_json(t.PublishedObject, {"object_id": "o", "inventory": [
+        _item(0, {"owner": 1}), _item(1, {"owner": True})]}, "object")
+    assert odd.inventory[0].permissions == t.Permissions(owner=1)
+    assert odd.inventory[1].permissions is None and odd.inventory[1].dropped == {"permissions"}
+    # a second payload shares nothing with the first
+    again = from_json(t.PublishedObject, {"object_id": "o", "inventory": [_item(0, perms)]}, "object")
+    assert again.inventory[0].permissions == got[0] and again.inventory[0].permissions is not got[0]

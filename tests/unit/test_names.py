@@ -81,3 +81,17 @@ def test_resolve_gives_distinct_valid_names_deterministically(spec: list[tuple[o
     assert len(layout) == len(entries)
     assert all(names.fits_fs(n) and "/" not in n for n in layout)
     assert names.resolve(list(reversed(entries))) == layout
+
+
+_plain_specs = st.tuples(st.uuids(), st.sampled_from(["A", "B", "a", "", "x.lsl", "..", ".slfs", "A@1", "n" * 300]),
+                         st.sampled_from(["", ".lsl", ".luau"]), st.booleans())
+
+
+@given(st.lists(_plain_specs, max_size=10, unique_by=lambda x: x[0]),
+       st.sampled_from([(), ("A",), ("B.lsl", "x.lsl")]))
+def test_resolve_plain_path_gives_what_the_whole_way_gives(spec: list[tuple[object, str, str, bool]],
+                                                           reserved: tuple[str, ...]) -> None:
+    """The shortcut for folders whose entries all keep their plain names: the same listing, in
+    the same order, as the resolve that tags."""
+    entries = [E(str(u), b, ext, tag) for u, b, ext, tag in spec]
+    assert list(names.resolve(entries, reserved).items()) == list(names.resolve_tagging(entries, reserved).items())
