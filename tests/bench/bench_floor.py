@@ -412,6 +412,34 @@ def report(times: Times, labels: list[str]) -> None:
             print(line)
 
 
+def warm_ratios(runs: int, objects: int = 1000, items: int = 20) -> dict[str, tuple[float, float]]:
+    """slfs against the floor over objects x items files, unpinned (as a user runs it), interleaved
+    as in main: per command, (the median of the per-run ratios slfs/floor, best/best)."""
+    wd = br.workdir("floor")
+    shm = Path(tempfile.mkdtemp(prefix="slfs-floor-", dir="/dev/shm"))
+    try:
+        with br.sim_process(br.many_items_world(objects, items), 0, wd) as port, contextlib.ExitStack() as stack:
+            sub = wd / "default"
+            sub.mkdir()
+            roots: dict[str, tuple[Path, int | None]] = {
+                "slfs": stack.enter_context(slfs_mount(port, sub, objects * items, None))}
+            subprocess.run(argv_for("grep -r", roots["slfs"][0]), capture_output=True, check=False)  # fetch all
+            br.copy_tree(roots["slfs"][0], shm)
+            roots["floor"] = stack.enter_context(floor_mount(shm, wd / "floor"))
+            roots["tmpfs"] = (shm, None)
+            check_same({label: root for label, (root, _pid) in roots.items()})
+            times = time_all(roots, runs)
+    finally:
+        shutil.rmtree(shm, ignore_errors=True)
+        shutil.rmtree(wd, ignore_errors=True)
+    out = {}
+    for name in COMMANDS:
+        ours, floor = times[("slfs", name)], times[("floor", name)]
+        paired = statistics.median(w / f for (w, _), (f, _) in zip(ours, floor, strict=True))
+        out[name] = (paired, min(w for w, _ in ours) / min(f for f, _ in floor))
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="2,000 files (a smoke run)")

@@ -43,9 +43,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import attrs
 import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench_read import rss_kib
 from support.mount import Mount, free_port, new_mountpoint
 from support.worlds import item, many_items_world
 
@@ -503,29 +505,83 @@ async def run(args: argparse.Namespace) -> None:
 # --- the outside harness's world (issue 23) ---------------------------------------------------------
 
 
+PERMS = {"owner": 0x7FFFFFFF, "next_owner": 0x82000}
+
+
+def harness_object(o: int, items: int) -> dict[str, Any]:
+    """One object as the outside harness sends it: every item with item_id, name, type,
+    subtype/vm (scripts), running, permissions {owner, next_owner}, description and creator_id;
+    the object with object_description, region, owner_id, permissions and can_save_back."""
+    inv = []
+    for i in range(items):
+        entry: dict[str, Any] = {"item_id": f"{o:08x}-{i:04x}-4000-8000-00000000000a", "name": f"Item {i}",
+                                 "description": f"item {i} of object {o}",
+                                 "creator_id": f"{i:08x}-0000-4000-8000-00000000000c", "permissions": PERMS}
+        if i % 2:
+            entry.update(type="script", subtype=0, vm="mono", running=True)
+        else:
+            entry.update(type="notecard")
+        inv.append(entry)
+    return {"object_id": f"{o:08x}-ffff-4000-8000-00000000000b", "object_name": f"Object {o}",
+            "object_description": "a benchmark object", "region": "Bench Region",
+            "owner_id": "00000000-0000-4000-8000-000000000099", "permissions": PERMS,
+            "can_save_back": True, "inventory": inv}
+
+
 def harness_answer(objects: int = 2000, items: int = 50) -> dict[str, Any]:
-    """The object.list result the outside harness answers with: every item with item_id, name,
-    type, subtype/vm (scripts), running, permissions {owner, next_owner}, description and
-    creator_id; every object with object_description, region, owner_id, permissions and
-    can_save_back; all in one message."""
-    perms = {"owner": 0x7FFFFFFF, "next_owner": 0x82000}
-    out = []
-    for o in range(objects):
-        inv = []
-        for i in range(items):
-            entry: dict[str, Any] = {"item_id": f"{o:08x}-{i:04x}-4000-8000-00000000000a", "name": f"Item {i}",
-                                     "description": f"item {i} of object {o}",
-                                     "creator_id": f"{i:08x}-0000-4000-8000-00000000000c", "permissions": perms}
-            if i % 2:
-                entry.update(type="script", subtype=0, vm="mono", running=True)
-            else:
-                entry.update(type="notecard")
-            inv.append(entry)
-        out.append({"object_id": f"{o:08x}-ffff-4000-8000-00000000000b", "object_name": f"Object {o}",
-                    "object_description": "a benchmark object", "region": "Bench Region",
-                    "owner_id": "00000000-0000-4000-8000-000000000099", "permissions": perms,
-                    "can_save_back": True, "inventory": inv})
-    return {"objects": out}
+    """The object.list result the outside harness answers with: `objects` harness objects of
+    `items` items each, all in one message."""
+    return {"objects": [harness_object(o, items) for o in range(objects)]}
+
+
+def last_item_name(obj: dict[str, Any]) -> str:
+    last = obj["inventory"][-1]
+    return last["name"] + (".lsl" if last["type"] == "script" else "")
+
+
+def harness_sim_world(publish_items: int) -> dict[str, Any]:
+    """The simulated viewer's own world in the harness mode: one small object (its object.list
+    answer is replaced) and, unpublished, the harness object it publishes, with every item's text
+    (a stat through the mount fetches it: the size must be exact)."""
+    data = build_world(1, 0)
+    big = harness_object(0xB16, publish_items)
+    for i, entry in enumerate(big["inventory"]):
+        entry["content"] = f"default {{ state_entry() {{ llOwnerSay(\"{i}\"); }} }}\n" \
+            if entry["type"] == "script" else f"notecard {i}\n"
+    data["objects"].append({**big, "published": False})
+    return data
+
+
+async def harness_publishes(sim: Any, mnt: Path, runs: int, items: int) -> list[float]:
+    """Publish the harness object of `items` items `runs` times (unpublished in between): each
+    time, from its object.publish frame written to the socket until `os.stat` of its last item
+    through the mount succeeds (polled from a thread of this process, every 0.2 ms). The stat
+    looks the item up, which fetches its text (its size is exact), as the outside harness's does."""
+    obj = harness_object(0xB16, items)
+    path = mnt / obj["object_name"] / last_item_name(obj)
+
+    def stat_ok() -> bool:
+        os.stat(path)
+        return True
+
+    times = []
+    for _ in range(runs):
+        ready = threading.Event()
+        box: list[float] = []
+
+        def watch(ready: threading.Event = ready, box: list[float] = box) -> None:
+            ready.set()
+            box.append(poll(stat_ok, 60, 0.0002))
+
+        async with trio.open_nursery() as inner:
+            inner.start_soon(trio.to_thread.run_sync, watch)
+            await trio.to_thread.run_sync(ready.wait)
+            await sim.publish(obj["object_id"])  # returns once the frame is written
+            t0 = time.perf_counter()
+        times.append(box[0] - t0)
+        await sim.unpublish(obj["object_id"])
+        await trio.to_thread.run_sync(poll, lambda: not path.parent.exists(), 30)
+    return times
 
 
 def log_time(log: str, needle: str) -> float | None:
@@ -540,18 +596,27 @@ def log_time(log: str, needle: str) -> float | None:
     return None
 
 
+@attrs.frozen
+class HarnessRound:
+    ready_s: float  # the answer (ready to send) -> the daemon's "session ready" log line
+    root_s: float  # the answer -> the first listing of the root that holds every object
+    cpu_s: float  # the daemon's CPU time from its start to that listing
+    rss_mib: float  # the daemon's RSS once loaded (every object and item in the tree)
+    publish_s: list[float]  # each publish: its frame written -> os.stat of its last item
+
+
 async def harness_round(args: argparse.Namespace, result: dict[str, Any], env: dict[str, str],
-                        tmp: Path) -> tuple[float, float, float]:
-    """One load of the harness's answer by a fresh daemon: (to session ready, to the root listed,
-    the daemon's CPU seconds until then)."""
+                        tmp: Path) -> HarnessRound:
+    """One load of the harness's answer by a fresh daemon, then its publishes."""
     nobjects = len(result["objects"])
-    out: tuple[float, float, float] | None = None
+    out: HarnessRound | None = None
     answered: list[float] = []
     async with trio.open_nursery() as nursery:
         m = Mount(nursery, None, new_mountpoint(), free_port(), env, [], True, tmp / "logs",
                   viewer_version=args.viewer_version)
         try:
-            sim = await m.start_sim(world_from_json(build_world(1, 0)), publish_delay=0, apply_delay=0)
+            sim = await m.start_sim(world_from_json(harness_sim_world(args.publish_items)), publish_delay=0,
+                                    apply_delay=0)
 
             async def object_list(params: Any, ctx: Any) -> Any:
                 return result
@@ -579,9 +644,13 @@ async def harness_round(args: argparse.Namespace, result: dict[str, Any], env: d
             await m.wait_live("connected", timeout=60)
             ready = log_time(m.log_text(), "session ready")
             assert ready is not None and answered, "no session ready line or no answer"
-            out = (ready - answered[0], wall_root - answered[0], cpu)
-            print(f"   answer -> session ready {fmt(ready - answered[0])}, -> the root lists every object "
-                  f"{fmt(wall_root - answered[0])} (target 2 s); daemon CPU from its start {fmt(cpu)}")
+            rss = rss_kib(m.pid) / 1024
+            pub = await harness_publishes(sim, mnt, args.publish_runs, args.publish_items)
+            out = HarnessRound(ready - answered[0], wall_root - answered[0], cpu, rss, pub)
+            print(f"   answer -> session ready {fmt(out.ready_s)}, -> the root lists every object "
+                  f"{fmt(out.root_s)} (daemon CPU {fmt(cpu)}, RSS {rss:.0f} MiB); {args.publish_items}-item "
+                  "publish -> its last item stats: " + ", ".join(f"{t * 1000:.1f}" for t in pub) + " ms")
+            m.assert_clean_log()
         finally:
             await m.stop_daemon()
             m.stop_sim()
@@ -590,11 +659,11 @@ async def harness_round(args: argparse.Namespace, result: dict[str, Any], env: d
     return out
 
 
-async def run_harness(args: argparse.Namespace) -> None:
+async def harness_rounds(args: argparse.Namespace) -> list[HarnessRound]:
     """The load as the outside harness measures it: its world in one object.list answer, timed
     from the answer (ready to send) to the daemon's "session ready" and to the first `ls` of the
-    root that lists every object. The simulated viewer answers object.list with that result; its
-    own world is one small object (the other phases do not run)."""
+    root that lists every object; then its 1,000-item publishes. The simulated viewer answers
+    object.list with that result; its own world is one small object and the object it publishes."""
     result = harness_answer()
     nobjects = len(result["objects"])
     tmp = Path(tempfile.mkdtemp(prefix="slfs-bench-harness-"))
@@ -604,14 +673,31 @@ async def run_harness(args: argparse.Namespace) -> None:
     (tmp / "logs").mkdir()
     print(f"the outside harness's world: {nobjects} objects of {len(result['objects'][0]['inventory'])} items, "
           f"every field, viewer {args.viewer_version}")
-    rounds = [await harness_round(args, result, env, tmp) for _ in range(args.rounds)]
-    ready_med = statistics.median(r[0] for r in rounds)
-    root_med = statistics.median(r[1] for r in rounds)
-    print(f"   median of {len(rounds)}: session ready {fmt(ready_med)}, root listed {fmt(root_med)} (target 2 s)")
-    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        return [await harness_round(args, result, env, tmp) for _ in range(args.rounds)]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
-def main() -> int:
+def harness_summary(rounds: list[HarnessRound], publish_items: int) -> dict[str, float]:
+    pubs = [t for r in rounds for t in r.publish_s]
+    return {"ready_s": statistics.median(r.ready_s for r in rounds),
+            "root_s": statistics.median(r.root_s for r in rounds),
+            "rss_mib": max(r.rss_mib for r in rounds),
+            "publish_s": statistics.median(pubs), "publish_best_s": min(pubs), "publishes": len(pubs),
+            "publish_items": publish_items}
+
+
+async def run_harness(args: argparse.Namespace) -> None:
+    s = harness_summary(await harness_rounds(args), args.publish_items)
+    print(f"   median of {args.rounds}: session ready {fmt(s['ready_s'])}, root listed {fmt(s['root_s'])} "
+          f"(target 2 s); RSS at most {s['rss_mib']:.0f} MiB (target 300 MiB)")
+    print(f"   {args.publish_items}-item publish, frame written -> os.stat of its last item: median "
+          f"{s['publish_s'] * 1000:.1f} ms of {s['publishes']} (best {s['publish_best_s'] * 1000:.1f}) "
+          "(target 50 ms)")
+
+
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser()
     ap.add_argument("--harness-world", action="store_true",
                     help="only the load, of the outside harness's 100,000-item world (every field)")
@@ -621,6 +707,11 @@ def main() -> int:
     ap.add_argument("--publish-runs", type=int, default=5)
     ap.add_argument("--viewer-version", type=int, choices=(1, 2), default=1)
     ap.add_argument("--profile", action="store_true", help="py-spy the daemon; stage breakdown in-process")
+    return ap
+
+
+def main() -> int:
+    ap = parser()
     args = ap.parse_args()
     trio.run(run_harness if args.harness_world else run, args)
     return 0
