@@ -141,7 +141,7 @@ def resolve(entries: Iterable[Named], reserved: Iterable[str] = ()) -> dict[str,
     Always-tagged entries (child prims) are placed first so an item can never take their name.
     Among entries wanting the same name, the lowest UUID keeps it; the rest are tagged.
     """
-    entries = list(entries)
+    entries, reserved = list(entries), tuple(reserved)  # each is read twice when the shortcut fails
     plain = _resolve_plain(entries, reserved)
     return plain if plain is not None else resolve_tagging(entries, reserved)
 
@@ -165,7 +165,7 @@ def resolve_tagging(entries: Iterable[Named], reserved: Iterable[str] = ()) -> d
     return out
 
 
-def _resolve_plain(entries: list[Named], reserved: Iterable[str]) -> dict[str, Named] | None:
+def _resolve_plain(entries: list[Named], reserved: tuple[str, ...]) -> dict[str, Named] | None:
     """What resolve gives when every entry keeps its plain name (they are all distinct, free and
     fit; no always-tagged entry): almost every folder, and every one of a 100,000-item load. The
     same listing, in the same (name) order, without sorting by UUID; None when some entry is tagged."""

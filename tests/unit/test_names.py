@@ -95,3 +95,9 @@ def test_resolve_plain_path_gives_what_the_whole_way_gives(spec: list[tuple[obje
     the same order, as the resolve that tags."""
     entries = [E(str(u), b, ext, tag) for u, b, ext, tag in spec]
     assert list(names.resolve(entries, reserved).items()) == list(names.resolve_tagging(entries, reserved).items())
+
+
+def test_resolve_takes_reserved_names_from_an_iterator() -> None:
+    """Read twice when the shortcut finds a reserved name: an iterator must not be used up."""
+    layout = names.resolve([E("11111111-0000", "A", "", False)], iter(["A"]))
+    assert list(layout) == ["A@11111111"]
