@@ -131,7 +131,7 @@ class HistoryRequests:
         for prim in prims:
             shown = {n: i.uuid for n, i in prim.entries.items() if isinstance(i, Item)}
             for name, item_id in self.store.item_dirs(prim.uuid, shown).items():
-                node = self.ws.tree.by_uuid.get(item_id)
+                node = self.ws.tree.find(item_id)
                 if isinstance(node, Item) and node.attached and item_id in shown.values():
                     continue
                 versions = self.store.versions_of(item_id)
@@ -189,7 +189,7 @@ class HistoryRequests:
 
     async def _recreate(self, target: _Target, version: Version, data: bytes) -> Item:
         """A gone item: created again in the prim it was in, under the name it had."""
-        prim = self.ws.tree.by_uuid.get(version.place.prim_id)
+        prim = self.ws.tree.find(version.place.prim_id)
         if not isinstance(prim, Folder) or not prim.attached:
             raise FsError(errno.ENOENT, f"{target.name}: the prim it was in is not published; publish its object "
                           "(or copy the version file where you want it)")

@@ -531,7 +531,7 @@ class ControlServer:
 
     async def _find(self, p: FindParams) -> Any:
         uuid = p.uuid.lower()
-        node = self.tree.by_uuid.get(uuid)
+        node = self.tree.find(uuid)
         if node is None or not node.attached:
             raise FsError(errno.ENOENT, f"{uuid} is not published")
         return self._describe(node)

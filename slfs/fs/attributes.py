@@ -59,7 +59,7 @@ def _guard(node: Node) -> Guard | None:
                 len(content) if known and content is not None else -1,
                 folder, folder.permissions if folder is not None else None)
     if isinstance(node, Folder) and node.inode != ROOT_INODE:
-        return (node.parent, node.mtime_ns, node.permissions, len(node.prims))
+        return (node.parent, node.mtime_ns, node.permissions, node.prim_count)
     return None
 
 
@@ -169,7 +169,7 @@ class Attributes:
         elif isinstance(node, Folder):
             mode = 0o755 if node.writable else 0o555
             a.st_mode = stat.S_IFDIR | mode
-            a.st_nlink = 2 + (len(node.prims) if node.inode != ROOT_INODE else len(self.tree.objects))
+            a.st_nlink = 2 + (node.prim_count if node.inode != ROOT_INODE else len(self.tree.objects))
             mtime = node.mtime_ns
             a.st_ctime_ns = mtime
         elif isinstance(node, Virtual):

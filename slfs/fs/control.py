@@ -143,7 +143,7 @@ class Control:
         elif vdir.kind == "byid":
             # Only a UUID names a link: an id the viewer sent as `a/b` or `..` never becomes one.
             if only is not None:
-                found = self.tree.by_uuid.get(only) if is_uuid(only) else None
+                found = self.tree.find(only) if is_uuid(only) else None
                 if found is not None:
                     yield self._link(vdir.inode, found)
                 return
@@ -213,7 +213,7 @@ class Control:
             ino, LINK, uuid, parent, target=lambda: self._by_id_target(uuid)))
 
     def _by_id_target(self, uuid: str) -> str | None:
-        node = self.tree.by_uuid.get(uuid)
+        node = self.tree.find(uuid)
         if node is None or not node.attached:
             return None
         # Relative to MOUNT/.slfs/by-id/.
@@ -290,7 +290,7 @@ class Control:
     def render_all_diagnostics(self) -> bytes:
         # Only items compiled this session can have lines: no walk over every item of the mount.
         compiled = list(self.ws.compiles)
-        items = [self.tree.by_uuid.get(uuid) for uuid in compiled]
+        items = [self.tree.find(uuid) for uuid in compiled]
         live = b"".join(self.render_live_diagnostics(ls) for ls in list(self.ws.live.by_id.values()))
         return b"".join(self.render_diagnostics(i) for i in items if isinstance(i, Item) and i.attached) + live
 

@@ -52,7 +52,7 @@ class HistoryView:
         elif vdir.kind == HIST_BY_ID:
             if only is not None:
                 # Only a UUID names a directory, and only one the store or the tree knows.
-                if is_uuid(only) and (isinstance(self.tree.by_uuid.get(only), Item)
+                if is_uuid(only) and (isinstance(self.tree.find(only), Item)
                                       or self.history.versions_of(only)):
                     yield self._item_dir(vdir, only, only)
                 return

@@ -344,7 +344,7 @@ class LiveScripts:
     def item_of(self, ls: LiveScript) -> Item | None:
         """The script's item when it is in a published object: named by the subscribe answer, or
         found by its script_id, the md5 of "<prim uuid>_<item uuid>"."""
-        node = self.ws.tree.by_uuid.get(ls.item_id or "")
+        node = self.ws.tree.find(ls.item_id or "")
         if isinstance(node, Item) and node.attached:
             return node
         if ls.unplaced_until > time.monotonic():

@@ -147,7 +147,7 @@ class LiveWriter:
         log.info("live: wrote %s to %s (%d bytes)", shown, ls.temp_path, len(out.encode("utf-8")))
         self.ws.emit("live.save", name=ls.name, script_id=ls.script_id, bytes=len(out.encode("utf-8")),
                      preprocessed=build is not None)
-        item = self.ws.tree.by_uuid.get(ls.item_id or "")
+        item = self.ws.tree.find(ls.item_id or "")
         if isinstance(item, Item) and item.attached:  # a script of a published object: a version of it
             self.ws.history.record(item, SAVED, data, inworld=out.encode("utf-8") if build is not None else None)
 
@@ -266,7 +266,7 @@ class LiveWriter:
                 await self.recover(node.failed, bytes(node.data), "written after it was given up; not saved")
 
     def _vm(self, ls: LiveScript) -> str:
-        node = self.ws.tree.by_uuid.get(ls.item_id or "")
+        node = self.ws.tree.find(ls.item_id or "")
         if isinstance(node, Item) and node.info.vm:
             return node.info.vm
         if ls.inworld is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import time
+from collections.abc import Callable
 from typing import Union
 
 import attrs
@@ -291,9 +292,14 @@ class Folder(Node):
     can_save_back: bool | None = None
     is_child: bool = False
     published: PublishedObject | None = None  # for object folders: the last full record
-    items: dict[str, Item] = attrs.field(factory=dict)
-    prims: dict[str, Folder] = attrs.field(factory=dict)  # child prims of an object folder
-    entries: dict[str, Node] = attrs.field(factory=dict)  # file name -> node, as listed
+    _items: dict[str, Item] = attrs.field(factory=dict)
+    _prims: dict[str, Folder] = attrs.field(factory=dict)  # child prims of an object folder
+    _entries: dict[str, Node] = attrs.field(factory=dict)  # file name -> node, as listed
+    # An object folder whose inventory and prims the tree has not built yet (Tree._expand): the
+    # first read of its items, prims or listing builds them. Its link count meanwhile is from the
+    # listing (`listed_prims`).
+    expander: Callable[[Folder], None] | None = attrs.field(default=None, repr=False)
+    listed_prims: int = 0
     listed: bool = False
     mtime_ns: int = attrs.field(default=_AS_CTIME)
     # Write path: new files not yet in-world, under their names.
@@ -302,6 +308,50 @@ class Folder(Node):
     tombstones: dict[str, Item] = attrs.field(factory=dict)
     # (link_name, is_child, wanted_base) for the link name it was worked out from.
     _wanted_name: tuple[str, bool, str] | None = attrs.field(default=None, init=False, repr=False)
+
+    @property
+    def items(self) -> dict[str, Item]:
+        if self.expander is not None:
+            self.expander(self)
+        return self._items
+
+    @items.setter
+    def items(self, value: dict[str, Item]) -> None:
+        self._items = value
+
+    @property
+    def prims(self) -> dict[str, Folder]:
+        if self.expander is not None:
+            self.expander(self)
+        return self._prims
+
+    @prims.setter
+    def prims(self, value: dict[str, Folder]) -> None:
+        self._prims = value
+
+    @property
+    def entries(self) -> dict[str, Node]:
+        if self.expander is not None:
+            self.expander(self)
+        return self._entries
+
+    @entries.setter
+    def entries(self, value: dict[str, Node]) -> None:
+        self._entries = value
+
+    @property
+    def built(self) -> bool:
+        """Whether its items and prims are built (a folder of an object listed but not read yet is not)."""
+        return self.expander is None
+
+    @property
+    def prim_count(self) -> int:
+        """How many child prims it has, without building them."""
+        return len(self._prims) if self.expander is None else self.listed_prims
+
+    def built_members(self) -> list[Node]:
+        """Its items and prims as built so far, building none (an unbuilt folder has none)."""
+        return [*self._items.values(), *self._prims.values()]
 
     @property
     def writable(self) -> bool:
@@ -336,6 +386,7 @@ def release(node: Node) -> None:
     now. (The kernel forgets a folder only after everything in it, and the workspace's queues check
     `attached` before they use a node.)"""
     if isinstance(node, Folder):
+        node.expander = None
         node.items = {}
         node.prims = {}
         node.entries = {}

@@ -51,11 +51,11 @@ def script_id_of(item: Item) -> str | None:
 def attribute(tree: Tree, live: LiveScripts, *, object_id: Any, prim_id: Any, item_id: Any, script_id: Any,
               ref: ItemRef | None) -> Speaker:
     def item_named(uuid: str | None) -> Item | None:
-        node = tree.by_uuid.get(uuid) if uuid else None
+        node = tree.find(uuid) if uuid else None
         return node if isinstance(node, Item) and node.attached and node.is_script else None
 
     def folder_named(uuid: str | None) -> Folder | None:
-        node = tree.by_uuid.get(uuid) if uuid else None
+        node = tree.find(uuid) if uuid else None
         return node if isinstance(node, Folder) and node.attached else None
 
     for uuid in (_known(item_id), _known(ref.item_id) if ref else None):

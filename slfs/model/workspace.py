@@ -36,6 +36,7 @@ from ..protocol.types import (
     SyntaxChange,
 )
 from ..session import CONNECTED, NotConnected, SessionInfo, ViewerSession
+from ..session.listener import ListedObject
 from ..sources import envelope
 from ..winpaths import PathTranslator, detect
 from .compiles import CompileReport, compiled_report, event_fields
@@ -109,7 +110,7 @@ class Workspace:
         # Set (and replaced) whenever the viewer's state is applied: confirmations wait on it.
         self._world_changed = trio.Event()
         self._dropped_at: float | None = None  # trio clock of the last drop of a ready session
-        self._loaded: list[PublishedObject] | None = None  # the object.list load_objects applied
+        self._loaded: list[ListedObject] | None = None  # the object.list load_objects applied
         self.background_errors = 0
         self.mountpoint = mountpoint
         # Every text seen, kept per agent (model/history.py); the save paths record into it too.
@@ -175,14 +176,14 @@ class Workspace:
 
     # --- SessionListener --------------------------------------------------------------------
 
-    async def load_objects(self, objects: list[PublishedObject]) -> None:
+    async def load_objects(self, objects: list[ListedObject]) -> None:
         """A large object.list, applied before on_connected in steps with checkpoints between them:
         the mount goes on answering (each object is seen wholly old or wholly new meanwhile)."""
         for _ in self.tree.replace_all_steps(objects):
             await trio.sleep(0)
         self._loaded = objects
 
-    def on_connected(self, info: SessionInfo, objects: list[PublishedObject]) -> None:
+    def on_connected(self, info: SessionInfo, objects: list[ListedObject]) -> None:
         self.info = info
         self.history.open_for(info.agent_id, info.agent_name)
         self._dropped_at = None
@@ -281,7 +282,7 @@ class Workspace:
         # Newer viewers broadcast the result of a save made in the viewer itself (its editor, Script
         # Studio, the compile queue) with the script's place: show it as for a save through slfs.
         # The object.update with the item's higher revision that goes with it refreshes the content.
-        node = self.tree.by_uuid.get(msg.item_id or "")
+        node = self.tree.find(msg.item_id or "")
         if not isinstance(node, Item) or not node.attached or not node.is_script:
             return
         if msg.prim_id and node.folder is not None and node.folder.uuid != msg.prim_id:
@@ -376,7 +377,7 @@ class Workspace:
     def _object_of(self, params: RequestParams) -> Folder | None:
         """The object folder a call is about (by its prim_id), for status lines."""
         wire = encode_params(params) or {}
-        node = self.tree.by_uuid.get(str(wire.get("prim_id") or wire.get("object_id") or ""))
+        node = self.tree.find(str(wire.get("prim_id") or wire.get("object_id") or ""))
         return node.object_folder if isinstance(node, Folder) else None
 
     # --- content ----------------------------------------------------------------------------

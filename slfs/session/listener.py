@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import attrs
@@ -32,6 +33,27 @@ class SessionInfo:
     lists_objects: bool = True
 
 
+@attrs.frozen
+class ListedObject:
+    """One object of the viewer's object.list: its own fields decoded (`head`, whose inventory and
+    prims are not), the rest when first needed. The inventories and prims are nearly all of a large
+    answer's bytes, and most objects of a 100,000-item world are never opened in a session; each is
+    decoded when its folder is first read (model.tree). `full()` decodes the whole object as sent
+    (ProtocolError when that fails); `prims` and `items` are how many the answer lists of them, for
+    a link count and a status line before that, and `ids` their UUIDs, for finding the object an
+    event about one of them is about."""
+
+    head: PublishedObject
+    full: Callable[[], PublishedObject] = attrs.field(repr=False)
+    prims: int = 0
+    items: int = 0
+    ids: tuple[str, ...] = attrs.field(default=(), repr=False)
+
+    @property
+    def object_id(self) -> str:
+        return self.head.object_id
+
+
 class SessionListener(Protocol):
     """Implemented by the model layer (model.workspace.Workspace). Every `on_` method is
     synchronous, quick, and must not block; they are called from the session's reader task in the
@@ -41,8 +63,8 @@ class SessionListener(Protocol):
     on_connected gets the same list; it may apply it in steps with checkpoints between them (or do
     nothing: on_connected follows). No later frame is handled until it returns."""
 
-    async def load_objects(self, objects: list[PublishedObject]) -> None: ...
-    def on_connected(self, info: SessionInfo, objects: list[PublishedObject]) -> None: ...
+    async def load_objects(self, objects: list[ListedObject]) -> None: ...
+    def on_connected(self, info: SessionInfo, objects: list[ListedObject]) -> None: ...
     def on_disconnected(self, reason: str) -> None: ...
     def on_publish(self, obj: PublishedObject) -> None: ...
     def on_unpublish(self, msg: ObjectUnpublish) -> None: ...
@@ -59,10 +81,10 @@ class SessionListener(Protocol):
 class NullListener:
     """A listener that ignores everything (handy for tools and tests)."""
 
-    async def load_objects(self, objects: list[PublishedObject]) -> None:
+    async def load_objects(self, objects: list[ListedObject]) -> None:
         pass
 
-    def on_connected(self, info: SessionInfo, objects: list[PublishedObject]) -> None:
+    def on_connected(self, info: SessionInfo, objects: list[ListedObject]) -> None:
         pass
 
     def on_disconnected(self, reason: str) -> None:

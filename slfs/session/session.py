@@ -25,7 +25,6 @@ from slfs.protocol.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, ProtocolError
 from slfs.protocol.jsonrpc import Response
 from slfs.protocol.types import (
     DISCONNECT_EDITOR_CLOSED,
-    ObjectListResponse,
     SessionDisconnect,
     SessionHandshake,
     SessionOk,
@@ -39,7 +38,8 @@ from . import peer
 from .connection import CLOSED_ERRORS, Connection
 from .errors import CallTimeout, NotConnected
 from .ids import IdAllocator
-from .listener import SessionInfo, SessionListener
+from .listener import ListedObject, SessionInfo, SessionListener
+from .listing import decode_listing
 from .opening import PeerRefused, open_checked_websocket
 from .served import PEER_UNSEEN, WINDOWS_SIDE, Served, now_ms
 
@@ -203,9 +203,10 @@ class ViewerSession:
         assert self.info is not None
         return self.info
 
-    def decode(self, cls: type[T], data: Any, what: str) -> T:
-        """Decode a payload; an optional field of an unexpected type is logged once per `what` and
-        field for the life of the session, then ignored (see protocol.codec)."""
+    def decode(self, cls: type[T], data: Any, what: str, path: str = "") -> T:
+        """Decode a payload (`path`: where it sits in the message, for the fields logged); an
+        optional field of an unexpected type is logged once per `what` and field for the life of
+        the session, then ignored (see protocol.codec)."""
 
         def ignored(field: str, problem: str) -> None:
             key = (what, field)
@@ -219,7 +220,7 @@ class ViewerSession:
                 log.warning("viewer sent %s with field %s of an unexpected type (%s); ignoring it "
                             "(logged once)", what, field, problem)
 
-        return codec.from_json(cls, data, on_ignored=ignored)
+        return codec.from_json(cls, data, path, on_ignored=ignored)
 
     # --- state ----------------------------------------------------------------------------------
 
@@ -398,7 +399,7 @@ class ViewerSession:
                 if _object_count(resp.result) >= BIG_LIST:
                     return load_list(resp)
                 try:
-                    objects = self.decode(ObjectListResponse, resp.result, "object.list result").objects
+                    objects = decode_listing(self.decode, resp.result)
                 except ProtocolError as exc:
                     conn.abort(f"malformed object.list result: {exc}")
                     return None
@@ -410,8 +411,7 @@ class ViewerSession:
             # in steps, so the mount goes on answering. The reader waits for it (arrival order);
             # the state says connected only once the whole list is applied.
             try:
-                objects = (await trio.to_thread.run_sync(
-                    self.decode, ObjectListResponse, resp.result, "object.list result")).objects
+                objects = await trio.to_thread.run_sync(decode_listing, self.decode, resp.result)
             except ProtocolError as exc:
                 conn.abort(f"malformed object.list result: {exc}")
                 return
@@ -422,7 +422,7 @@ class ViewerSession:
                     log.exception("listener load_objects raised")
             ready(objects)
 
-        def ready(objects: list[Any]) -> None:
+        def ready(objects: list[ListedObject]) -> None:
             conn.ready = True
             self.info = info
             who = f"{info.viewer_name} {info.viewer_version}".strip() or "the viewer"

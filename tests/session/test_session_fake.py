@@ -42,7 +42,7 @@ async def test_handshake_and_object_list() -> None:
             (got_info, objects), = rec.of("connected")
             assert got_info == info
             assert [o.object_id for o in objects] == ["11111111-1111-1111-1111-111111111111"]
-            assert objects[0].inventory[0].name == "hello"
+            assert objects[0].full().inventory[0].name == "hello"  # decoded when first needed
             answer = fake.handshake_answers[0]
             assert answer["id"] == "rpc_1000"  # string ids are answered with the same id
             result = answer["result"]

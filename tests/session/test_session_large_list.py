@@ -80,3 +80,29 @@ async def test_malformed_large_object_list_drops_the_connection(monkeypatch: pyt
         async with running(fake) as (session, rec, _):
             await rec.wait_for(lambda: "malformed object.list result" in session.last_error)
             assert "connected" not in rec.names()
+
+
+@pytest.mark.parametrize("big", [False, True], ids=["small list", "large list"])
+async def test_listed_objects_decode_their_inventory_when_asked(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, big: bool) -> None:
+    if big:
+        monkeypatch.setattr(session_module, "BIG_LIST", 1)
+    base = sample_objects()[0]
+    odd = dict(base, object_id="odd", object_name="Odd",
+               inventory=[dict(i, running="yes") for i in base["inventory"]])
+
+    async def object_list(conn: FakeConn, params: Any) -> Any:
+        return {"objects": [base, odd]}
+
+    fake = FakeViewer(methods={"object.list": object_list})
+    with trio.fail_after(10):
+        async with running(fake) as (session, rec, _):
+            await session.wait_connected(5)
+            (_info, objects), = rec.of("connected")
+            assert [o.object_id for o in objects] == [base["object_id"], "odd"]
+            assert "objects[].inventory[].running" not in caplog.text  # nothing of an inventory decoded yet
+            assert [i.name for i in objects[0].full().inventory] == [i["name"] for i in base["inventory"]]
+            full = objects[1].full()
+            assert full.inventory and all(i.running is None and "running" in i.dropped for i in full.inventory)
+            objects[1].full()
+            assert caplog.text.count("field objects[].inventory[].running of an unexpected type") == 1
