@@ -412,6 +412,8 @@ class ControlServer:
         return {"temp_dir": temp_dir, "script_ids": list(res.script_ids)}
 
     def _items_under(self, node: Node) -> list[Item]:
+        if isinstance(node, Folder):
+            return self.tree.items_in(node)
         prefix = self.tree.path_of(node)
         return [i for i in self.tree.iter_items() if not prefix or self.tree.path_of(i).startswith(prefix + "/")]
 

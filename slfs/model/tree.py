@@ -235,6 +235,12 @@ class Tree:
         self.build_all()
         return self._built_items()
 
+    def items_in(self, folder: Folder) -> list[Item]:
+        """The items of a folder and of its prims (every item, for the root): only its object built."""
+        if folder is self.root:
+            return list(self.iter_items())
+        return [item for f in (folder, *folder.prims.values()) for item in f.items.values()]
+
     def _built_items(self) -> Iterator[Item]:
         for obj in self.objects.values():
             if obj.built:

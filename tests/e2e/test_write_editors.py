@@ -118,7 +118,12 @@ async def test_nano_through_tmux(wm: Mount) -> None:
     await tmux(m, "-L", sock, "new-session", "-d", "-x", "100", "-y", "30", "-s", "ed",
                f"nano --ignorercfiles '{m.path('Box', 'Note')}'; sleep 0.2")
     try:
-        await trio.sleep(0.7)
+        # Keys sent before nano has the terminal in raw mode reach it as ^J (justify), not Enter:
+        # wait until it shows the file.
+        with trio.fail_after(10):
+            while "line one" not in await tmux(m, "-L", sock, "capture-pane", "-p", "-t", "ed"):
+                await trio.sleep(0.1)
+        await trio.sleep(0.2)
         await tmux(m, "-L", sock, "send-keys", "-t", "ed", "zero", "Enter")
         await trio.sleep(0.2)
         await tmux(m, "-L", sock, "send-keys", "-t", "ed", "C-o")

@@ -190,3 +190,14 @@ def test_a_listed_field_of_an_unexpected_type_is_reported_under_its_whole_answer
     full = listed.full()
     assert ("objects[].inventory[].running", "must be a boolean") in dec.ignored
     assert full.inventory[1].running is None and "running" in full.inventory[1].dropped
+
+
+def test_the_items_in_an_object_build_only_that_object(tree: tuple[Tree, Any]) -> None:
+    tr, _ = tree
+    dec = Decoder()
+    lamp = "0000000e-0001-4000-8000-000000000000"
+    tr.replace_all(listing(world(), world(lamp, "Lamp", n=2), decoder=dec))
+    lamp_folder = tr.objects[lamp]
+    assert sorted(i.info.name for i in tr.items_in(lamp_folder)) == ["Knob", "S 0", "S 1"]
+    assert dec.full_decodes == [lamp]
+    assert len(tr.items_in(tr.root)) == 7 and dec.full_decodes == [lamp, OID]
