@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 
 @contextmanager
-def paused_gc(*, freeze: bool = False) -> Iterator[None]:
+def paused_gc(*, freeze: bool = False, young_first: bool = False) -> Iterator[None]:
     """The cycle collector off for the block (as it was after it: nesting and a disabled collector
     are left alone).
 
@@ -23,7 +23,12 @@ def paused_gc(*, freeze: bool = False) -> Iterator[None]:
     would otherwise walk every object the load made (a tenth of a second, the mount not answering),
     and each full one the whole heap again. Frozen objects are still freed by reference counting;
     only a cycle among them is never collected, so what holds them must not leave cycles behind
-    (the tree breaks its nodes' links when it lets a node go: model.nodes.release)."""
+    (the tree breaks its nodes' links when it lets a node go: model.nodes.release).
+
+    `young_first` (with `freeze`, for a block that made few objects): the young generations are
+    collected before the freeze, so the garbage cycles made since the last collection are freed
+    rather than frozen with what is alive. Walking what a large load made would cost a collection
+    of it all: there it is left out."""
     collecting = gc.isenabled()
     if collecting:
         gc.disable()
@@ -31,6 +36,8 @@ def paused_gc(*, freeze: bool = False) -> Iterator[None]:
         yield
     finally:
         if freeze:
+            if young_first:
+                gc.collect(1)
             gc.freeze()
         if collecting:
             gc.enable()
