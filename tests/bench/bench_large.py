@@ -2,7 +2,7 @@
 
     .venv/bin/python tests/bench/bench_large.py [--items 100000] [--viewer-version 1|2]
                                                 [--publish-items 1000] [--profile]
-    .venv/bin/python tests/bench/bench_large.py --harness-world [--rounds 3]
+    .venv/bin/python tests/bench/bench_large.py --harness-world [--rounds 3] [--publish-runs 5] [--profile]
 
 The simulated viewer runs in this process (its world built here: --items published items, 100 per
 object, plus one unpublished object of --publish-items items); the mount is a `slfs mount -f`
