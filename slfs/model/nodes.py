@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 import time
 from collections.abc import Callable
-from typing import Union
+from typing import Generic, TypeVar, Union, overload
 
 import attrs
 import trio
@@ -21,6 +21,7 @@ from .compiles import Place
 from .echo import Echo
 
 ROOT_INODE = 1
+T = TypeVar("T")
 
 
 @attrs.frozen
@@ -279,6 +280,29 @@ class OverlayNode(Node):
     overlay_parent: Node | None = None  # the folder or overlay directory it lives in
 
 
+class _BuiltOnRead(Generic[T]):
+    """A folder's member map (items, prims, listing): read, it builds the folder first when the
+    tree has not built it yet (Folder.expander); set, it is replaced as it is."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.field = "_" + name
+
+    @overload
+    def __get__(self, folder: None, owner: type) -> _BuiltOnRead[T]: ...
+    @overload
+    def __get__(self, folder: Folder, owner: type) -> T: ...
+
+    def __get__(self, folder: Folder | None, owner: type) -> T | _BuiltOnRead[T]:
+        if folder is None:
+            return self
+        if folder.expander is not None:
+            folder.expander(folder)
+        return getattr(folder, self.field)  # type: ignore[no-any-return]
+
+    def __set__(self, folder: Folder, value: T) -> None:
+        setattr(folder, self.field, value)
+
+
 @attrs.define(eq=False)
 class Folder(Node):
     """The mount root, an object (its root prim) or a child prim."""
@@ -309,35 +333,10 @@ class Folder(Node):
     # (link_name, is_child, wanted_base) for the link name it was worked out from.
     _wanted_name: tuple[str, bool, str] | None = attrs.field(default=None, init=False, repr=False)
 
-    @property
-    def items(self) -> dict[str, Item]:
-        if self.expander is not None:
-            self.expander(self)
-        return self._items
-
-    @items.setter
-    def items(self, value: dict[str, Item]) -> None:
-        self._items = value
-
-    @property
-    def prims(self) -> dict[str, Folder]:
-        if self.expander is not None:
-            self.expander(self)
-        return self._prims
-
-    @prims.setter
-    def prims(self, value: dict[str, Folder]) -> None:
-        self._prims = value
-
-    @property
-    def entries(self) -> dict[str, Node]:
-        if self.expander is not None:
-            self.expander(self)
-        return self._entries
-
-    @entries.setter
-    def entries(self, value: dict[str, Node]) -> None:
-        self._entries = value
+    # Each reads the field of its name with a leading "_", building the folder first if need be.
+    items = _BuiltOnRead[dict[str, "Item"]]()
+    prims = _BuiltOnRead[dict[str, "Folder"]]()
+    entries = _BuiltOnRead[dict[str, Node]]()
 
     @property
     def built(self) -> bool:
