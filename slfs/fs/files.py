@@ -45,6 +45,9 @@ class Handle:
     # Opened with O_TRUNC and nothing written through it yet: bash's `>` flushes (closes the
     # duplicated fd) before it writes, so such a flush waits; release stores a bare truncation.
     trunc_pending: bool = False
+    # Why a write through it was refused whole (EFBIG): later writes through it fail the same way,
+    # so a program that goes on writing never lands the rest on the in-world text.
+    refused: str = ""
 
     def close(self) -> None:
         if self.fd >= 0:

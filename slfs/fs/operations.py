@@ -196,8 +196,12 @@ class Operations(pyfuse3.Operations):
             await backend.resize(node, attr.st_size, by_path=h is None)
         if fields.update_mode and backend is not None:
             backend.set_mode(node, attr.st_mode)
-        # Other changes to items (mode, owner, times) are accepted and not kept: modes show the
-        # in-world permissions and mtime only moves when the content does.
+        if fields.update_mtime and isinstance(node, (Item, MemoryFile, Folder)):
+            # rsync -a, cp -p, touch -d: kept (an item's across remounts, until its text changes;
+            # a folder's until its listing changes).
+            self.writer.set_mtime(node, attr.st_mtime_ns)
+        # Other changes to items (owner, atime) are accepted and not kept: modes show the in-world
+        # permissions.
         return self.attributes.entry(node)
 
     @guarded
@@ -419,7 +423,14 @@ class Operations(pyfuse3.Operations):
         h, node, backend = self._handle(fh)
         if backend is None:
             raise FsError(errno.EBADF, "")
-        written = await backend.write(node, h, off, buf)
+        if h.refused:
+            raise FsError(errno.EFBIG, h.refused)
+        try:
+            written = await backend.write(node, h, off, buf)
+        except FsError as exc:
+            if exc.errno == errno.EFBIG:
+                h.refused, h.trunc_pending = exc.message, False
+            raise
         h.trunc_pending = False
         return written
 
@@ -487,8 +498,10 @@ class Operations(pyfuse3.Operations):
         else:
             node = self.writer.new_file(parent, sname)
             # A new file (MemoryFile) is created in-world when it is written, or at its release if it
-            # never is: flushes before the first write wait (bash closes a duplicate first).
-            h = Handle(node.inode, writable=True, trunc_pending=isinstance(node, MemoryFile))
+            # never is; an item re-created after an rm starts empty and is saved likewise. Flushes
+            # before the first write wait (bash closes a duplicate first): saved then, the empty
+            # text would be refused by older viewers and the write land on the old text.
+            h = Handle(node.inode, writable=True, trunc_pending=True)
         fh = next(self._fh)
         self._handles[fh] = h
         return pyfuse3.FileInfo(fh=fh, keep_cache=False), self._counted(node)

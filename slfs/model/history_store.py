@@ -241,6 +241,15 @@ class Store:
         rows = self.db.execute(f"{_SELECT} WHERE item_id = ? ORDER BY at DESC, id DESC LIMIT ?", (item_id, limit))
         return [_version(r) for r in rows]
 
+    def since(self, item_id: str, digest: str) -> float | None:
+        """When the item's newest version, if it holds the text of `digest`, was seen: the time
+        the item has held that text since, as far as the store knows."""
+        row = self.db.execute("SELECT at, digest, origin FROM versions WHERE item_id = ? "
+                              "ORDER BY at DESC, id DESC LIMIT 1", (item_id,)).fetchone()
+        if row is None or row[1] != digest or row[2] == DELETED:
+            return None
+        return float(row[0])
+
     def version(self, vid: int) -> Version | None:
         row = self.db.execute(f"{_SELECT} WHERE id = ?", (vid,)).fetchone()
         return _version(row) if row is not None else None

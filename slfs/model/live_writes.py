@@ -70,12 +70,27 @@ class LiveWriter:
             ls.dirty = True
 
     def write(self, ls: LiveScript, off: int, data: bytes) -> None:
+        self._refuse_oversize(ls, off + len(data))
         buffers.splice(self._buffer(ls), off, data, self._shown_name(ls))
         ls.dirty = True
 
     def resize(self, ls: LiveScript, size: int) -> None:
+        self._refuse_oversize(ls, size)
         buffers.resize(self._buffer(ls), size, self._shown_name(ls))
         ls.dirty = True
+
+    def _refuse_oversize(self, ls: LiveScript, size: int) -> None:
+        """As for items (Writer._refuse_oversize): past the limit the whole pending text is
+        dropped, so a close never saves the part that fitted."""
+        limit = size_limit("script")
+        if size <= limit:
+            return
+        shown = self._shown_name(ls)
+        ls.local, ls.dirty = None, False
+        message = f"{shown}: scripts hold at most {limit} bytes; nothing was saved, the in-world text is unchanged"
+        self.ws.note_error(message)
+        self.ws.emit("refused", path=shown, errno="EFBIG", message=message)
+        raise FsError(errno.EFBIG, message)
 
     def _buffer(self, ls: LiveScript) -> bytearray:
         if ls.local is None:

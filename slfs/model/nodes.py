@@ -116,6 +116,9 @@ class Edit:
     base: bytes | None = None
     base_revision: int | None = None
     dirty: bool = False
+    # The item's mtime when the buffer was made: a save that finds nothing to send (the text is
+    # in-world already) gives it back, so mtime moves only when the content does.
+    mtime_before: int | None = None
 
 
 @attrs.define(eq=False)

@@ -118,20 +118,18 @@ class Saver:
     async def _save(self, item: Item, data: bytes, path: str, *, build: Build | None = None) -> None:
         self.check_size(item.info.type, len(data), path)
         text = self._decode(data, path)
-        if build is None and item.is_script:
-            if self._shown_unchanged(item, data, text):
-                # An editor's :w without a change, a cp of the same source: no needless
-                # recompile, no new //last_compiled.
-                self._set_buffer(item, None)
-                item.edit.dirty = False
-                log.info("%s: the source is what the file shows; nothing to save", path)
+        if build is None:
+            if await self._inworld_already(item, data, text):
+                # An editor's :w without a change, a cp or rsync of the same text, a restore of
+                # what is in-world: saving again would recompile and reset the script, and make a
+                # version of nothing.
+                self._nothing_to_save(item, path)
                 return
-            build = await self.sources.build(item, text, path)  # awaits: includes may be fetched
+            if item.is_script:
+                build = await self.sources.build(item, text, path)  # awaits: includes may be fetched
         await self._check_conflict(item, data, path)
         assert item.folder is not None
         inworld = build.inworld if build is not None else text
-        if not inworld:
-            self._refuse_empty(item, path)
         # `running` always, as the item runs now: G1 uploads a save without it as stopped
         # (viewer-source.md §2, object.content.save), later viewers keep the state.
         params = ContentSaveParams(prim_id=item.folder.uuid, item_id=item.uuid, content=inworld,
@@ -140,6 +138,8 @@ class Saver:
         try:
             res, revision_before = await self._send_save(item, params, data, path)
         except FsError as exc:
+            if not inworld and exc.errno == errno.EINVAL:
+                self._refuse_empty(item, path, exc.rpc_message or exc.message)
             if not (item.is_script and exc.rpc_code == codes.INTERNAL_ERROR):
                 raise
             res = await self._stored_without_verdict(item, inworld, path, exc.rpc_message or exc.message)
@@ -217,11 +217,31 @@ class Saver:
             await self._stale(item, data, path, current)
         return True
 
-    def _shown_unchanged(self, item: Item, data: bytes, text: str) -> bool:
-        """A source the file shows already, of a script that is built (so saving it again would
-        only recompile the same expansion)."""
-        return (item.cache.content_valid and item.cache.content == data and item.edit.base == data
-                and (item.cache.inworld is not None or self.sources.wants_build(item, text)))
+    async def _inworld_already(self, item: Item, data: bytes, text: str) -> bool:
+        """Whether saving `data` would send nothing new. A built script's source the file shows
+        already (saving it again would only recompile the same expansion; `slfs build` is the way
+        to pick up changed includes); any other text, when it is what the item holds now."""
+        if item.cache.content != data or not item.cache.content_valid:
+            return False
+        if item.cache.inworld is not None or (item.is_script and self.sources.wants_build(item, text)):
+            return item.edit.base == data
+        if item.content_current:
+            return True
+        try:
+            # Ours, not yet confirmed, or an older revision: only the viewer's current text tells.
+            return await self.ws.read_content(item, current=True) == data
+        except FsError:
+            return False  # the save path says why, with its own errno
+
+    def _nothing_to_save(self, item: Item, path: str) -> None:
+        """The text is in-world already: the edit ends as if never made (its mtime too)."""
+        before = item.edit.mtime_before
+        self._set_buffer(item, None)
+        item.edit.dirty = False
+        if before is not None and item.mtime_ns != before:
+            item.mtime_ns = before
+            self.tree.stat_changed(item)
+        log.debug("%s: the text is what the item holds in-world; nothing to save", path)
 
     async def rebuild(self, item: Item) -> str:
         """`slfs build`: expand the item's source again and save it when the build differs from
@@ -245,15 +265,16 @@ class Saver:
                 self._end()
             return "saved"
 
-    def _refuse_empty(self, item: Item, path: str) -> NoReturn:
+    def _refuse_empty(self, item: Item, path: str, answer: str) -> NoReturn:
         """G1-G3 refuse an empty `content` ("Invalid params: content is required", checked before
-        anything else; viewer-source.md §2), so slfs never sends one: the file shows the in-world
-        text again (nothing written is lost: there was nothing) and the error says what to do."""
+        anything else; viewer-source.md §2); G4 and the documented viewers store it, so the viewer
+        decides. Refused, the file shows the in-world text again (nothing written is lost: there
+        was nothing) and the error says what to do."""
         self._set_buffer(item, None)
         item.edit.dirty = False
         self.tree.invalidate_item(item, data=True)
-        why = (f"{path}: the viewer cannot store an empty {item.info.type} (older viewers refuse it); "
-               "nothing was saved. Write at least one character, or rm the item")
+        why = (f"{path}: this viewer cannot store an empty {item.info.type} ({answer}); nothing was saved "
+               "and the file shows the in-world text again. Write at least one character, or rm the item")
         self.ws.note_error(why)
         raise FsError(errno.EINVAL, why)
 
@@ -356,5 +377,7 @@ class Saver:
         """Start or end a local edit: what stat shows of the item is its buffer's while it lasts, so
         listings that kept its attributes are told (writes into the buffer need no telling: an item
         being edited is never replayed)."""
+        if item.edit.buffer is None and buffer is not None:
+            item.edit.mtime_before = item.mtime_ns
         item.edit.buffer = buffer
         self.tree.stat_changed(item)

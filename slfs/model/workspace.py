@@ -42,8 +42,10 @@ from ..winpaths import PathTranslator, detect
 from .compiles import CompileReport, compiled_report, event_fields
 from .errors import CallCut, FsError, from_rpc, region_down, transient_read_error
 from .generations import features_shown, generation_of
-from .history import FETCHED, VIEWER, History
+from .history import FETCHED, VIEWER, History, agent_key
+from .history_store import digest_of
 from .invalidations import PendingInvalidations
+from .item_times import ItemTimes
 from .launch import EditorCommands
 from .live import LIVE_DIR_KEY, LiveScripts
 from .options import Debug, Options
@@ -114,7 +116,9 @@ class Workspace:
         self.background_errors = 0
         self.mountpoint = mountpoint
         # Every text seen, kept per agent (model/history.py); the save paths record into it too.
-        self.history = History(self.options, self.tree.path_of, self.emit)
+        self.history = History(self.options, self.tree.path_of, self.emit, self._text_seen_since)
+        # Times programs set on item files (utimens), kept per agent across remounts.
+        self.times = ItemTimes()
 
     # --- life -------------------------------------------------------------------------------
 
@@ -125,6 +129,7 @@ class Workspace:
             for _ in range(max(1, self.options.prefetch)):
                 nursery.start_soon(self._fetch_worker)
             nursery.start_soon(self.history.run)
+            nursery.start_soon(self.times.run)
             task_status.started()
             await trio.sleep_forever()
 
@@ -186,6 +191,7 @@ class Workspace:
     def on_connected(self, info: SessionInfo, objects: list[ListedObject]) -> None:
         self.info = info
         self.history.open_for(info.agent_id, info.agent_name)
+        self.times.open_for(agent_key(info.agent_id, info.agent_name))
         self._dropped_at = None
         if not info.lists_objects:
             # G1 has no object.list, and it drops the connection whenever its last live-sync editor
@@ -439,8 +445,12 @@ class Workspace:
         # save in the viewer, someone else's edit, a recompile.
         origin = VIEWER if item.cache.content is not None and item.cache.content != data else FETCHED
         inworld = res.content.encode("utf-8", "replace") if unwrapped is not None else None
+        first = item.cache.content is None
         self.set_content(item, data, valid=current, revision=revision if current else None, inworld=inworld)
-        self.history.record(item, origin, data, inworld=inworld)
+        # A first fetch: the file's mtime is when the item came to hold this text, as far as the
+        # history knows (a remount shows what the last mount did), unless a program set one.
+        self.history.record(item, origin, data, inworld=inworld,
+                            since=first and self.times.shown(item.uuid, data) is None)
         if current:
             item.fetched_at(data, revision)
 
@@ -455,7 +465,8 @@ class Workspace:
         """Record content (of `revision`, by default the item's current one) as the file shows it,
         and, for a script kept in an envelope, the text as stored in-world; mtime moves only when
         the bytes differ from what was known before."""
-        changed = item.cache.content is not None and item.cache.content != data
+        first = item.cache.content is None
+        changed = not first and item.cache.content != data
         item.cache.content = data
         if inworld != item.cache.inworld:
             item.cache.inworld_places = None  # no longer the text our build's places describe
@@ -463,13 +474,41 @@ class Workspace:
         item.cache.content_valid = valid
         item.cache.content_revision = revision if revision is not None or not valid else item.info.revision
         item.echo.set_unconfirmed(False)
+        set_on = self.times.shown(item.uuid, data) if first or changed else None
         if changed:
-            item.mtime_ns = time.time_ns()
+            # A time a program set on this very text (cp -p sets it before the close that saves)
+            # stays; any other change is now, and forgets the time set on the old text.
+            if set_on is None:
+                self.times.forget(item.uuid)
+            item.mtime_ns = set_on if set_on is not None else time.time_ns()
             self.tree.invalidate_item(item, data=True)
         else:
+            if set_on is not None:
+                item.mtime_ns = set_on
             # A first fetch needs no kernel invalidation (unknown sizes were never cached there),
             # but the size listings show is known now.
             self.tree.stat_changed(item)
+
+    def set_mtime(self, item: Item, mtime_ns: int) -> None:
+        """utimens (touch -d, cp -p, rsync -a): the time is shown, and kept across remounts, while
+        the item holds the text the file shows now."""
+        item.mtime_ns = mtime_ns
+        shown = bytes(item.edit.buffer) if item.edit.buffer is not None else item.cache.content
+        if shown is not None:
+            self.times.set(item.uuid, mtime_ns, shown)
+        self.tree.invalidate_item(item, data=False)  # a rename onto the item: the kernel has the old time
+
+    def _text_seen_since(self, item_id: str, digest: str, at: float) -> None:
+        """The history's answer to a first fetch: the item has held its text since `at`."""
+        item = self.tree.find(item_id)
+        if not isinstance(item, Item) or item.edit.buffer is not None or item.cache.content is None:
+            return
+        if digest_of(item.cache.content) != digest or self.times.shown(item_id, item.cache.content) is not None:
+            return  # changed since, or a program set its time
+        mtime_ns = round(at * 1e6) * 1000  # the store keeps seconds as a double: microseconds are exact
+        if item.mtime_ns != mtime_ns:
+            item.mtime_ns = mtime_ns
+            self.tree.invalidate_item(item, data=False)
 
     def confirm_content(self, item: Item) -> None:
         """Fetch the item in the background until its content is current (Item.content_current):

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import os
 import time
 from collections import defaultdict
 from typing import Any
@@ -127,7 +128,7 @@ class Writer(Deletes):
     async def write_item(self, item: Item, off: int, data: bytes) -> None:
         local = await self._editable(item)
         shown = self.tree.path_of(item)
-        self.check_size(item.info.type, off + len(data), shown)
+        self._refuse_oversize(item, off + len(data), shown)
         buffers.splice(local, off, data, shown)
         item.edit.dirty = True
         item.mtime_ns = time.time_ns()
@@ -136,13 +137,37 @@ class Writer(Deletes):
         """truncate(2)/ftruncate(2). By path no close follows, so the change is saved at once."""
         local = await self._editable(item)
         shown = self.tree.path_of(item)
-        self.check_size(item.info.type, size, shown)
+        self._refuse_oversize(item, size, shown)
         if size != len(local):
             buffers.resize(local, size, shown)
             item.edit.dirty = True
             item.mtime_ns = time.time_ns()
         if by_path and item.edit.dirty and item.attached:
             await self.save(item)
+
+    def _refuse_oversize(self, item: Item, size: int, shown: str) -> None:
+        """A write or truncation past the item's limit refuses the whole text, not just its tail:
+        the pending edit is dropped (the file shows the in-world text again), so a close never
+        saves the part that fitted."""
+        try:
+            self.check_size(item.info.type, size, shown)
+        except FsError as exc:
+            if item.edit.buffer is not None:
+                before = item.edit.mtime_before
+                self._set_buffer(item, None)
+                item.edit.dirty = False
+                if before is not None:
+                    item.mtime_ns = before
+                self.tree.invalidate_item(item, data=True)
+            raise self.refused(shown, exc) from None
+
+    def refused(self, shown: str, exc: FsError) -> FsError:
+        """A text refused before anything was sent, said in the status, the log and an event; the
+        error to raise."""
+        message = f"{exc.message}; nothing was saved, the in-world text is unchanged"
+        self.ws.note_error(message)
+        self.ws.emit("refused", path=shown, errno=errno.errorcode.get(exc.errno, str(exc.errno)), message=message)
+        return FsError(exc.errno, message)
 
     async def commit_item(self, item: Item) -> None:
         """flush/fsync: store what the file holds in-world (nothing when nothing changed)."""
@@ -201,9 +226,30 @@ class Writer(Deletes):
 
     def _check_memory_file_size(self, scratch: MemoryFile, size: int) -> None:
         """A new file that will be an item holds no more than the item may (EFBIG where the write
-        or truncation crosses it, as for the item itself)."""
+        or truncation crosses it, as for the item itself): refused whole, it is dropped, and
+        nothing is created in-world."""
         if isinstance(scratch, NewFile) and scratch.folder is not None and not is_overlay_name(scratch.name):
-            self.check_size(parse_remote_name(scratch.name).type, size, scratch.name)
+            shown = f"{self.tree.path_of(scratch.folder)}/{scratch.name}".lstrip("/")
+            try:
+                self.check_size(parse_remote_name(scratch.name).type, size, shown)
+            except FsError as exc:
+                scratch.data.clear()
+                scratch.dirty = False
+                self._drop_new_file(scratch)
+                raise self.refused(shown, exc) from None
+
+    def set_mtime(self, node: Item | MemoryFile | Folder, mtime_ns: int) -> None:
+        """utimens: an item keeps it while it holds its text (Workspace.set_mtime); a new file
+        carries it into the item it becomes; a folder shows it until its listing changes."""
+        if isinstance(node, Item):
+            self.ws.set_mtime(node, mtime_ns)
+        elif isinstance(node, Folder):
+            if node is self.tree.root:
+                return  # its time is the mount's (accepted, as before, and not kept)
+            node.mtime_ns = mtime_ns
+            self.tree.stat_changed(node)
+        else:
+            node.mtime_ns = mtime_ns
 
     def set_memory_file_mode(self, scratch: MemoryFile, mode: int) -> None:
         scratch.mode = mode & 0o777
@@ -257,6 +303,8 @@ class Writer(Deletes):
             # Written while the create was in flight: that belongs to the item now (its inode).
             self._set_buffer(item, bytearray(scratch.data))
             item.edit.dirty = True
+        else:
+            self.ws.set_mtime(item, scratch.mtime_ns)  # the file's time goes on (cp -p set it)
 
     # --- names: unlink, renames ------------------------------------------------------------
 
@@ -329,10 +377,12 @@ class Writer(Deletes):
                                                                                    target.info.subtype or 0):
                 raise FsError(errno.EXDEV, f"{new}: would change the kind of item")
             data = await self.data_of(src)
+            mtime_ns = await self._mtime_of(src)
             if target.folder is dst_parent and dst_parent.tombstones.get(new) is target:
                 del dst_parent.tombstones[new]
                 self.tree.relayout(dst_parent)
             await self.replace_into(target, data, src.inode)
+            self.ws.set_mtime(target, mtime_ns)  # a rename keeps the file's time (rsync set it)
             await self._drop_source(src, src_parent, old)
             return
         if isinstance(dst, NewFile):
@@ -346,8 +396,18 @@ class Writer(Deletes):
             return
         # An overlay file (rsync, gedit, JetBrains temp) renamed onto a new item name.
         data = await self.data_of(src)
-        await self.create(dst_parent, new, data, src.inode)
+        mtime_ns = await self._mtime_of(src)
+        item = await self.create(dst_parent, new, data, src.inode)
+        self.ws.set_mtime(item, mtime_ns)
         await self._drop_source(src, src_parent, old)
+
+    async def _mtime_of(self, node: Node) -> int:
+        """A renamed file's mtime, which it keeps under its new name."""
+        if isinstance(node, OverlayNode):
+            return (await trio.to_thread.run_sync(os.lstat, node.path)).st_mtime_ns
+        if isinstance(node, (Item, MemoryFile)):
+            return node.mtime_ns
+        return time.time_ns()
 
     async def _drop_source(self, src: Node, src_parent: Folder | OverlayNode, old: str) -> None:
         """The renamed file's old name is gone; its inode now belongs to an item."""

@@ -15,6 +15,7 @@ from support.live_world import BAD, GOOD, INV, world
 from slfs.fs.operations import RENAME_NOREPLACE
 from slfs.model.buffers import HELD_MAX
 from slfs.model.live import ViewerRefused
+from slfs.model.naming_rules import SCRIPT_MAX
 
 
 async def subscribed(fs: Driver) -> tuple[str, str]:
@@ -145,8 +146,14 @@ async def test_live_files_hold_no_more_than_the_viewer_can_be_sent(tmp_path: Pat
         past = HELD_MAX + 1
         fh = await fs.open(".slfs/live/Pocket.lsl", os.O_RDWR)
         assert await fails(fs.ops.write(fh, past - 1, b"x")) == errno.EFBIG
-        await fs.ops.write(fh, HELD_MAX - 1, b"x")  # up to the bound is held
+        # Refused whole: the handle takes no more, and nothing of it is saved.
+        assert await fails(fs.ops.write(fh, 0, b"x")) == errno.EFBIG
         await fs.ops.release(fh)
+        fh = await fs.open(".slfs/live/Pocket.lsl", os.O_RDWR)
+        await fs.ops.write(fh, SCRIPT_MAX - 1, b"x")  # up to a script's limit is held
+        assert await fails(fs.ops.write(fh, SCRIPT_MAX, b"x")) == errno.EFBIG
+        await fs.ops.release(fh)
+        assert await fs.read_file(".slfs/live/Pocket.lsl") == GOOD.encode()
         assert await fails(fs.truncate(".slfs/live/Pocket.lsl", past)) == errno.EFBIG
         tmp = await fs.create(".slfs/live/sedAb12Cd", os.O_RDWR | os.O_CREAT | os.O_EXCL)
         assert await fails(fs.ops.write(tmp, past, b"x")) == errno.EFBIG

@@ -287,15 +287,17 @@ async def test_agent_macros_come_from_the_session(tmp_path: Path, monkeypatch: p
         assert f'llOwnerSay("Tester Resident"); llOwnerSay("{agent}"); key k = {agent};' in got.expansion
 
 
-async def test_a_plain_luau_script_written_unchanged_is_saved_as_before(tmp_path: Path,
-                                                                         monkeypatch: pytest.MonkeyPatch,
-                                                                         viewer_version: int) -> None:
-    """Only built sources skip an unchanged save: a plain script's save recompiles, as it always did."""
+async def test_a_plain_script_written_unchanged_is_not_saved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             viewer_version: int) -> None:
+    """Plain scripts skip an unchanged save as built ones do: a save would recompile and reset the
+    script (its state lost) for nothing. One changed byte is saved."""
     async with fs_against_sim(tmp_path, monkeypatch, sources_world(), viewer_version=viewer_version) as fs:
         shown = await fs.read_file("Box/Tool.luau")
         await fs.write_file("Box/Tool.luau", shown)
         await fs.write_file("Box/Plain.lsl", PLAIN_TEXT.encode())
-        assert saves(fs, TOOL) == [shown.decode()] and saves(fs, PLAIN) == [PLAIN_TEXT]
+        assert saves(fs, TOOL) == [] and saves(fs, PLAIN) == []
+        await fs.write_file("Box/Plain.lsl", PLAIN_TEXT.encode() + b"\n")
+        assert saves(fs, PLAIN) == [PLAIN_TEXT + "\n"]
 
 
 async def test_includes_never_reach_outside_their_places(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -190,13 +190,12 @@ async def test_bare_truncation_and_truncate_by_path(tmp_path: Path, monkeypatch:
         fh = await fs.open("Box/Note", os.O_WRONLY | os.O_TRUNC)
         await fs.ops.flush(fh)  # bash's `>` closes a duplicate before it writes: nothing yet
         assert saves(fs, NOTE) == []
-        # Never written: the bare truncation would save an empty text, which G1-G3 refuse
-        # (viewer-source.md §2): refused before anything is sent, and the file shows the item again.
-        assert await fails(fs.ops.release(fh)) == errno.EINVAL
-        assert saves(fs, NOTE) == []
-        assert fs.sim.item(NOTE).content == NOTE_TEXT
-        assert await fs.read_file("Box/Note") == NOTE_TEXT.encode()
-        assert "cannot store an empty notecard" in fs.ws.status()["last_error"]
+        # Never written: the bare truncation saves an empty text, which the documents' viewers
+        # store (G1-G3 refuse it: tests/e2e/test_bulk_safety.py).
+        await fs.ops.release(fh)
+        assert saves(fs, NOTE) == [""]
+        assert fs.sim.item(NOTE).content == ""
+        assert await fs.read_file("Box/Note") == b""
         assert recovery(tmp_path) == []
         await fs.write_file("Box/Note", b"0123456789")
         await fs.truncate("Box/Note", 4)
@@ -211,8 +210,8 @@ async def test_a_background_job_failure_leaves_the_mount_serving(tmp_path: Path,
         await trio.testing.wait_all_tasks_blocked()
         status = fs.ws.status()
         assert status["background_errors"] == 1 and "_delete_later" in status["last_error"]
-        await fs.write_file("Box/Main.lsl", MAIN_TEXT.encode())  # still serving
-        assert saves(fs, MAIN) == [MAIN_TEXT]
+        await fs.write_file("Box/Main.lsl", MAIN_TEXT.encode() + b"// more\n")  # still serving
+        assert saves(fs, MAIN) == [MAIN_TEXT + "// more\n"]
 
 
 async def test_recovery_on_a_full_disk_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -286,7 +285,13 @@ async def test_a_new_file_is_bounded_by_its_items_limit_at_a_truncation_too(
     async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=viewer_version) as fs:
         fh = await fs.create("Box/Fresh")
         assert await fails(fs.truncate("Box/Fresh", 65_537)) == errno.EFBIG
+        # Refused whole: the new file is gone, and its close creates nothing in-world.
+        assert await fails(fs.truncate("Box/Fresh", 16 << 20)) == errno.ENOENT
+        await fs.close(fh)
+        assert calls(fs, "object.item.create") == 0
+        fh = await fs.create("Box/Fresh")
         assert await fails(fs.truncate("Box/Fresh", 16 << 20)) == errno.EFBIG
+        fh = await fs.create("Box/Fresh")
         await fs.truncate("Box/Fresh", 65_536)
         await fs.close(fh)
         assert calls(fs, "object.item.create") == 1
