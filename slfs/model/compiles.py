@@ -46,7 +46,7 @@ class CompileReport:
 
 
 def failure_report(message: str, note: str = "") -> CompileReport:
-    """A save the viewer failed without diagnostics (`Internal error: stoi`, an answer of NUL bytes):
+    """A save the viewer failed without diagnostics (`Internal error: stoi` and the item does not hold it):
     one line with its message at row 1, column 1, so `F.diag` and `vim -q` show why."""
     text = one_line(message, 2000) or "the viewer answered the save with an unreadable message"
     return CompileReport(compiled=False, diagnostics=(Diagnostic(row=1, column=1, level="ERROR", message=text),),

@@ -143,12 +143,8 @@ class Saver:
             if not (item.is_script and exc.rpc_code == codes.INTERNAL_ERROR):
                 raise
             res = await self._stored_without_verdict(item, inworld, path, exc.rpc_message or exc.message)
+        # Rows of any bytes (NULs, escapes) are cleaned there: the verdict never fails a save that landed.
         verdict = compile_rows(res.diagnostics, res.errors) if item.is_script else None
-        if verdict is not None and verdict.garbled:
-            item.echo.cancel()
-            self._garbled_compile(item, path, "the viewer's compile answer holds NUL bytes: "
-                                  + " ".join(d.message for d in verdict.rows))
-            raise FsError(errno.EIO, f"{path}: the viewer's compile answer is unreadable (NUL bytes)")
         echo_came = not item.echo.awaited
         if not echo_came:
             item.echo.expect()
