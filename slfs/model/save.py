@@ -125,6 +125,7 @@ class Saver:
                 self._set_buffer(item, None)
                 item.edit.dirty = False
                 log.info("%s: the source is what the file shows; nothing to save", path)
+                self.ws.forget_failed_attempt(item, path)
                 return
             build = await self.sources.build(item, text, path)  # awaits: includes may be fetched
         await self._check_conflict(item, data, path)
@@ -232,6 +233,7 @@ class Saver:
             if build is None:
                 return "plain"
             if self.sources.unchanged(item, build):
+                self.ws.forget_failed_attempt(item, path)
                 return "unchanged"
             item.take_base(data)
             self._begin()
