@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 from typing import Any
 
 import pytest
@@ -15,6 +16,9 @@ from support.mount import Mount, MountFactory
 from support.texts import BAD_LSL
 from support.writes import errno_of, recovery_files, write_file
 
+from slfs.client import files as client_files
+from slfs.client.errors import ClientError
+from slfs.mcp.results import fail
 from slfs.protocol.compile_output import UNPRINTABLE
 
 pytestmark = pytest.mark.generations()
@@ -81,3 +85,60 @@ async def test_a_failed_include_is_forgotten_once_the_file_holds_the_inworld_tex
     assert "missing.lsl" not in await m.thread(m.path(".slfs", "diagnostics").read_text)
     rc, out, err = await slfs(m, "diag", path, check=False)
     assert rc == 0 and "missing.lsl" not in out + err, (rc, out, err)
+
+
+# --- names the viewer cannot hold ------------------------------------------------------------------
+
+REFUSED = [
+    ("café.lsl", errno.EILSEQ, "in-world names are printable ASCII; 'é' is not"),
+    ("a|b", errno.EILSEQ, "in-world names cannot hold '|'"),
+    ("smile \U0001f600", errno.EILSEQ, "in-world names are printable ASCII; '\U0001f600' is not"),
+    ("   ", errno.EINVAL, "in-world names cannot be empty or blank"),
+]
+STRERROR = {errno.EILSEQ: "Invalid or incomplete multibyte or wide character", errno.EINVAL: "Invalid argument"}
+
+
+def inventory_names(m: Mount) -> list[str]:
+    assert m.sim is not None
+    return sorted(i.name for o in m.sim.world.objects.values() for p in o.prims() for i in p.inventory)
+
+
+async def test_a_name_the_viewer_cannot_hold_says_why(mounted: Mount) -> None:
+    m = mounted
+    before = inventory_names(m)
+    for name, err, why in REFUSED:
+        target = m.path(CUBE, name)
+        for argv in (["touch", target], ["cp", m.path(CUBE, "Hello.lsl"), target],
+                     ["mv", m.path(CUBE, "Hello.lsl"), target]):
+            res = await m.run(*argv, check=False)
+            stderr = res.stderr.decode()
+            # mv words EINVAL from rename(2) its own way ("... to a subdirectory of itself"): the
+            # status says why.
+            mv_einval = argv[0] == "mv" and err == errno.EINVAL
+            assert res.returncode != 0 and (mv_einval or STRERROR[err] in stderr), (argv, stderr)
+            status = await m.status()
+            assert why in status["last_error"], (argv, status["last_error"])
+            assert name.isspace() or repr(name) in status["last_error"]  # the status shows blanks as one
+            assert why in m.log_text()
+            told = [e for e in events(m) if e["type"] == "error"][-1]
+            assert why in told["message"] and told["errno"] == errno.errorcode[err], told
+            assert told["operation"] == ("rename" if argv[0] == "mv" else "create")
+        assert inventory_names(m) == before  # nothing created or renamed in-world
+        assert name not in await m.thread(os.listdir, m.path(CUBE))
+    # A prim (folder) rename too.
+    res = await m.run("mv", m.path(CUBE), m.path("Cubé"), check=False)
+    assert res.returncode != 0 and STRERROR[errno.EILSEQ] in res.stderr.decode()
+    assert "'é' is not" in (await m.status())["last_error"]
+
+
+async def test_an_agent_reads_why_a_name_was_refused(mounted: Mount) -> None:
+    """What the MCP tools call (slfs_save with create, slfs_rename): the reason, not the errno's text."""
+    m = mounted
+    with pytest.raises(ClientError) as info:
+        await m.thread(lambda: client_files.rename(str(m.path(CUBE, "Hello.lsl")), "Hellö.lsl"))
+    assert info.value.code == "EILSEQ" and "in-world names are printable ASCII; 'ö' is not" in info.value.message
+    assert "in-world names are printable ASCII; 'ö' is not [EILSEQ: " in str(fail(info.value, str(m.mnt)))
+    with pytest.raises(ClientError) as info:
+        await m.thread(lambda: client_files.write_text(str(m.path(CUBE, "a|b")), b"x\n", create=True))
+    assert info.value.code == "EILSEQ" and "cannot hold '|'" in info.value.message
+    assert "a|b" not in inventory_names(m)
