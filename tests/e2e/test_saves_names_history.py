@@ -142,3 +142,37 @@ async def test_an_agent_reads_why_a_name_was_refused(mounted: Mount) -> None:
         await m.thread(lambda: client_files.write_text(str(m.path(CUBE, "a|b")), b"x\n", create=True))
     assert info.value.code == "EILSEQ" and "cannot hold '|'" in info.value.message
     assert "a|b" not in inventory_names(m)
+
+
+# --- history names in time order -------------------------------------------------------------------
+
+GREET = 'default\n{\n    state_entry()\n    {\n        llOwnerSay("save %d");\n    }\n}\n'
+
+
+async def test_version_names_list_in_time_order(mounted: Mount) -> None:
+    """25 quick saves (many within one second): plain `ls` lists the versions in time order, so the
+    README's `diff $(ls | tail -2)` takes the last two; older unpadded names still restore."""
+    m = mounted
+    path = m.path(CUBE, "Hello.lsl")
+    for i in range(25):
+        assert await m.thread(errno_of, write_file, path, (GREET % i).encode()) == 0
+    history = m.path(CUBE, ".slfs", "history", "Hello.lsl")
+
+    async def saved_all() -> bool:
+        return sum(".saved." in n for n in await m.thread(os.listdir, history)) >= 25
+    await m.wait_for(saved_all, 10, "25 saved versions in the history")
+    listed = (await m.run("sh", "-c", "ls | tail -2", cwd=history)).stdout.decode().split()
+    assert [(history / n).read_text() for n in listed] == [GREET % 23, GREET % 24], listed
+    names = (await m.run("ls", cwd=history)).stdout.decode().split()
+    by_time = sorted(names, key=lambda n: ((history / n).stat().st_mtime_ns, names.index(n)))
+    assert names == by_time
+    assert [(history / n).read_text() for n in names if ".saved." in n] == [GREET % i for i in range(25)]
+    sequenced = [n for n in names if "~" in n]
+    if sequenced:  # saves within one second (most runs): the name of before, unpadded, restores it
+        new = sequenced[0]
+        stamp, rest = new.split("~", 1)
+        seq, tail = rest.split(".", 1)
+        old = f"{stamp}~{int(seq)}.{tail}"
+        rc, out, err = await slfs(m, "restore", path, old, check=False)
+        assert f"restored {new}" in out, (rc, out, err)
+        assert await m.read_bytes(CUBE, "Hello.lsl") == (history / new).read_bytes()
