@@ -16,8 +16,9 @@ from typing import Any
 
 import attrs
 
+from ..model.errors import FsError
 from ..model.names import CONTROL_DIR
-from ..model.naming_rules import NOTECARD_MAX, SCRIPT_MAX
+from ..model.naming_rules import NOTECARD_MAX, SCRIPT_MAX, is_overlay_name, parse_remote_name
 from .errors import ClientError
 from .operations import MountClient
 from .waits import EventWait
@@ -31,6 +32,19 @@ SCRIPT_EXTS = (".lsl", ".luau")
 def os_error(exc: OSError, path: str) -> ClientError:
     code = errno.errorcode.get(exc.errno or 0, "EIO")
     return ClientError(f"{path}: {exc.strerror or exc}", code)
+
+
+def name_error(exc: OSError, path: str) -> ClientError:
+    """A create or rename the mount refused: when the new name breaks the in-world naming rule with
+    that errno (model/naming_rules.py, the mount's own), the reason, not only the errno's text."""
+    name = os.path.basename(path)
+    if exc.errno in (errno.EILSEQ, errno.EINVAL, errno.ENAMETOOLONG) and not is_overlay_name(name):
+        try:
+            parse_remote_name(name)
+        except FsError as refused:
+            if refused.errno == exc.errno:
+                return ClientError(f"{path}: {refused.message}", errno.errorcode[exc.errno])
+    return os_error(exc, path)
 
 
 def limit_for(path: str) -> int:
@@ -108,7 +122,7 @@ def write_text(path: str, data: bytes, *, create: bool) -> None:
             raise ClientError(f"{path}: no such item (create=true makes a new one)", "ENOENT") from None
         if exc.errno == errno.EEXIST:
             raise ClientError(f"{path}: already exists (create=false saves into it)", "EEXIST") from None
-        raise os_error(exc, path) from None
+        raise (name_error(exc, path) if create else os_error(exc, path)) from None
     try:
         view = memoryview(data)
         while view:
@@ -138,7 +152,7 @@ def rename(path: str, new_name: str) -> str:
     try:
         os.rename(path, target)
     except OSError as exc:
-        raise os_error(exc, path) from None
+        raise name_error(exc, target) from None
     return target
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from ..model.errors import FsError
-from ..model.history import History
+from ..model.history import History, current_version_name
 from ..model.history_store import Version, digest_of
 from ..model.names import CONTROL_DIR
 from ..model.tree import Folder, Item
@@ -154,7 +154,7 @@ class HistoryRequests:
                 if v.digest != current:
                     return name, v
             raise FsError(errno.ENOENT, f"{target.name}: every version holds what the item holds now")
-        text = str(wanted)
+        text = current_version_name(str(wanted))  # a name of before the sequence was padded too
         exact = [(n, v) for n, v in files if n == text or str(v.id) == text]
         found = exact or [(n, v) for n, v in files if n.startswith(text)]
         if len(found) == 1:

@@ -2,6 +2,9 @@
 
 FsError becomes its errno with a log line; any other exception becomes EIO with a traceback
 (pyfuse3 only catches FUSEError, anything else would end pyfuse3.main() and leave a dead mount).
+An FsError whose errno alone does not explain it (`FsError.explain`: a name the viewer cannot hold)
+goes to the handlers' object's `explain(name, exc)` instead of the log line: the status's
+`last_error`, the log and an event say why.
 Every call is counted and every call that waits is timed; of those answered at once, one in
 stats.SAMPLE_EVERY is timed once the handler has enough latencies (see slfs/stats.py). An errno
 answer counts as an error. A call that waited (its handler returned a coroutine: a write, a save,
@@ -43,10 +46,15 @@ log = logging.getLogger("slfs.fs.operations")
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 
 
-def failure(name: str, exc: Exception, args: tuple[Any, ...]) -> pyfuse3.FUSEError:
+Explain = Callable[[str, FsError], None]
+
+
+def failure(name: str, exc: Exception, args: tuple[Any, ...], explain: Explain | None = None) -> pyfuse3.FUSEError:
     """The errno answer for an exception a handler raised (FUSEError itself passes through)."""
     if isinstance(exc, FsError):
-        if exc.errno not in (errno.ENOENT, errno.ENODATA, errno.EOPNOTSUPP, errno.EEXIST) and exc.message:
+        if exc.explain and explain is not None:
+            explain(name, exc)
+        elif exc.errno not in (errno.ENOENT, errno.ENODATA, errno.EOPNOTSUPP, errno.EEXIST) and exc.message:
             log.warning("%s: %s", name, exc.message)
         return pyfuse3.FUSEError(exc.errno)
     if isinstance(exc, OSError):
@@ -59,12 +67,13 @@ def failure(name: str, exc: Exception, args: tuple[Any, ...]) -> pyfuse3.FUSEErr
 
 
 # The handler's parameters are spliced in where {params} stands; the names it uses are the
-# factory's arguments (closure cells). Every call is counted, and every error; a call that waits is
-# timed, and of those answered at once each one whose count has none of the histogram's `mask`
-# bits set (stats.Histogram). Such a latency is appended, and folded into the histogram every
+# factory's arguments (closure cells), none of them a handler's parameter name (create's `name`
+# would hide it). Every call is counted, and every error; a call that waits is timed, and of those
+# answered at once each one whose count has none of the histogram's `mask` bits set
+# (stats.Histogram). Such a latency is appended, and folded into the histogram every
 # FOLD_AT and before any read (stats.Histogram.add).
 _TEMPLATE = """
-def make(fn, name, clock, coroutine, hist, latency, add, pending, fold, fold_at, FUSEError, failure):
+def make(fn, handler_name, clock, coroutine, hist, latency, add, pending, fold, fold_at, FUSEError, failure, explain):
     def took(ns, n):
         # Filed if call n is still one to time under the mask now in force (a read of the stats
         # within the call folds, which may start the sampling): each latency stands for its weight.
@@ -97,7 +106,7 @@ def make(fn, name, clock, coroutine, hist, latency, add, pending, fold, fold_at,
             hist.errors += 1
             if start:
                 took(clock() - start, n)
-            raise failure(name, exc, {args}) from None
+            raise failure(handler_name, exc, {args}, explain) from None
         except BaseException:  # cancelled: counted as failed, not an errno
             hist.errors += 1
             raise
@@ -126,9 +135,9 @@ def guarded_sync(fn: Callable[..., Any]) -> Callable[..., Coroutine[Any, Any, An
     exec(_TEMPLATE.format(params=params, args=f"({params},)" if params else "()"), namespace)
     make = namespace["make"]
 
-    def build(hist: Histogram) -> Callable[..., Any]:
+    def build(hist: Histogram, explain: Explain | None) -> Callable[..., Any]:
         wrapper = make(fn, fn.__name__, perf_counter_ns, CoroutineType, hist, hist.latency, hist.add, hist.pending,
-                       hist.fold, FOLD_AT, pyfuse3.FUSEError, failure)
+                       hist.fold, FOLD_AT, pyfuse3.FUSEError, failure, explain)
         functools.update_wrapper(wrapper, fn)
         wrapper.__defaults__ = fn.__defaults__
         return cast(Callable[..., Any], wrapper)
@@ -142,7 +151,9 @@ def guarded_sync(fn: Callable[..., Any]) -> Callable[..., Coroutine[Any, Any, An
 
 
 def bind_handlers(obj: object, stats: Stats) -> None:
-    """Every guarded handler of `obj`'s class, wrapped for `obj` with its histogram in `stats`."""
+    """Every guarded handler of `obj`'s class, wrapped for `obj` with its histogram in `stats` (and
+    `obj.explain`, when it has one, for the errors that need more than their errno)."""
+    explain = getattr(obj, "explain", None)
     seen: set[str] = set()
     for klass in type(obj).__mro__:
         for attr, value in vars(klass).items():
@@ -151,7 +162,7 @@ def bind_handlers(obj: object, stats: Stats) -> None:
             seen.add(attr)
             build = getattr(value, _MAKER, None)
             if build is not None:
-                setattr(obj, attr, MethodType(build(stats.handler(value.__name__)), obj))
+                setattr(obj, attr, MethodType(build(stats.handler(value.__name__), explain), obj))
 
 
 def guarded(fn: F) -> F:

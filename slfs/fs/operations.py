@@ -88,6 +88,13 @@ class Operations(pyfuse3.Operations):
         # What the workspace's fan-out tells of each invalidation report (build_services connects it).
         self.invalidation_listeners = (self.attributes.changed, self._listing_changed)
 
+    def explain(self, handler: str, exc: FsError) -> None:
+        """An error the errno alone does not explain (a name the viewer cannot hold): the status's
+        last_error and the log say why, and so does an `error` event."""
+        self.ws.note_error(f"{handler}: {exc.message}")
+        self.ws.emit("error", operation=handler, errno=errno.errorcode.get(exc.errno, str(exc.errno)),
+                     message=exc.message)
+
     # --- Service: what `.slfs/status` shows of the kernel side
 
     def on_event(self, event: dict[str, Any]) -> None:

@@ -26,7 +26,7 @@ MEANINGS = {
     "EINVAL": "invalid argument",
     "EFBIG": "too large for an item (scripts hold 262,144 bytes, notecards 65,536)",
     "ENAMETOOLONG": "name too long (in-world names hold at most 63 bytes)",
-    "EILSEQ": "not valid text",
+    "EILSEQ": "not valid text, or a name the viewer cannot hold (in-world names are printable ASCII)",
     "EXDEV": "items move only within their prim and keep their kind",
     "EIO": "the viewer refused it or is away (slfs_status says which)",
     "ETIMEDOUT": "the viewer did not answer in time",

@@ -40,17 +40,21 @@ class CompileReport:
     places: tuple[Place | None, ...] = ()
     preprocessed: bool = False
     includes: tuple[str, ...] = ()
+    # False: the save this answers never reached the item (a source that could not be built, a
+    # save the viewer failed): it describes that attempt, not the in-world text, and goes when a
+    # save finds the file holding the in-world text again (Workspace.forget_failed_attempt).
+    landed: bool = True
 
     def place_of(self, index: int) -> Place | None:
         return self.places[index] if index < len(self.places) else None
 
 
 def failure_report(message: str, note: str = "") -> CompileReport:
-    """A save the viewer failed without diagnostics (`Internal error: stoi`, an answer of NUL bytes):
+    """A save the viewer failed without diagnostics (`Internal error: stoi` and the item does not hold it):
     one line with its message at row 1, column 1, so `F.diag` and `vim -q` show why."""
     text = one_line(message, 2000) or "the viewer answered the save with an unreadable message"
     return CompileReport(compiled=False, diagnostics=(Diagnostic(row=1, column=1, level="ERROR", message=text),),
-                         at=time.time(), note=note)
+                         at=time.time(), note=note, landed=False)
 
 
 def event_fields(report: CompileReport) -> dict[str, Any]:

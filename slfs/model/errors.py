@@ -11,12 +11,23 @@ from ..protocol.errors import RpcError
 class FsError(Exception):
     """A failure with the errno the system call should return and a line for the log/status."""
 
+    # Whether the fs layer reports the reason beyond the errno (status, log, event): see NameRefused.
+    explain = False
+
     def __init__(self, err: int, message: str, rpc_code: int | None = None) -> None:
         super().__init__(message)
         self.errno = err
         self.message = message
         self.rpc_code = rpc_code  # the viewer's error code, when the viewer refused
         self.rpc_message = ""  # and its message as the viewer wrote it
+
+
+class NameRefused(FsError):
+    """A name slfs cannot store in-world. The program gets only the errno (mv then guesses "cannot
+    move ... to a subdirectory of itself"), so the fs layer also puts the reason in the status, the
+    log and an event (fs/guarded.py, Operations.explain)."""
+
+    explain = True
 
 
 class CallCut(FsError):

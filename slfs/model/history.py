@@ -19,6 +19,7 @@ import hashlib
 import logging
 import math
 import os
+import re
 import sqlite3
 import time
 from collections.abc import Callable
@@ -464,15 +465,31 @@ def extension(place: Place) -> str:
     return ".luau" if place.file_name.endswith(".luau") else ".lsl"
 
 
+# The sequence of a second version within one second, zero-padded so that `ls` (and `ls | tail -2`,
+# the README's diff recipe) lists them in time order: `~002` ... `~999`, then `~1000` (out of order
+# only past 999 versions in one second). Names before issue 33 had it unpadded (`~2`, `~10`).
+SEQ_WIDTH = 3
+_SEQUENCED = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)~(\d+)(?=\.|$)")
+
+
 def version_names(versions: list[Version], ext: str) -> list[tuple[str, Version]]:
     """File names of an item's versions (newest first as given): UTC time and origin,
-    `2026-12-02T14:03:07Z.saved.lsl`; a second version within one second gets `~2`, `~3`... (after
-    the first in `ls` order)."""
+    `2026-12-02T14:03:07Z.saved.lsl`; a second version within one second gets `~002`, `~003`...
+    (after the first in `ls` order)."""
     seen: dict[str, int] = {}
     named: list[tuple[str, Version]] = []
     for v in reversed(versions):  # oldest first, so a name never changes when a newer one comes
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(math.floor(v.at)))
         n = seen[stamp] = seen.get(stamp, 0) + 1
-        named.append((f"{stamp}{'' if n == 1 else f'~{n}'}.{v.origin}{ext}", v))
+        named.append((f"{stamp}{'' if n == 1 else f'~{n:0{SEQ_WIDTH}d}'}.{v.origin}{ext}", v))
     named.reverse()
     return named
+
+
+def current_version_name(name: str) -> str:
+    """A version name (or a prefix of one) in its current form: an older name's unpadded sequence
+    (`...Z~2.saved.lsl`) padded as version_names pads it (`...Z~002.saved.lsl`)."""
+    m = _SEQUENCED.match(name)
+    if m is None or len(m[2]) >= SEQ_WIDTH:
+        return name
+    return f"{m[1]}~{int(m[2]):0{SEQ_WIDTH}d}{name[m.end():]}"

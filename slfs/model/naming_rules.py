@@ -13,7 +13,7 @@ import re
 import attrs
 
 from . import names
-from .errors import FsError
+from .errors import NameRefused
 
 # Editors' and tools' temporary and backup names (besides dot names, which are always local).
 TEMP_PATTERNS = [re.compile(p) for p in (
@@ -60,7 +60,7 @@ class RemoteName:
 
 
 def parse_remote_name(file_name: str) -> RemoteName:
-    """The in-world identity a new file name asks for; FsError when the viewer cannot hold it."""
+    """The in-world identity a new file name asks for; NameRefused when the viewer cannot hold it."""
     stem, ext = names.split_ext(file_name)
     base, _tag = names.strip_tag(stem)
     sl_name = names.to_sl(base)
@@ -70,19 +70,37 @@ def parse_remote_name(file_name: str) -> RemoteName:
     return RemoteName(sl_name, "notecard", None)
 
 
+# What the viewer holds in a name. Its own editors take item and object names through
+# LLTextValidate::validateASCIIPrintableNoPipe (the inventory renamer, LLFolderView::commitRename;
+# the object's "Object Name" field, LLSidepanelTaskInfo): printable ASCII, ' ' to '~', without '|',
+# which SL inventory uses as a field separator. What reaches it otherwise is corrected
+# (correctInventoryName: other bytes and '|' become spaces, cut at 63 bytes;
+# ../shared/research/viewer-behaviour.md, item.modify), so slfs refuses rather than surprise. A
+# name with a character the viewer cannot hold (outside that set, or '|') is EILSEQ, as file
+# systems that hold only some characters answer (ZFS with utf8only); a blank name is EINVAL. (mv
+# reads EINVAL from rename(2) as "cannot move a directory into itself" and says so.)
+RESERVED = "|"
+
+
+def _is_printable_ascii(c: str) -> bool:
+    return " " <= c <= "~"
+
+
 def check_sl_name(sl_name: str, shown: str) -> None:
-    # The viewer turns other bytes into spaces and cuts at 63 bytes: refuse rather than surprise.
-    bad = [c for c in sl_name if not (" " <= c <= "~")]
+    """NameRefused (its errno and reason) for an in-world name the viewer cannot hold."""
+    bad = sorted({c for c in sl_name if not _is_printable_ascii(c)})
     if bad:
-        raise FsError(errno.EINVAL, f"{shown!r}: in-world names are printable ASCII only "
-                      f"(not {''.join(sorted(set(bad)))!r})")
-    if "|" in sl_name:
-        raise FsError(errno.EINVAL, f"{shown!r}: in-world names cannot contain '|'")
+        listed = ", ".join(repr(c) for c in bad[:5]) + (", ..." if len(bad) > 5 else "")
+        raise NameRefused(errno.EILSEQ, f"{shown!r}: in-world names are printable ASCII; {listed} "
+                          f"{'is' if len(bad) == 1 else 'are'} not")
+    if RESERVED in sl_name:
+        raise NameRefused(errno.EILSEQ, f"{shown!r}: in-world names cannot hold '|' (Second Life's inventory "
+                          "uses it as a separator)")
     if not sl_name.strip():
-        raise FsError(errno.EINVAL, f"{shown!r}: in-world names cannot be empty or blank")
+        raise NameRefused(errno.EINVAL, f"{shown!r}: in-world names cannot be empty or blank")
     if len(sl_name.encode()) > names.MAX_SL_NAME_BYTES:
-        raise FsError(errno.ENAMETOOLONG, f"{shown!r}: in-world names are at most "
-                      f"{names.MAX_SL_NAME_BYTES} bytes")
+        raise NameRefused(errno.ENAMETOOLONG, f"{shown!r}: in-world names are at most "
+                          f"{names.MAX_SL_NAME_BYTES} bytes")
 
 
 NOTECARD_MAX = 65536

@@ -143,12 +143,8 @@ class Saver:
             if not (item.is_script and exc.rpc_code == codes.INTERNAL_ERROR):
                 raise
             res = await self._stored_without_verdict(item, inworld, path, exc.rpc_message or exc.message)
+        # Rows of any bytes (NULs, escapes) are cleaned there: the verdict never fails a save that landed.
         verdict = compile_rows(res.diagnostics, res.errors) if item.is_script else None
-        if verdict is not None and verdict.garbled:
-            item.echo.cancel()
-            self._garbled_compile(item, path, "the viewer's compile answer holds NUL bytes: "
-                                  + " ".join(d.message for d in verdict.rows))
-            raise FsError(errno.EIO, f"{path}: the viewer's compile answer is unreadable (NUL bytes)")
         echo_came = not item.echo.awaited
         if not echo_came:
             item.echo.expect()
@@ -240,8 +236,9 @@ class Saver:
         item.edit.dirty = False
         if before is not None and item.mtime_ns != before:
             item.mtime_ns = before
-            self.tree.stat_changed(item)
+            self.tree.invalidate_item(item, data=False)
         log.debug("%s: the text is what the item holds in-world; nothing to save", path)
+        self.ws.forget_failed_attempt(item, path)  # its diagnostics describe the in-world text again
 
     async def rebuild(self, item: Item) -> str:
         """`slfs build`: expand the item's source again and save it when the build differs from
@@ -256,6 +253,7 @@ class Saver:
             if build is None:
                 return "plain"
             if self.sources.unchanged(item, build):
+                self.ws.forget_failed_attempt(item, path)
                 return "unchanged"
             item.take_base(data)
             self._begin()

@@ -288,7 +288,7 @@ def _failure(place: Place, col: int, message: str) -> CompileReport:
     return CompileReport(compiled=False, diagnostics=(Diagnostic(row=place.row, column=col, level="ERROR",
                                                                  message=message),),
                          at=time.time(), note="not saved: the source could not be built", places=(place,),
-                         preprocessed=True)
+                         preprocessed=True, landed=False)
 
 
 class BuildFailed(Exception):

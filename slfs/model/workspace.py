@@ -102,6 +102,9 @@ class Workspace:
         self.started_at = time.time()
         self._fetches: dict[str, _Fetch] = {}  # by item UUID: renames move inodes, not items
         self.compiles: dict[str, CompileReport] = {}  # item_id -> the last compile this session
+        # item_id -> the report of the in-world text (None: none) while `compiles` holds a failed
+        # attempt's, which never reached the item (CompileReport.landed).
+        self._inworld_compiles: dict[str, CompileReport | None] = {}
         # Objects whose region answered "not connected" to the last call about them: id -> name.
         self.regions_down: dict[str, str] = {}
         self._nursery: trio.Nursery | None = None
@@ -300,8 +303,27 @@ class Workspace:
 
     def record_compile(self, item: Item, report: CompileReport, path: str) -> None:
         """The viewer's answer to a compile of `item`: F.diag, F.state, root diagnostics, an event."""
+        before = self.compiles.get(item.uuid)
+        if report.landed:
+            self._inworld_compiles.pop(item.uuid, None)
+        elif before is None or before.landed:
+            self._inworld_compiles[item.uuid] = before  # still what describes the in-world text
         self.compiles[item.uuid] = report
         self.emit("compile", path=path, item_id=item.uuid, **event_fields(report))
+
+    def forget_failed_attempt(self, item: Item, path: str) -> None:
+        """A save that found the file holding the in-world text (nothing to send): diagnostics
+        describe the in-world text, so those of an earlier attempt that never reached the item (an
+        include not found, a save the viewer failed) go, and the in-world text's come back."""
+        report = self.compiles.get(item.uuid)
+        if report is None or report.landed:
+            return
+        inworld = self._inworld_compiles.pop(item.uuid, None)
+        if inworld is None:
+            del self.compiles[item.uuid]
+        else:
+            self.compiles[item.uuid] = inworld
+        log.info("%s: holds the in-world text again; the failed attempt's diagnostics are cleared", path)
 
     def refetch(self, item: Item) -> None:
         """What the viewer holds may differ from what we know: fetch it again (in the background)."""

@@ -18,9 +18,12 @@ Either pattern is tried on every line whatever the script's language (the two ca
 line), so a viewer that reports an LSL target for a Luau script loses nothing.
 
 Bounded for any input: at most MAX_ROWS rows, each message MAX_MESSAGE characters, cleaned of
-terminal escapes and NULs (slfs.protocol.text); a row number past 2^31 (an unplaced error seen as
-4294967295) reads as 0. Anything of an unexpected type is reported in `problems` and skipped, never
-fatal: a save is not failed for the shape of its verdict.
+terminal escapes, NULs and other control characters (slfs.protocol.text); a row number past 2^31
+(an unplaced error seen as 4294967295) reads as 0. Nothing strips NULs from compiler lines in the
+viewer (viewer-source.md §3) and one build answered with them: they are cleaned like any control
+character, and a message that cleans down to nothing says so (UNPRINTABLE) rather than showing an
+empty row. Anything of an unexpected type is reported in `problems` and skipped, never fatal: a
+save is not failed for the shape, or the bytes, of its verdict.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ MAX_ROWS = 1000
 MAX_MESSAGE = 2000
 MAX_LINE = 8 * MAX_MESSAGE  # a raw line is matched on at most this much of it
 ROW_MAX = 2**31 - 1
+UNPRINTABLE = "(the viewer's message held only control characters)"
 
 _LUAU = re.compile(r"^([^:]*):([0-9]+):\s*(.*)$", re.DOTALL)
 _LSL = re.compile(r"\((\d+), (\d+)\) : ([^:]+) : (.+)", re.DOTALL)
@@ -45,7 +49,6 @@ _LSL = re.compile(r"\((\d+), (\d+)\) : ([^:]+) : (.+)", re.DOTALL)
 @attrs.frozen
 class CompileRows:
     rows: tuple[Diagnostic, ...]
-    garbled: bool = False  # NUL bytes in the verdict (one viewer build): not to be trusted as one
     problems: tuple[str, ...] = ()  # what was of an unexpected shape, for the log
 
 
@@ -62,18 +65,23 @@ def _number(value: Any, offset: int = 0) -> int:
     return value + offset
 
 
+def _message(text: str) -> str:
+    """A message for one row: cleaned and bounded; UNPRINTABLE when nothing printable is left."""
+    return one_line(text, MAX_MESSAGE) or (UNPRINTABLE if text[:MAX_LINE].strip() else "")
+
+
 def parse_line(line: str) -> Diagnostic:
     """One raw compiler line as the viewer would have made it a diagnostic."""
     head = line[:MAX_LINE]
     m = _LSL.search(head)
     if m is not None:
         return Diagnostic(row=_number(int(m[1][:12]), 1), column=_number(int(m[2][:12]), 1),
-                          level=one_line(m[3], 40) or "ERROR", message=one_line(m[4], MAX_MESSAGE), format="lsl")
+                          level=one_line(m[3], 40) or "ERROR", message=_message(m[4]), format="lsl")
     m = _LUAU.match(head)
     if m is not None:
         return Diagnostic(row=_number(int(m[2][:12])), column=0, level="ERROR",
-                          message=one_line(m[3], MAX_MESSAGE) or one_line(head, MAX_MESSAGE))
-    return Diagnostic(row=0, column=0, level="ERROR", message=one_line(line, MAX_MESSAGE))
+                          message=one_line(m[3], MAX_MESSAGE) or _message(head))
+    return Diagnostic(row=0, column=0, level="ERROR", message=_message(line))
 
 
 def _record(value: dict[str, Any]) -> Diagnostic:
@@ -82,23 +90,14 @@ def _record(value: dict[str, Any]) -> Diagnostic:
     level = value.get("level")
     return Diagnostic(row=_number(value.get("row")), column=_number(value.get("column")),
                       level=one_line(level, 40) if isinstance(level, str) and level.strip() else "ERROR",
-                      message=one_line(message if isinstance(message, str) else "", MAX_MESSAGE),
+                      message=_message(message) if isinstance(message, str) else "",
                       format=value.get("format") if isinstance(value.get("format"), str) else None)
-
-
-def _has_nul(value: Any) -> bool:
-    if isinstance(value, str):
-        return "\0" in value[:MAX_LINE]
-    if isinstance(value, dict):
-        return any(isinstance(v, str) and "\0" in v[:MAX_LINE] for v in (value.get("message"), value.get("level")))
-    return False
 
 
 def compile_rows(diagnostics: Any, errors: Any) -> CompileRows:
     """The rows of a verdict from its `diagnostics` and `errors` fields (either, both or neither)."""
     rows: list[Diagnostic] = []
     problems: list[str] = []
-    garbled = False
     for field, value in (("diagnostics", diagnostics), ("errors", errors)):
         if value is None:
             continue
@@ -111,11 +110,10 @@ def compile_rows(diagnostics: Any, errors: Any) -> CompileRows:
             if len(rows) >= MAX_ROWS:
                 problems.append(f"{field}: more than {MAX_ROWS} rows; the rest not shown")
                 break
-            garbled = garbled or _has_nul(element)
             if isinstance(element, str):
                 rows.extend(parse_line(part) for part in element.split("\n")[:MAX_ROWS - len(rows)] if part.strip())
             elif isinstance(element, dict):
                 rows.append(_record(element))
             else:
                 problems.append(f"{field}[]: a {type(element).__name__}, not a line or a record; ignored")
-    return CompileRows(tuple(rows), garbled, tuple(dict.fromkeys(problems)))
+    return CompileRows(tuple(rows), tuple(dict.fromkeys(problems)))

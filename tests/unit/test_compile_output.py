@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from slfs.protocol.compile_output import MAX_MESSAGE, MAX_ROWS, compile_rows, parse_line
+from slfs.protocol.compile_output import MAX_MESSAGE, MAX_ROWS, UNPRINTABLE, compile_rows, parse_line
 from slfs.protocol.text import clean, one_line
 
 
@@ -59,8 +59,13 @@ def test_messages_are_terminal_safe_and_bounded() -> None:
     (row,) = rows(errors=[f"(0, 0) : ERROR : {nasty}"])
     assert "\x1b" not in row[3] and "\0" not in row[3] and "\x9b" not in row[3]
     assert row[3].startswith("red end") and len(row[3]) <= MAX_MESSAGE
-    assert compile_rows(None, ["bad\0line"]).garbled
-    assert not compile_rows(None, ["fine"]).garbled
+    # NULs are cleaned like any control character: the row stays, with what is printable of it.
+    assert rows(errors=["bad\0line"]) == [(0, 0, "ERROR", "bad line")]
+    assert rows(errors=["(3, 4) : ERROR : syntax\0error\0\0"]) == [(4, 5, "ERROR", "syntax error")]
+    assert rows(diagnostics=[{"row": 2, "column": 1, "message": "x\0\x07y"}]) == [(2, 1, "ERROR", "x y")]
+    # A message of nothing but control characters says so rather than showing an empty row.
+    assert rows(errors=["\0" * 12]) == [(0, 0, "ERROR", UNPRINTABLE)]
+    assert rows(diagnostics=[{"row": 0, "message": "\0\x1b[2J"}]) == [(0, 0, "ERROR", UNPRINTABLE)]
 
 
 def test_rows_are_bounded() -> None:

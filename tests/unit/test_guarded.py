@@ -12,7 +12,7 @@ import pyfuse3
 import pytest
 
 from slfs.fs.guarded import bind_handlers, guarded_sync
-from slfs.model.errors import FsError
+from slfs.model.errors import FsError, NameRefused
 from slfs.stats import SAMPLE_EVERY, SAMPLE_FROM, Histogram, Stats
 
 NAME = "guarded_test_handler"  # a name no real handler has: its histogram is removed afterwards
@@ -23,6 +23,7 @@ class Handlers:
     shown_epoch = 0
 
     def __init__(self) -> None:
+        self.explained: list[tuple[str, str]] = []
         bind_handlers(self, STATS)
 
     @guarded_sync
@@ -33,7 +34,14 @@ class Handlers:
             raise FsError(errno.ENOENT, "")
         if kind == 2:
             return self._wait()
+        if kind == 4:
+            raise NameRefused(errno.EILSEQ, "'é': in-world names are printable ASCII; 'é' is not")
+        if kind == 5:
+            raise FsError(errno.EINVAL, "an error the errno explains")
         raise RuntimeError("a bug")
+
+    def explain(self, handler: str, exc: FsError) -> None:
+        self.explained.append((handler, exc.message))
 
     async def _wait(self) -> str:
         time.sleep(0.002)  # a wait the clock can see, inside the coroutine the wrapper awaits
@@ -129,3 +137,16 @@ def test_a_stats_read_within_a_call_keeps_the_weights_right(hist: Histogram) -> 
         call(r, 0)  # type: ignore[arg-type]
     hist.snapshot()
     assert hist.count == 3 * SAMPLE_FROM and abs(hist.timed - hist.count) < SAMPLE_EVERY
+
+
+def test_an_error_its_errno_does_not_explain_goes_to_explain(hist: Histogram) -> None:
+    """A name the viewer cannot hold: the handlers' object says why (status, log, event); other
+    errors only the log line."""
+    h = Handlers()
+    with pytest.raises(pyfuse3.FUSEError) as err:
+        call(h, 4)
+    assert err.value.errno == errno.EILSEQ
+    assert h.explained == [(NAME, "'é': in-world names are printable ASCII; 'é' is not")]
+    with pytest.raises(pyfuse3.FUSEError) as err:
+        call(h, 5)
+    assert err.value.errno == errno.EINVAL and len(h.explained) == 1

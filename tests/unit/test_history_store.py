@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from slfs.model.history import History, agent_key, version_names
+from slfs.model.history import History, agent_key, current_version_name, version_names
 from slfs.model.history_store import Place, Store, Version, digest_of
 from slfs.model.options import Options, parse_options
 from slfs.model.tree import Folder, Item
@@ -132,9 +132,28 @@ def test_version_names_sort_by_time_and_keep_same_second_apart() -> None:
                 for i, (at, o) in enumerate(((1764684190.0, "viewer"), (1764684187.9, "saved"),
                                              (1764684187.2, "fetched")))]
     names = [n for n, _v in version_names(versions, ".lsl")]
-    assert names == ["2025-12-02T14:03:10Z.viewer.lsl", "2025-12-02T14:03:07Z~2.saved.lsl",
+    assert names == ["2025-12-02T14:03:10Z.viewer.lsl", "2025-12-02T14:03:07Z~002.saved.lsl",
                      "2025-12-02T14:03:07Z.fetched.lsl"]
     assert sorted(names) == names[::-1]  # ls order is time order
+
+
+def test_many_versions_in_one_second_list_in_time_order() -> None:
+    """25 saves within one second: `~10` once sorted before `~2`, so `ls | tail -2` took the
+    wrong pair."""
+    versions = [Version(id=i, at=1764684187.0 + i / 100, origin="saved", digest="d", inworld=None, size=1,
+                        place=place()) for i in range(25)][::-1]
+    names = [n for n, _v in version_names(versions, ".lsl")]
+    assert sorted(names) == names[::-1]
+    assert names[:2] == ["2025-12-02T14:03:07Z~025.saved.lsl", "2025-12-02T14:03:07Z~024.saved.lsl"]
+
+
+def test_older_names_still_resolve() -> None:
+    assert current_version_name("2025-12-02T14:03:07Z~2.saved.lsl") == "2025-12-02T14:03:07Z~002.saved.lsl"
+    assert current_version_name("2025-12-02T14:03:07Z~12") == "2025-12-02T14:03:07Z~012"
+    assert current_version_name("2025-12-02T14:03:07Z~002.saved") == "2025-12-02T14:03:07Z~002.saved"
+    assert current_version_name("2025-12-02T14:03:07Z.saved.lsl") == "2025-12-02T14:03:07Z.saved.lsl"
+    assert current_version_name("2025-12-02T14") == "2025-12-02T14"
+    assert current_version_name("17") == "17"  # an id
 
 
 def test_options() -> None:

@@ -6,7 +6,7 @@ import errno
 
 import pytest
 
-from slfs.model.errors import FsError
+from slfs.model.errors import FsError, NameRefused
 from slfs.model.naming_rules import NOTECARD_MAX, SCRIPT_MAX, is_overlay_name, parse_remote_name, size_limit
 
 LOCAL = [".git", ".Note.swp", ".#Note", "#Note#", "Note~", "Main.lsl~", "4913", "Note.swp", "Note.swx",
@@ -33,7 +33,8 @@ def test_kinds() -> None:
 
 
 @pytest.mark.parametrize("name,err", [
-    ("Ünï", errno.EINVAL), ("a|b", errno.EINVAL), ("   ", errno.EINVAL), ("tab\tx", errno.EINVAL),
+    ("Ünï", errno.EILSEQ), ("a\U0001f600", errno.EILSEQ), ("bad\udcff", errno.EILSEQ),
+    ("a|b", errno.EILSEQ), ("   ", errno.EINVAL), ("", errno.EINVAL), ("tab\tx", errno.EILSEQ),
     ("x" * 64, errno.ENAMETOOLONG), ("x" * 64 + ".lsl", errno.ENAMETOOLONG),
 ])
 def test_refused_names(name: str, err: int) -> None:
@@ -49,3 +50,12 @@ def test_63_bytes_fit() -> None:
 def test_limits() -> None:
     assert size_limit("notecard") == NOTECARD_MAX == 65536
     assert size_limit("script") == SCRIPT_MAX == 262144
+
+
+def test_a_refusal_says_which_character_and_why() -> None:
+    with pytest.raises(NameRefused) as info:
+        parse_remote_name("café.lsl")
+    assert info.value.explain and info.value.message == "'café.lsl': in-world names are printable ASCII; 'é' is not"
+    with pytest.raises(NameRefused) as info:
+        parse_remote_name("a|b")
+    assert "'|'" in info.value.message and "separator" in info.value.message
