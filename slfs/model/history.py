@@ -80,7 +80,6 @@ class _Pending:
     data: bytes
     inworld: bytes | None
     at: float
-    since: bool = False  # answer with the time the item has held this text since (on_since)
 
 
 @attrs.frozen
@@ -92,14 +91,13 @@ class History:
     """The history store's trio side: record (queue), the worker, reads, status."""
 
     def __init__(self, options: Options, path_of: Callable[[Any], str],
-                 emit: Callable[..., None] = lambda _kind, **_f: None,
-                 on_since: Callable[[str, str, float], None] = lambda _item, _digest, _at: None) -> None:
+                 emit: Callable[..., None] = lambda _kind, **_f: None) -> None:
         self.max_bytes = options.history_max
         self.max_days = options.history_days
         self.enabled = self.max_bytes > 0
         self._path_of = path_of
         self._emit = emit
-        self._on_since = on_since  # (item_id, digest, seconds): a recorded text's time (record(since=True))
+        self._opened = trio.Event()  # the agent's store was opened (or failed to): since() can answer
         self._send, self._recv = trio.open_memory_channel[_Pending | _Open](QUEUE)
         self._limiter = trio.CapacityLimiter(1)  # one writer thread at a time owns the store
         self._blob_limiter = trio.CapacityLimiter(1)
@@ -134,13 +132,12 @@ class History:
         key = agent_key(agent_id, agent_name)
         if key != self.key:
             self.key = key
+            self._opened = trio.Event()
             self._put(_Open(key))
 
     def record(self, item: Item, origin: str, data: bytes, *, inworld: bytes | None = None,
-               since: bool = False) -> None:
-        """A text of `item` seen now (origin: one of ORIGINS); queued for the store. `since`: once
-        it is stored, on_since is told when the item's text was first seen (this record's time, or
-        an earlier version's of the same text: a remount's first fetch)."""
+               at: float | None = None) -> None:
+        """A text of `item` seen at `at` (default now; origin: one of ORIGINS); queued for the store."""
         if not self.enabled or not self.key:
             return
         place = place_of(self._path_of, item)
@@ -151,8 +148,8 @@ class History:
             if self.skipped == 1:
                 log.info("history: fetched texts are coming faster than the store takes them; some are not kept")
             return
-        self._put(_Pending(place, origin, bytes(data), None if inworld is None else bytes(inworld), time.time(),
-                           since))
+        self._put(_Pending(place, origin, bytes(data), None if inworld is None else bytes(inworld),
+                           time.time() if at is None else at))
 
     def _put(self, what: _Pending | _Open) -> None:
         try:
@@ -208,9 +205,9 @@ class History:
                 log.exception("history: a batch of %d could not be written", len(batch))
                 self._fail(f"{len(batch)} version(s) not kept: {exc}", log_it=False)
                 results = []
+            if any(isinstance(what, _Open) for what in batch):
+                self._opened.set()
             for pending, version in results:
-                if pending.since and self._store is not None:
-                    self._since_of(pending)
                 if version is not None:
                     self._emit("version", path=pending.place.path, origin=version.origin, digest=version.digest,
                                item_id=version.place.item_id, version=version.id, size=version.size)
@@ -218,11 +215,6 @@ class History:
             self.generation += 1
             self._progress.set()
             self._progress = trio.Event()
-
-    def _since_of(self, pending: _Pending) -> None:
-        at = self._read(lambda r: r.since(pending.place.item_id, digest_of(pending.data)), None)
-        if at is not None:
-            self._on_since(pending.place.item_id, digest_of(pending.data), at)
 
     def _write(self, batch: list[_Pending | _Open]) -> list[tuple[_Pending, Version | None]]:
         """The worker's thread: open stores, add versions, prune. Failures are status and log."""
@@ -341,6 +333,18 @@ class History:
             log.error("history: %s", message)
 
     # --- reading ------------------------------------------------------------------------------
+
+    async def wait_open(self, timeout: float = 2.0) -> None:
+        """Until the agent's store was opened (or failed to), at most `timeout`: a mount's first
+        fetches race its opening, and since() answers only from an open store."""
+        if self.enabled and self.key:
+            with trio.move_on_after(timeout):
+                await self._opened.wait()
+
+    def since(self, item_id: str, data: bytes) -> float | None:
+        """When the item came to hold `data`, if its newest version is that text: what a first
+        fetch shows as the file's mtime, so a remount shows what the last mount did."""
+        return self._read(lambda r: r.since(item_id, digest_of(data)), None)
 
     def versions_of(self, item_id: str) -> list[Version]:
         """The item's versions, newest first (none while no store is open)."""

@@ -43,7 +43,6 @@ from .compiles import CompileReport, compiled_report, event_fields
 from .errors import CallCut, FsError, from_rpc, region_down, transient_read_error
 from .generations import features_shown, generation_of
 from .history import FETCHED, VIEWER, History, agent_key
-from .history_store import digest_of
 from .invalidations import PendingInvalidations
 from .item_times import ItemTimes
 from .launch import EditorCommands
@@ -119,7 +118,7 @@ class Workspace:
         self.background_errors = 0
         self.mountpoint = mountpoint
         # Every text seen, kept per agent (model/history.py); the save paths record into it too.
-        self.history = History(self.options, self.tree.path_of, self.emit, self._text_seen_since)
+        self.history = History(self.options, self.tree.path_of, self.emit)
         # Times programs set on item files (utimens), kept per agent across remounts.
         self.times = ItemTimes()
 
@@ -449,6 +448,9 @@ class Workspace:
 
     async def _fetch(self, item: Item) -> None:
         assert item.folder is not None
+        first = item.cache.content is None
+        if first:
+            await self.history.wait_open()  # the history tells a first fetch's mtime (below)
         generation, revision = item.cache.generation, item.info.revision
         path = self.tree.path_of(item)
         res: ContentGetResponse = await self.call(
@@ -467,12 +469,17 @@ class Workspace:
         # save in the viewer, someone else's edit, a recompile.
         origin = VIEWER if item.cache.content is not None and item.cache.content != data else FETCHED
         inworld = res.content.encode("utf-8", "replace") if unwrapped is not None else None
-        first = item.cache.content is None
+        seen = None
+        if first and item.cache.content is None and self.times.shown(item.uuid, data) is None:
+            # A first fetch (no stat has shown the file yet: sizes are unknown before it): its
+            # mtime is when the item came to hold this text, as far as the history knows, so a
+            # remount shows what the last mount did; else now. Never changed once shown: editors
+            # take a changed mtime for a change on disk.
+            since = self.history.since(item.uuid, data)
+            seen = since if since is not None else time.time()
+            item.mtime_ns = round(seen * 1e6) * 1000  # the store's doubles hold microseconds exactly
         self.set_content(item, data, valid=current, revision=revision if current else None, inworld=inworld)
-        # A first fetch: the file's mtime is when the item came to hold this text, as far as the
-        # history knows (a remount shows what the last mount did), unless a program set one.
-        self.history.record(item, origin, data, inworld=inworld,
-                            since=first and self.times.shown(item.uuid, data) is None)
+        self.history.record(item, origin, data, inworld=inworld, at=seen)
         if current:
             item.fetched_at(data, revision)
 
@@ -519,18 +526,6 @@ class Workspace:
         if shown is not None:
             self.times.set(item.uuid, mtime_ns, shown)
         self.tree.invalidate_item(item, data=False)  # a rename onto the item: the kernel has the old time
-
-    def _text_seen_since(self, item_id: str, digest: str, at: float) -> None:
-        """The history's answer to a first fetch: the item has held its text since `at`."""
-        item = self.tree.find(item_id)
-        if not isinstance(item, Item) or item.edit.buffer is not None or item.cache.content is None:
-            return
-        if digest_of(item.cache.content) != digest or self.times.shown(item_id, item.cache.content) is not None:
-            return  # changed since, or a program set its time
-        mtime_ns = round(at * 1e6) * 1000  # the store keeps seconds as a double: microseconds are exact
-        if item.mtime_ns != mtime_ns:
-            item.mtime_ns = mtime_ns
-            self.tree.invalidate_item(item, data=False)
 
     def confirm_content(self, item: Item) -> None:
         """Fetch the item in the background until its content is current (Item.content_current):

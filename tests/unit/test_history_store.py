@@ -292,3 +292,18 @@ async def test_a_store_on_a_disk_gone_read_only_is_still_shown(tiny_disk: Path,
         assert events == []
         assert [await again.blob(v.digest) for v in again.versions_of(ITEM)] == [b"kept"]
         assert again.status()["history"].startswith("failing:")
+
+
+def test_since_is_when_the_newest_version_of_the_text_was_seen(tmp_path: Path) -> None:
+    """A remount's first fetch shows this as the file's mtime: the same text seen again keeps the
+    time it was first seen; another text, or a delete, answers nothing."""
+    store = Store(tmp_path / "h.sqlite3")
+    store.add(place(), "fetched", b"one", None, 1.0)
+    store.add(place(), "fetched", b"one", None, 5.0)
+    assert store.since(place().item_id, digest_of(b"one")) == 1.0
+    store.add(place(), "saved", b"two", None, 7.0)
+    assert store.since(place().item_id, digest_of(b"one")) is None
+    assert store.since(place().item_id, digest_of(b"two")) == 7.0
+    store.add(place(), "deleted", b"two", None, 8.0)
+    assert store.since(place().item_id, digest_of(b"two")) is None
+    assert store.since("no such item", digest_of(b"two")) is None
