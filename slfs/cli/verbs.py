@@ -96,10 +96,12 @@ def add_verb_parsers(sub: Any) -> None:
         _common(p)
         p.add_argument("dir", metavar="DIR")
 
-    p = sub.add_parser("recompile", help="recompile every script of the object of DIR")
+    p = sub.add_parser("recompile", help="recompile one script (FILE: its in-world text saved again, which "
+                       "resets it), or every script of the object of DIR (--target)")
     _common(p)
-    p.add_argument("--target", required=True, choices=RECOMPILE_TARGETS)
-    p.add_argument("dir", metavar="DIR")
+    p.add_argument("--target", choices=RECOMPILE_TARGETS,
+                   help="for a DIR: the VM every script is compiled for (viewer.script.recompile_all)")
+    p.add_argument("dir", metavar="FILE|DIR")
 
     p = sub.add_parser("exec", help="run a viewer command (command.execute)")
     _common(p)
@@ -327,7 +329,22 @@ def cmd_viewer_verb(args: argparse.Namespace) -> int:
 
 
 def cmd_recompile(args: argparse.Namespace) -> int:
-    return _viewer_command(args, "viewer.script.recompile_all", {"target": args.target})
+    if os.path.isdir(args.dir):
+        if args.target is None:
+            raise VerbError(f"{args.dir}: a directory is recompiled for a VM: give --target "
+                            f"({'|'.join(RECOMPILE_TARGETS)})", 2)
+        return _viewer_command(args, "viewer.script.recompile_all", {"target": args.target})
+    if args.target is not None:
+        raise VerbError(f"{args.dir}: one script is recompiled for the VM it has; --target is for a directory", 2)
+    done = MountClient.find(args.mount, args.dir).build([args.dir], verb="recompile")
+    if args.json:
+        emit_json({"results": done.results, "failed": len(done.bad)})
+        return 1 if done.bad else 0
+    for r in done.results:
+        print(_build_line(r).replace(": saved,", ": recompiled,"))
+        for d in r.get("diagnostics", []):
+            print(_diagnostic_line(d))
+    return 1 if done.bad else 0
 
 
 def parse_params(pairs: list[str]) -> dict[str, Any]:

@@ -150,14 +150,15 @@ class MountClient:
                    f"{f.get('note') or 'the previously compiled version keeps running'}" for f in failed],
             timed_out=wait and data.get("waited") is False)
 
-    def build(self, paths: list[str]) -> Built:
-        """Expand and save again the preprocessed scripts under each path."""
+    def build(self, paths: list[str], verb: str = "build") -> Built:
+        """Expand and save again the preprocessed scripts under each path (`recompile`: save each
+        script's in-world text again, whatever it is)."""
         results: list[dict[str, Any]] = []
         with mounts.connect(self.entry) as c:
             for path in paths:
                 try:
                     # No deadline: each save waits for the viewer's compile, and a folder may hold many.
-                    results += c.request("build", _timeout=None, path=self.path_of(path))["results"]
+                    results += c.request(verb, _timeout=None, path=self.path_of(path))["results"]
                 except ClientError as exc:
                     if exc.connection_lost:
                         raise

@@ -103,6 +103,7 @@ class ControlServer:
             "stats": (NoParams, self._stats),
             "diag": (DiagParams, self._diag),
             "build": (PathParams, self._build),
+            "recompile": (PathParams, self._recompile),
             "live_subscribe": (LiveSubscribeParams, self._live_subscribe),
             "live_list": (NoParams, self._live_list),
             "script_list": (NoParams, self._script_list),
@@ -434,13 +435,30 @@ class ControlServer:
                 entry.update(status="failed", error=exc.message, code=errno.errorcode.get(exc.errno, "EIO"))
             if entry["status"] == "plain" and not named:
                 continue  # not a built source: nothing to say about it
-            report = self.ws.compiles.get(item.uuid)
-            if entry["status"] in ("saved", "failed") and report is not None:
-                entry["compiled"] = report.compiled
-                entry["diagnostics"] = self.scripts.diagnostics_of(item)
-                entry["includes"] = list(report.includes)
-            results.append(entry)
+            results.append(self._with_compile(item, entry))
         return {"results": results}
+
+    async def _recompile(self, p: PathParams) -> Any:
+        """`slfs recompile FILE`: the script's in-world text saved again, and the compile's answer."""
+        item = self._item(p.path)
+        if not item.is_script:
+            raise FsError(errno.EINVAL, f"{p.path}: not a script")
+        entry: dict[str, Any] = {"path": self.scripts.abspath(item)}
+        try:
+            await self.writer.recompile(item)
+            entry["status"] = "saved"
+        except FsError as exc:
+            entry.update(status="failed", error=exc.message, code=errno.errorcode.get(exc.errno, "EIO"))
+        return {"results": [self._with_compile(item, entry)]}
+
+    def _with_compile(self, item: Item, entry: dict[str, Any]) -> dict[str, Any]:
+        """A build's or recompile's entry, with the compile's answer when it saved or failed."""
+        report = self.ws.compiles.get(item.uuid)
+        if entry["status"] in ("saved", "failed") and report is not None:
+            entry["compiled"] = report.compiled
+            entry["diagnostics"] = self.scripts.diagnostics_of(item)
+            entry["includes"] = list(report.includes)
+        return entry
 
     async def _set_state(self, p: StateParams, word: str) -> Any:
         item = self._item(p.path)

@@ -115,11 +115,12 @@ class Saver:
             finally:
                 self._end()
 
-    async def _save(self, item: Item, data: bytes, path: str, *, build: Build | None = None) -> None:
+    async def _save(self, item: Item, data: bytes, path: str, *, build: Build | None = None,
+                    force: bool = False) -> None:
         self.check_size(item.info.type, len(data), path)
         text = self._decode(data, path)
         if build is None:
-            if await self._inworld_already(item, data, text):
+            if not force and await self._inworld_already(item, data, text):
                 # An editor's :w without a change, a cp or rsync of the same text, a restore of
                 # what is in-world: saving again would recompile and reset the script, and make a
                 # version of nothing.
@@ -262,6 +263,22 @@ class Saver:
             finally:
                 self._end()
             return "saved"
+
+    async def recompile(self, item: Item) -> None:
+        """`slfs recompile FILE`: save the script's in-world text again, which the viewer compiles
+        (and which resets the script: the one way to ask for that, as identical text is otherwise
+        never sent)."""
+        async with self._save_locks[item.uuid]:
+            path = self.tree.path_of(item)
+            if item.edit.buffer is not None and item.edit.dirty:
+                raise FsError(errno.EBUSY, f"{path}: has unsaved writes; save or close it first")
+            data = await self.ws.read_content(item, current=True)
+            item.take_base(data)
+            self._begin()
+            try:
+                await self._save(item, data, path, force=True)
+            finally:
+                self._end()
 
     def _refuse_empty(self, item: Item, path: str, answer: str) -> NoReturn:
         """G1-G3 refuse an empty `content` ("Invalid params: content is required", checked before

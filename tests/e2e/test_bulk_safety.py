@@ -211,3 +211,19 @@ async def test_an_emptied_notecard_goes_to_the_viewer(mount_factory: MountFactor
             assert (await m.read_bytes("Box", "Note")) == b""
             await m.thread(write_file, m.path("Box", "Note"), NOTE_TEXT.encode())
             await settle(m)
+
+
+async def test_recompile_one_script_saves_its_text_again(mount_factory: MountFactory) -> None:
+    """Identical text never goes through the file, so recompiling (and resetting) one script is a
+    verb of its own."""
+    m = await write_mount(mount_factory)
+    t = mark(m)
+    rc, out, _err = await slfs(m, "recompile", m.path("Box", "Main.lsl"))
+    assert rc == 0 and out.strip().endswith("Main.lsl: recompiled, compiled"), out
+    await settle(m)
+    assert_writes(m, t, saves(MAIN))
+    assert content(m, MAIN) == MAIN_TEXT
+    rc, _out, err = await slfs(m, "recompile", m.path("Box"), check=False)
+    assert rc == 2 and "--target" in err
+    rc, out, err = await slfs(m, "recompile", m.path("Box", "Note"), check=False)
+    assert rc == 1 and "not a script" in out + err
