@@ -125,10 +125,11 @@ class LiveWriter:
         luau = ls.language == "luau"
         build = None
         built = wants_build(text, luau=luau, enveloped=ls.inworld is not None)
-        if built and data == ls.shown:
-            # As for items: the source the file shows already, so saving would only recompile
-            # the same expansion (and stamp a new //last_compiled).
+        if data == ls.shown:
+            # As for items: the text the file shows already. Written again, the viewer would
+            # save it, recompile and reset the script (and a build stamp a new //last_compiled).
             ls.local, ls.dirty = None, False
+            log.debug("%s: the text is what the viewer's file holds; nothing to save", shown)
             return
         if built:
             try:

@@ -104,6 +104,22 @@ async def test_a_reconnect_subscribes_again(tmp_path: Path, monkeypatch: pytest.
         assert sid in fs.ws.live.by_id
 
 
+async def test_the_same_text_written_to_a_live_file_is_not_written_to_the_viewer(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, viewer_version: int) -> None:
+    """The viewer saves (recompiles, resets) whatever its temp file is rewritten with: the text it
+    holds already is not written again, by a write or a rename-over."""
+    async with fs_against_sim(tmp_path, monkeypatch, world(), viewer_version=viewer_version) as fs:
+        _sid, temp = await subscribed(fs)
+        before = os.stat(temp).st_mtime_ns
+        await fs.write_file(".slfs/live/Pocket.lsl", GOOD.encode())
+        fh = await fs.create(".slfs/live/sedAb12Cd", os.O_RDWR | os.O_CREAT | os.O_EXCL)
+        await fs.ops.write(fh, 0, GOOD.encode())
+        await fs.rename(".slfs/live/sedAb12Cd", ".slfs/live/Pocket.lsl")
+        await fs.ops.release(fh)
+        assert os.stat(temp).st_mtime_ns == before and Path(temp).read_text() == GOOD
+        assert recovered(tmp_path) == []
+
+
 # --- tools' temp files in .slfs/live (sed -i, perl -pi) --------------------------------------
 
 def recovered(tmp_path: Path) -> list[bytes]:
