@@ -227,3 +227,17 @@ async def test_recompile_one_script_saves_its_text_again(mount_factory: MountFac
     assert rc == 2 and "--target" in err
     rc, out, err = await slfs(m, "recompile", m.path("Box", "Note"), check=False)
     assert rc == 1 and "not a script" in out + err
+
+
+async def test_cp_p_keeps_the_source_time(mount_factory: MountFactory, tmp_path: Path) -> None:
+    """cp -p sets the time through the open file, before the close that saves it (and creates a
+    new file): the saved item shows the source's time."""
+    m = await write_mount(mount_factory)
+    note, fresh = tmp_path / "Note", tmp_path / "Fresh"
+    note.write_text("copied with its time\n")
+    fresh.write_text("a new notecard\n")
+    await sh(m, f"touch -d 2019-05-06T07:08:09.5 {note} {fresh} && cp -p {note} {fresh} {m.path('Box')}/")
+    await settle(m)
+    assert content(m, NOTE) == "copied with its time\n"
+    for name in ("Note", "Fresh"):
+        assert await mtime(m, "Box", name) == os.stat(tmp_path / name).st_mtime_ns, name
