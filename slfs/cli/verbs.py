@@ -97,10 +97,10 @@ def add_verb_parsers(sub: Any) -> None:
         p.add_argument("dir", metavar="DIR")
 
     p = sub.add_parser("recompile", help="recompile one script (FILE: its in-world text saved again, which "
-                       "resets it), or every script of the object of DIR (--target)")
+                       "resets it), or with --target every script of the object of the path")
     _common(p)
     p.add_argument("--target", choices=RECOMPILE_TARGETS,
-                   help="for a DIR: the VM every script is compiled for (viewer.script.recompile_all)")
+                   help="recompile every script of the object for this VM (viewer.script.recompile_all)")
     p.add_argument("dir", metavar="FILE|DIR")
 
     p = sub.add_parser("exec", help="run a viewer command (command.execute)")
@@ -329,13 +329,11 @@ def cmd_viewer_verb(args: argparse.Namespace) -> int:
 
 
 def cmd_recompile(args: argparse.Namespace) -> int:
-    if os.path.isdir(args.dir):
-        if args.target is None:
-            raise VerbError(f"{args.dir}: a directory is recompiled for a VM: give --target "
-                            f"({'|'.join(RECOMPILE_TARGETS)})", 2)
+    if args.target is not None:  # every script of the object of the path, as before
         return _viewer_command(args, "viewer.script.recompile_all", {"target": args.target})
-    if args.target is not None:
-        raise VerbError(f"{args.dir}: one script is recompiled for the VM it has; --target is for a directory", 2)
+    if os.path.isdir(args.dir):
+        raise VerbError(f"{args.dir}: every script of an object is recompiled for a VM: give --target "
+                        f"({'|'.join(RECOMPILE_TARGETS)}); a FILE alone is recompiled as it is", 2)
     done = MountClient.find(args.mount, args.dir).build([args.dir], verb="recompile")
     if args.json:
         emit_json({"results": done.results, "failed": len(done.bad)})

@@ -505,8 +505,12 @@ class WorldControl:
             await self._send_to(conn, "runtime.debug", params)
 
     async def run_script(self, item_id: str) -> None:
-        """What a (re)started script says: owner-says and the SIM_RUNTIME_ERROR marker."""
-        obj, prim, item = self._find(item_id)
+        """What a (re)started script says: owner-says and the SIM_RUNTIME_ERROR marker. A script
+        deleted before it got to run (a create, then an rm) says nothing."""
+        found = self.world.find_item(item_id)
+        if found is None:
+            return
+        obj, prim, item = found
         if not item.is_script or not item.running or item.compiled_content is None:
             return
         for ev in runtime_events(item.compiled_content, item.language):

@@ -75,12 +75,16 @@ async def test_efbig_at_the_crossing_write(wm: Mount) -> None:
     assert await m.thread(fill, m.path("Box", "Big Card"), 65536) == (0, errno.EFBIG)
     assert await m.thread(fill, m.path("Box", "Main.lsl"), 262144) == (0, errno.EFBIG)
     await settle(m)
+    # Refused whole: what fitted before the crossing write is not saved, and no item is created.
+    assert content(m, NOTE) == NOTE_TEXT and content(m, MAIN) == MAIN_TEXT
+    assert "Big Card" not in item_ids(m)
+    assert writes(m, t) == []
+    # Up to the limit exactly is saved.
+    assert await m.thread(errno_of, write_file, m.path("Box", "Note"), b"a" * 65536) == 0
+    await settle(m)
     assert content(m, NOTE) == "a" * 65536
-    assert content(m, MAIN) == "a" * 262144
-    big = item_ids(m)["Big Card"]
-    assert content(m, big) == "a" * 65536
-    assert sorted(writes(m, t)) == sorted(saves(NOTE) + saves(MAIN) + [("object.item.create", "Big Card")])
     assert await m.thread(errno_of, os.truncate, m.path("Box", "Note"), 65537) == errno.EFBIG
+    assert content(m, NOTE) == "a" * 65536
 
 
 async def test_truncate_of_a_new_file_far_past_the_limit(wm: Mount) -> None:
