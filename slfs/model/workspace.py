@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import logging
 import math
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -89,7 +90,9 @@ class Workspace:
         session_kw.setdefault("live_sync", True)  # scripts open in the viewer's editor (model/live.py)
         # The viewer's local paths (challenge, live sync temp files, editor.open_file) as ours.
         opts = self.options
-        self.paths = PathTranslator(detect(opts.windows_paths, opts.wine_prefix, opts.windows_mount))
+        # The mount is passed in so a translation never looks into it (see slfs/winpaths.py).
+        self.paths = PathTranslator(detect(opts.windows_paths, opts.wine_prefix, opts.windows_mount),
+                                    os.path.abspath(mountpoint) if mountpoint else "")
         session_kw.setdefault("paths", self.paths)
         self.session = ViewerSession(self, host, port, **session_kw)
         self.info: SessionInfo | None = None
