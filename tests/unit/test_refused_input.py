@@ -242,7 +242,7 @@ async def test_a_challenge_read_that_hangs_is_abandoned(monkeypatch: pytest.Monk
 
     monkeypatch.setattr(served, "CHALLENGE_TIMEOUT", 0.2)
     try:
-        with trio.fail_after(5), pytest.raises(ChallengeError, match="not read within 0.2 s"):
+        with trio.fail_after(5), pytest.raises(ChallengeError, match=r"not read within 0\.2 s"):
             await served._read_challenge(Host(), "/x/sl_script_challenge.tmp")  # type: ignore[arg-type]
     finally:
         release.set()
