@@ -81,6 +81,7 @@ async def test_control_socket_answers_a_deep_line_as_a_parse_error(mounted: Moun
     await alive(m)
 
 
+@pytest.mark.generations
 async def test_a_deep_frame_from_the_viewer_is_an_ignored_frame(mounted: Mount) -> None:
     m = mounted
     sim = sim_of(m)
@@ -143,6 +144,7 @@ async def test_mcp_stdin_with_a_deep_line_answers_the_next_request(mounted: Moun
         await proc.wait()
 
 
+@pytest.mark.generations
 async def test_mcp_tool_arguments_are_checked_against_their_schemas(mounted: Mount,
                                                                      monkeypatch: pytest.MonkeyPatch,
                                                                      tmp_path: Path) -> None:
