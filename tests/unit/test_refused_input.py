@@ -29,6 +29,7 @@ from slfs.protocol.errors import ProtocolError
 from slfs.protocol.jsonrpc import parse_message, parse_message_steps
 from slfs.session import served
 from slfs.session.challenge import ChallengeError, read_challenge
+from slfs.sim.world import load_world
 from slfs.winpaths import PathMapper, PathTranslator, match_case, within
 
 DEEP = 100_000
@@ -289,3 +290,10 @@ async def test_open_file_resolves_off_the_loop_under_a_bound(monkeypatch: pytest
         release.set()
     assert threads and loop_thread not in threads
     assert host.errors == [r"editor.open_file Z:\m\x.lsl: refused: not resolved within 0.2 s"]
+
+
+def test_a_sim_world_file_too_deep_is_not_a_world(tmp_path: Path) -> None:
+    path = tmp_path / "world.json"
+    path.write_text(deep_array(DEEP))
+    with pytest.raises(ValueError, match=r"--world .*world.json: not a world file \(nested too deeply\)"):
+        load_world(path)
