@@ -220,9 +220,10 @@ class Tools:
         later (delete_grace), and a copy is kept in the mount's trash folder (named in the answer)."""
         client = await self.client()
         full = await self._path(client, path, write=True)
-        await self._call(client, client_files.delete, full, what=f"delete {path}")
-        # The daemon's trash, not one from this server's environment (its XDG_DATA_HOME may differ).
+        # The daemon's trash, not one from this server's environment (its XDG_DATA_HOME may differ);
+        # asked first, so a delete that is done is never reported as a failed call.
         trash = str((await self._call(client, client.status)).get("trash", ""))
+        await self._call(client, client_files.delete, full, what=f"delete {path}")
         return done(f"{path}: deleted (a copy is in {trash})", {"path": path, "deleted": True, "trash": trash})
 
     async def slfs_build(self, path: Folder) -> CallToolResult:
