@@ -410,7 +410,7 @@ class ControlServer:
     async def _script_list(self, p: NoParams) -> Any:
         res: ScriptList = await self.ws.call("script.list", "script.list", None, ScriptList)
         # The viewer's own path to its temp dir (a Windows one under Wine or WSL2): ours, to list it.
-        temp_dir = await trio.to_thread.run_sync(self.ws.live.local_path, res.temp_dir) if res.temp_dir else ""
+        temp_dir = await self.ws.live.translated(res.temp_dir) if res.temp_dir else ""
         return {"temp_dir": temp_dir, "script_ids": list(res.script_ids)}
 
     def _items_under(self, node: Node) -> list[Item]:
