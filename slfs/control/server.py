@@ -593,6 +593,11 @@ def encode_frame(frame: dict[str, Any]) -> bytes:
     except (RecursionError, ValueError) as exc:
         why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
         log.warning("control: could not encode a %s frame: %s", frame.get("type"), why)
+        event = frame.get("event")
+        if frame.get("type") == "event" and isinstance(event, dict):
+            # An event keeps its scalar fields (seq, type, path, ...) and says what was left out.
+            kept = {k: v for k, v in event.items() if v is None or isinstance(v, (str, int, float, bool))}
+            return json.dumps({"type": "event", "event": {**kept, "unencodable": why}}).encode() + b"\n"
         kept = {k: frame[k] for k in ("id", "type", "command") if isinstance(frame.get(k), (str, int))}
         failed = {**kept, "success": False, "error": f"the answer could not be encoded: {why}", "code": "EIO"}
         return json.dumps(failed).encode() + b"\n"

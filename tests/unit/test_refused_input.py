@@ -130,6 +130,9 @@ def test_an_answer_too_deep_to_encode_is_a_failed_answer() -> None:
     assert answer == {"type": "response", "id": 4, "command": "commands", "success": False, "code": "EIO",
                       "error": "the answer could not be encoded: nested too deeply"}
     assert json.loads(encode_frame({"type": "event", "event": {"a": 1}})) == {"type": "event", "event": {"a": 1}}
+    event = {"type": "event", "event": {"seq": 9, "type": "viewer.x", "odd": deep_value(5000)}}
+    assert json.loads(encode_frame(event)) == {"type": "event", "event": {"seq": 9, "type": "viewer.x",
+                                                                            "unencodable": "nested too deeply"}}
 
 
 # --- slfs mcp's arguments ------------------------------------------------------------------------------
