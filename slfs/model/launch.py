@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import trio
 
 from ..protocol.text import clean, one_line
-from ..winpaths import WindowsPathError, is_windows_path, match_case, within
+from ..winpaths import WindowsPathError, is_windows_path, match_case
 from .open_cmd import TEMPLATE, check_template
 
 if TYPE_CHECKING:
@@ -276,9 +276,9 @@ class EditorCommands:
                 path = self.host.paths.to_local(given)
             except WindowsPathError as exc:
                 raise Refused(str(exc)) from None
-            mount = self.host.paths.mountpoint
-            if is_windows_path(given) and within(path, mount):
+            if is_windows_path(given) and self.host.paths.in_mount(path):
                 # Windows ignores case; the mount's part was kept as given: matched here, in this thread.
+                mount = self.host.paths.mountpoint
                 path = match_case(mount, os.path.relpath(path, mount))
             return resolve_in_mount(path, self.host.mountpoint, live_files)
 
