@@ -5,12 +5,11 @@ Kept apart from the daemon so the CLI verbs can find mounts without importing th
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
-from . import paths
+from . import jsontext, paths
 
 
 def registry_path(mountpoint: str) -> Path:
@@ -32,7 +31,7 @@ def remove_dead_entry(mountpoint: str) -> bool:
     could not remove it itself), or it is unreadable. True when a file was removed."""
     p = registry_path(mountpoint)
     try:
-        entry = json.loads(p.read_text())
+        entry = jsontext.loads(p.read_text())
         pid = int(entry["pid"])
     except FileNotFoundError:
         return False
@@ -51,7 +50,7 @@ def read_registry() -> list[dict[str, Any]]:
     folder = paths.runtime_dir() / "mounts"
     for p in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         try:
-            entry = json.loads(p.read_text())
+            entry = jsontext.loads(p.read_text())
             alive = daemon_alive(int(entry["pid"]))
         except (OSError, ValueError, KeyError, TypeError):
             continue

@@ -17,6 +17,12 @@ one, or refuses it with a message naming the option to set:
   drive-relative paths (`C:foo`), NUL bytes and control characters, a `:` after the drive (an
   alternate data stream), paths over MAX_PATH_BYTES, a drive with no dosdevices link (or not
   mounted under the WSL mount), and any result that is not absolute.
+- the daemon's own mount (`mountpoint`, passed in) is never looked into: a path that reaches it is
+  recognised by its prefix (its last component compared ignoring case, by name only) and the rest
+  kept as given. A lookup there from the daemon's own thread would wait for an answer only that
+  thread can give (a Wine viewer's `editor.open_file` of `Z:\\home\\...\\sl\\Box\\x` hung the
+  mount for good). The callers still run a translation in a worker thread, under a bound: a path
+  outside the mount can lead into it through a symlink.
 
 The paths come from the network: nothing here raises anything but WindowsPathError, whose message
 is safe to log (paths are shown with repr). This module knows no other slfs layer.
@@ -78,6 +84,21 @@ def default_wine_prefix(environ: Mapping[str, str] | None = None) -> str:
     return os.path.join(home, ".wine")
 
 
+def within(path: str, directory: str) -> bool:
+    """Whether `path` is `directory` or under it, comparing normalised strings: no file is looked at."""
+    if not directory:
+        return False
+    path, directory = os.path.normpath(path), os.path.normpath(directory)
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
+
+
+def _names_mount(directory: str, name: str, mountpoint: str) -> bool:
+    """Whether `directory`/`name` is `mountpoint`, the name compared ignoring case (as Windows
+    does), without a look at either: a lookup of a mount point is a request to that file system."""
+    mount = os.path.normpath(mountpoint)
+    return os.path.dirname(mount) == directory and name.casefold() == os.path.basename(mount).casefold()
+
+
 def _case_insensitive(directory: str, name: str) -> str:
     """`name`, or the one entry of `directory` (the first in sorted order when several) equal to it
     ignoring case; `name` itself when there is none or the directory cannot be read."""
@@ -95,6 +116,20 @@ def _case_insensitive(directory: str, name: str) -> str:
     except (OSError, ValueError):
         return name
     return min(found) if found else name
+
+
+def match_case(directory: str, relative: str) -> str:
+    """`directory`/`relative` with each component of `relative` matched ignoring case where it does
+    not exist as given (see _case_insensitive). For the part of a Windows path inside the daemon's
+    mount, which to_local keeps as given: blocking, for a worker thread, never the mount's loop."""
+    local = directory
+    exists = True
+    for part in (p for p in relative.split("/") if p and p != "."):
+        if exists:
+            part = _case_insensitive(local, part)
+            exists = os.path.lexists(os.path.join(local, part))
+        local = os.path.join(local, part)
+    return local
 
 
 @attrs.frozen(kw_only=True)
@@ -128,8 +163,9 @@ class PathMapper:
             return f"wsl ({self.windows_mount}{tag})"
         return "native"
 
-    def to_local(self, path: str) -> str:
-        """The local path of `path`, or WindowsPathError saying why not and what to set."""
+    def to_local(self, path: str, *, mountpoint: str = "") -> str:
+        """The local path of `path`, or WindowsPathError saying why not and what to set. Nothing
+        under `mountpoint` (the daemon's own mount) is looked at: see the module doc."""
         if not isinstance(path, str) or not path:
             raise WindowsPathError("no path given")
         if "\0" in path:
@@ -144,12 +180,12 @@ class PathMapper:
             if not os.path.isabs(path):
                 raise WindowsPathError(f"{path!r}: not an absolute path; refused")
             return path  # a POSIX path: the viewer runs here (or names a Wine Z: path by its Unix name)
-        return self._windows(path)
+        return self._windows(path, mountpoint)
 
     def _refuse(self, path: str, why: str) -> WindowsPathError:
         return WindowsPathError(f"{path!r}: {why}; refused (-o {self.option})")
 
-    def _windows(self, path: str) -> str:
+    def _windows(self, path: str, mountpoint: str) -> str:
         if path.startswith(("\\\\.\\", "\\\\?\\", "//./", "//?/", "\\\\.", "\\\\?")):
             raise self._refuse(path, "a device path (\\\\.\\ or \\\\?\\) is not a file the viewer can share")
         if path.startswith(("\\\\", "//")):
@@ -169,11 +205,15 @@ class PathMapper:
             raise WindowsPathError(
                 f"{path!r} is a Windows path, and -o {self.option} does not translate them: set "
                 "-o windows_paths=wine (a viewer running under Wine) or -o windows_paths=wsl (slfs in WSL2)")
-        base = self._wine_drive(path, letter) if self.mode == "wine" else self._wsl_drive(path, letter)
+        base = self._wine_drive(path, letter) if self.mode == "wine" else self._wsl_drive(path, letter, mountpoint)
         local = base
         exists = True
         for part in parts:
-            if exists:
+            if within(local, mountpoint):
+                exists = False  # inside the mount: kept as given, never looked at
+            elif mountpoint and _names_mount(local, part, mountpoint):
+                part = os.path.basename(os.path.normpath(mountpoint))
+            elif exists:
                 part = _case_insensitive(local, part)
                 exists = os.path.lexists(os.path.join(local, part))
             local = os.path.join(local, part)
@@ -203,11 +243,11 @@ class PathMapper:
             raise self._refuse(path, f"drive {letter.upper()}: resolves to {base!r}, not an absolute path")
         return base
 
-    def _wsl_drive(self, path: str, letter: str) -> str:
+    def _wsl_drive(self, path: str, letter: str, mountpoint: str) -> str:
         base = os.path.join(self.windows_mount, letter)
         if not os.path.isabs(base):
             raise self._refuse(path, f"the Windows mount {self.windows_mount!r} is not absolute")
-        if not os.path.isdir(base):
+        if not within(base, mountpoint) and not os.path.isdir(base):
             raise WindowsPathError(
                 f"{path!r}: drive {letter.upper()}: is not mounted at {base}; if WSL mounts the Windows "
                 "drives elsewhere (/etc/wsl.conf, [automount] root), set -o windows_mount=DIR")
@@ -240,19 +280,25 @@ class PathTranslator:
     """A mount's PathMapper and whether a Windows path has come through it yet (`.slfs/status`).
     Shared by the session (the challenge), the live scripts and the workspace (editor.open_file)."""
 
-    def __init__(self, mapper: PathMapper | None = None) -> None:
+    def __init__(self, mapper: PathMapper | None = None, mountpoint: str = "") -> None:
         self.mapper = mapper or PathMapper()
+        self.mountpoint = mountpoint  # the daemon's own mount: never looked into (see the module doc)
         self.windows_seen = False
 
     def to_local(self, path: str) -> str:
-        """PathMapper.to_local, noting that a Windows path came."""
+        """PathMapper.to_local, noting that a Windows path came. Blocking (it may look at the
+        directories on the way outside the mount): callers on the event loop run it in a worker thread."""
         if isinstance(path, str) and is_windows_path(path):
             self.windows_seen = True
-        return self.mapper.to_local(path)
+        return self.mapper.to_local(path, mountpoint=self.mountpoint)
+
+    def in_mount(self, local: str) -> bool:
+        """Whether a local path is the daemon's own mount or under it (by its prefix alone)."""
+        return within(local, self.mountpoint)
 
     def status(self) -> str:
         return self.mapper.describe(windows_seen=self.windows_seen)
 
 
 __all__ = ["CHOICES", "MAX_PATH_BYTES", "MAX_SCAN", "MODES", "PathMapper", "PathTranslator", "WindowsPathError",
-           "basename", "default_wine_prefix", "detect", "in_wsl", "is_windows_path"]
+           "basename", "default_wine_prefix", "detect", "in_wsl", "is_windows_path", "match_case", "within"]

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from .. import jsontext
 from ..client import ClientError, MountClient
 from ..client.operations import DIAG_WAIT
 from ..protocol.constants import RECOMPILE_TARGETS
@@ -353,8 +354,8 @@ def parse_params(pairs: list[str]) -> dict[str, Any]:
         if not sep or not key:
             raise VerbError(f"{pair!r}: arguments are KEY=VALUE", 2)
         try:
-            out[key] = json.loads(value)
-        except ValueError:
+            out[key] = jsontext.loads(value)
+        except ValueError:  # not JSON, or JSON too deep to decode: the text as it is
             out[key] = value
     return out
 

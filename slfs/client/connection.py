@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from types import TracebackType
 from typing import Any
 
+from .. import jsontext
 from .errors import ClientError, ShutDown
 
 PROTOCOL_VERSION = 1
@@ -60,7 +61,7 @@ class ControlClient:
                 if not line.strip():
                     continue
                 try:
-                    frame = json.loads(line)
+                    frame = jsontext.loads(line)
                 except ValueError:
                     continue  # not ours to judge; the daemon never sends one
                 if not isinstance(frame, dict):

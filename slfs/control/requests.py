@@ -22,6 +22,9 @@ from ..model.errors import FsError
 
 # How long run/stop/open wait for the viewer to confirm, unless the request says.
 CONFIRM_TIMEOUT = 15.0
+# How deep a free-form parameter (viewer_command's `params`) may nest: it is sent on to the viewer,
+# and encoding a value nested near the interpreter's recursion limit fails deep in the call.
+MAX_DEPTH = 32
 
 R = TypeVar("R")
 
@@ -114,9 +117,24 @@ def _number(value: Any, _type: Any) -> float:
     return float(value)
 
 
+def depth(value: Any) -> int:
+    """How deep objects and arrays nest in a decoded JSON value (a scalar is 0); a walk, not a recursion."""
+    deepest = 0
+    todo: list[tuple[Any, int]] = [(value, 0)]
+    while todo:
+        node, level = todo.pop()
+        if isinstance(node, (dict, list)):
+            level += 1
+            deepest = max(deepest, level)
+            todo.extend((child, level) for child in (node.values() if isinstance(node, dict) else node))
+    return deepest
+
+
 def _object(value: Any, _type: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise TypeError(f"expected a JSON object, got {type(value).__name__}")
+    if depth(value) > MAX_DEPTH:
+        raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
     return value
 
 

@@ -6,8 +6,9 @@ Protocol (version 1), modelled on a robust NDJSON RPC host:
   {"id": ID, "type":"response", "command": COMMAND, "success": true, "data": {...}} or
   {"id": ID, "type":"response", "command": COMMAND, "success": false, "error": "...", "code": "ENOENT"}.
   Requests are served concurrently; answers are correlated by id, not by order.
-- A line that is not a JSON object gets {"type":"response","command":"parse","success":false,...}
-  without an id, and the connection stays usable. Frames of an unknown type are ignored.
+- A line that is not a JSON object (or is nested too deeply to decode) gets
+  {"type":"response","command":"parse","success":false,...} without an id, and the connection stays
+  usable. Frames of an unknown type are ignored.
 - {"id":..,"type":"subscribe","since":SEQ} answers, then streams {"type":"event","event":{...}};
   {"type":"unsubscribe"} stops the stream. A subscriber that falls 1,000 events behind gets
   {"type":"subscription_ended","reason":...} and may subscribe again from its last seq.
@@ -33,6 +34,7 @@ from typing import Any
 
 import trio
 
+from .. import jsontext
 from ..model.errors import FsError
 from ..model.events import EventLog
 from ..model.live import LiveScript
@@ -171,7 +173,7 @@ class ControlServer:
         ended = False
 
         async def send(frame: dict[str, Any]) -> None:
-            data = json.dumps(frame, default=str).encode() + b"\n"
+            data = encode_frame(frame)
             async with lock:
                 await stream.send_all(data)
 
@@ -214,7 +216,7 @@ class ControlServer:
     def _dispatch(self, line: bytes, send: Callable[[dict[str, Any]], Awaitable[None]],
                   nursery: trio.Nursery, subscription: list[trio.CancelScope]) -> None:
         try:
-            frame = json.loads(line)
+            frame = jsontext.loads(line)  # a line too deep or too big is a parse error too
             if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
                 raise ValueError("a frame is a JSON object with a string \"type\"")
         except ValueError as exc:
@@ -409,7 +411,7 @@ class ControlServer:
     async def _script_list(self, p: NoParams) -> Any:
         res: ScriptList = await self.ws.call("script.list", "script.list", None, ScriptList)
         # The viewer's own path to its temp dir (a Windows one under Wine or WSL2): ours, to list it.
-        temp_dir = await trio.to_thread.run_sync(self.ws.live.local_path, res.temp_dir) if res.temp_dir else ""
+        temp_dir = await self.ws.live.translated(res.temp_dir) if res.temp_dir else ""
         return {"temp_dir": temp_dir, "script_ids": list(res.script_ids)}
 
     def _items_under(self, node: Node) -> list[Item]:
@@ -599,6 +601,24 @@ class ControlServer:
                            "source": report.source,
                            "errors": sum(1 for d in report.diagnostics if d.level.lower() == "error")})
         return out
+
+
+def encode_frame(frame: dict[str, Any]) -> bytes:
+    """One line for the client. An answer carrying what the viewer sent nested too deeply to encode
+    (json.dumps raises RecursionError) becomes a failed answer saying so, not a dead connection."""
+    try:
+        return json.dumps(frame, default=str).encode() + b"\n"
+    except (RecursionError, ValueError) as exc:
+        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        log.warning("control: could not encode a %s frame: %s", frame.get("type"), why)
+        event = frame.get("event")
+        if frame.get("type") == "event" and isinstance(event, dict):
+            # An event keeps its scalar fields (seq, type, path, ...) and says what was left out.
+            kept = {k: v for k, v in event.items() if v is None or isinstance(v, (str, int, float, bool))}
+            return json.dumps({"type": "event", "event": {**kept, "unencodable": why}}).encode() + b"\n"
+        kept = {k: frame[k] for k in ("id", "type", "command") if isinstance(frame.get(k), (str, int))}
+        failed = {**kept, "success": False, "error": f"the answer could not be encoded: {why}", "code": "EIO"}
+        return json.dumps(failed).encode() + b"\n"
 
 
 def peer_uid(stream: trio.SocketStream) -> int | None:

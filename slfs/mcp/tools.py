@@ -17,7 +17,6 @@ from pydantic import Field
 from ..client import ClientError, MountClient, NoMount, mounts
 from ..client import files as client_files
 from ..client.waits import EventWait
-from ..paths import data_dir
 from .calls import BUILD_TIMEOUT, SAVE_TIMEOUT, blocking
 from .confine import confine, relative
 from .results import done, fail, relativize
@@ -218,11 +217,13 @@ class Tools:
 
     async def slfs_delete(self, path: Path) -> CallToolResult:
         """Delete an item, as `rm` does: the name goes at once, the item in-world a few seconds
-        later (delete_grace), and a copy is kept in slfs's trash folder."""
+        later (delete_grace), and a copy is kept in the mount's trash folder (named in the answer)."""
         client = await self.client()
         full = await self._path(client, path, write=True)
+        # The daemon's trash, not one from this server's environment (its XDG_DATA_HOME may differ);
+        # asked first, so a delete that is done is never reported as a failed call.
+        trash = str((await self._call(client, client.status)).get("trash", ""))
         await self._call(client, client_files.delete, full, what=f"delete {path}")
-        trash = os.path.join(str(data_dir()), "trash")
         return done(f"{path}: deleted (a copy is in {trash})", {"path": path, "deleted": True, "trash": trash})
 
     async def slfs_build(self, path: Folder) -> CallToolResult:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import trio
 
 from ..protocol.text import clean, one_line
-from ..winpaths import WindowsPathError
+from ..winpaths import WindowsPathError, is_windows_path, match_case
 from .open_cmd import TEMPLATE, check_template
 
 if TYPE_CHECKING:
@@ -43,6 +43,9 @@ log = logging.getLogger(__name__)
 MAX_LINE = 10_000_000  # no script is longer (a script is at most 256 KiB of source)
 MAX_NOTE = 1000  # characters of a notification's text
 NOTIFY_TIMEOUT = 10.0  # notify-send returns at once unless the bus hangs
+# How long translating and resolving an editor.open_file path may take (a worker thread: a path can
+# lead through a stuck file system, or through a symlink into this mount, which the loop serves).
+RESOLVE_TIMEOUT = 10.0
 TITLE = "Second Life"
 # The protocol document's levels (info, warn, error; newer-viewers.md: the default is info) as
 # notify-send's urgencies; anything else is info.
@@ -245,31 +248,43 @@ class EditorCommands:
         if not isinstance(given, str) or not given:
             self.refuse(str(given), line, "no path given")
             return
-        try:
-            path = self.host.paths.to_local(given)
-        except WindowsPathError as exc:
-            self.refuse(given, line, str(exc))
-            return
-        self.host.spawn(self._open, path, line)
+        self.host.spawn(self._open, given, line)
 
     def refuse(self, path: str, line: int, why: str) -> None:
         # note_error logs it too (a warning) and puts it in `.slfs/status`'s last_error.
         self.host.note_error(f"editor.open_file {one_line(path, 200)}: refused: {one_line(why, 500)}")
         self.host.emit("viewer.open_file", path=path, line=line, error=why)
 
-    async def _open(self, path: str, line: int) -> None:
+    async def _open(self, given: str, line: int) -> None:
         live = {ls.temp_path: self.host.live.abspath(ls) for ls in self.host.live.by_id.values() if ls.gone is None}
         try:
-            real = await self._resolve(path, live)
+            real = await self._resolve(given, live)
         except Refused as exc:
-            self.refuse(path, line, str(exc))
+            self.refuse(given, line, str(exc))
             return
-        self.host.emit("viewer.open_file", path=path, line=line, opened=real)
+        self.host.emit("viewer.open_file", path=given, line=line, opened=real)
         if self.host.options.open_cmd:
             await self.run_editor(editor_argv(check_template(self.host.options.open_cmd), real, line))
 
-    async def _resolve(self, path: str, live_files: Mapping[str, str]) -> str:
-        return await trio.to_thread.run_sync(resolve_in_mount, path, self.host.mountpoint, live_files)
+    async def _resolve(self, given: str, live_files: Mapping[str, str]) -> str:
+        """The viewer's path translated (a Windows one: winpaths, which never looks into this mount)
+        and resolved inside the mount, in a worker thread under RESOLVE_TIMEOUT: never a lookup
+        from the loop's thread, which alone answers the kernel's requests about this mount."""
+
+        def translate_and_resolve() -> str:
+            try:
+                path = self.host.paths.to_local(given)
+            except WindowsPathError as exc:
+                raise Refused(str(exc)) from None
+            if is_windows_path(given) and self.host.paths.in_mount(path):
+                # Windows ignores case; the mount's part was kept as given: matched here, in this thread.
+                mount = self.host.paths.mountpoint
+                path = match_case(mount, os.path.relpath(path, mount))
+            return resolve_in_mount(path, self.host.mountpoint, live_files)
+
+        with trio.move_on_after(RESOLVE_TIMEOUT):
+            return await trio.to_thread.run_sync(translate_and_resolve, abandon_on_cancel=True)
+        raise Refused(f"not resolved within {RESOLVE_TIMEOUT:g} s")
 
     async def run_editor(self, argv: list[str]) -> None:
         """Run the editor (an argument vector, never a shell), waiting for it as a job of the mount."""

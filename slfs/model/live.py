@@ -48,6 +48,8 @@ LIVE_DIR_KEY = "ctl:live"
 # The viewer polls its temp file once a second; a state held longer is seen by at least one poll.
 VIEWER_POLL = 1.0
 POLL_MARGIN = 0.25
+# How long translating a path the viewer names may take (in a worker thread; see `translated`).
+TRANSLATE_TIMEOUT = 10.0
 
 
 def parse_temp_name(path: str) -> tuple[str, str, str] | None:
@@ -152,7 +154,7 @@ class LiveScripts:
         when it refuses. `temp_path` may be the viewer's Windows path (Wine, WSL2): the local one is
         read and written."""
         viewer_path = temp_path
-        temp_path = await trio.to_thread.run_sync(self.local_path, temp_path)
+        temp_path = await self.translated(temp_path)
         parsed = parse_temp_name(temp_path)
         if parsed is None:
             raise FsError(errno.EINVAL, f"{viewer_path}: not a viewer script temp file "
@@ -187,7 +189,7 @@ class LiveScripts:
         drives = mapper.windows_mount if mapper.mode == "wsl" else None
         try:
             if temp_dir:
-                local = await trio.to_thread.run_sync(self.local_path, temp_dir)
+                local = await self.translated(temp_dir)
                 return await trio.to_thread.run_sync(live_files.viewer_dirs, local, drives)
             return await trio.to_thread.run_sync(functools.partial(live_files.fallback_dirs, temp_path,
                                                                    windows=windows, windows_drives=drives))
@@ -199,6 +201,13 @@ class LiveScripts:
         message = f"{what}: {exc.message}"
         self.ws.note_error(message)
         return FsError(exc.errno, message)
+
+    async def translated(self, path: str) -> str:
+        """local_path in a worker thread, at most TRANSLATE_TIMEOUT seconds (ETIMEDOUT): a path the
+        viewer names may lead through a stuck file system, or into the mount this loop serves."""
+        with trio.move_on_after(TRANSLATE_TIMEOUT):
+            return await trio.to_thread.run_sync(self.local_path, path, abandon_on_cancel=True)
+        raise FsError(errno.ETIMEDOUT, f"{path!r}: not translated within {TRANSLATE_TIMEOUT:g} s")
 
     def local_path(self, path: str) -> str:
         """A path the viewer names (a temp file, script.list's temp_dir) as a local absolute path:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import logging
 import math
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -58,7 +59,8 @@ log = logging.getLogger(__name__)
 STATUS_ORDER = (
     "state", "state_detail", "endpoint", "windows_paths", "viewer", "viewer_version", "viewer_features",
     "viewer_generation", "agent", "agent_id",
-    "objects", "items", "content_fetches", "last_error", "pending_saves", "last_recovery", "region_unavailable",
+    "objects", "items", "content_fetches", "last_error", "pending_saves", "last_recovery", "trash",
+    "region_unavailable",
     "background_errors", "disk_errors", "event_log_errors", "event_log_error", "kernel_refs",
 )
 
@@ -89,7 +91,9 @@ class Workspace:
         session_kw.setdefault("live_sync", True)  # scripts open in the viewer's editor (model/live.py)
         # The viewer's local paths (challenge, live sync temp files, editor.open_file) as ours.
         opts = self.options
-        self.paths = PathTranslator(detect(opts.windows_paths, opts.wine_prefix, opts.windows_mount))
+        # The mount is passed in so a translation never looks into it (see slfs/winpaths.py).
+        self.paths = PathTranslator(detect(opts.windows_paths, opts.wine_prefix, opts.windows_mount),
+                                    os.path.abspath(mountpoint) if mountpoint else "")
         session_kw.setdefault("paths", self.paths)
         self.session = ViewerSession(self, host, port, **session_kw)
         self.info: SessionInfo | None = None

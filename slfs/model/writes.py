@@ -44,7 +44,7 @@ from . import buffers, names
 from .deletes import Deletes
 from .errors import FsError, region_down
 from .history import SAVED
-from .keep import Keeper
+from .keep import TRASH, Keeper, folder_of
 from .live_writes import LiveWriter
 from .naming_rules import RemoteName, is_overlay_name, parse_remote_name
 from .overlay import Overlay
@@ -70,6 +70,7 @@ class Writer(Deletes):
     def status(self) -> dict[str, Any]:
         return {"pending_saves": self.pending_saves,
                 "last_recovery": self.keeper.last_recovery or "none",
+                "trash": str(folder_of(TRASH)),  # where this daemon keeps deleted items' copies
                 "disk_errors": self.keeper.failures}
 
     def _refuse_unsaveable(self, item: Item) -> None:

@@ -82,8 +82,8 @@ def parse_message(text: str | bytes) -> Message:
                 obj = json.loads(text)
         else:
             obj = json.loads(text)
-    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-        raise ProtocolError(f"invalid JSON ({exc})") from None
+    except (ValueError, UnicodeDecodeError, RecursionError, MemoryError) as exc:
+        raise ProtocolError(f"invalid JSON ({_why(exc)})") from None
     return parse_object(obj)
 
 
@@ -93,9 +93,18 @@ def parse_message_steps(text: str, step_chars: int = 1 << 18) -> Generator[None,
     same ProtocolError, as parse_message (see loads_steps). The caller pauses the collector."""
     try:
         obj = yield from loads_steps(text, step_chars)
-    except (ValueError, RecursionError) as exc:
-        raise ProtocolError(f"invalid JSON ({exc})") from None
+    except (ValueError, RecursionError, MemoryError) as exc:
+        raise ProtocolError(f"invalid JSON ({_why(exc)})") from None
     return parse_object(obj)
+
+
+def _why(exc: BaseException) -> str:
+    """What was wrong with the text: the decoder's words, or its depth or size."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    if isinstance(exc, MemoryError):
+        return "too large to decode"
+    return str(exc)
 
 
 # --- json.loads in steps ------------------------------------------------------------------------
@@ -135,7 +144,7 @@ def loads_steps(text: str, step_chars: int = 1 << 18) -> Generator[None, None, A
         if _ws(text, end) != len(text):
             raise _Unexpected  # extra data
     except (_Unexpected, ValueError, RecursionError):
-        return json.loads(text)
+        return json.loads(text)  # raises what it raises: a RecursionError again for text nested too deeply
     return obj
 
 

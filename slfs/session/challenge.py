@@ -21,6 +21,10 @@ A viewer under Wine, or on Windows with slfs in WSL2, names the file by its Wind
 translated first (slfs/winpaths.py) and the local file gets every check above (its name compared
 ignoring case, as Windows does); a path that cannot be translated is refused with the reason and
 the option to set. The answer always comes from the file, never from its name.
+
+A challenge named inside the daemon's own mount is refused by its path alone (no viewer writes its
+challenge there, and a look into the mount is a request the daemon itself must answer). Reading the
+file is blocking: the session runs it in a worker thread, under a bound (session.py).
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ import stat
 import time
 from collections.abc import Callable
 
-from ..winpaths import WindowsPathError, basename, is_windows_path
+from ..winpaths import WindowsPathError, basename, is_windows_path, within
 
 MAX_CHALLENGE_BYTES = 1024
 NAME_PATTERN = "sl_script_challenge*.tmp"
@@ -47,11 +51,12 @@ class ChallengeError(Exception):
     """The challenge file cannot be used; the message says why."""
 
 
-def read_challenge(path: str, to_local: Callable[[str], str] | None = None, *,
+def read_challenge(path: str, to_local: Callable[[str], str] | None = None, *, mountpoint: str = "",
                    now: Callable[[], float] = time.time) -> str:
     """Return the UUID the file holds (surrounding whitespace stripped), or raise ChallengeError.
     `to_local` turns the viewer's path into the local one (PathTranslator.to_local); it may raise
-    WindowsPathError. `now` is the clock the file's age is judged by."""
+    WindowsPathError. A path under `mountpoint` (the daemon's own mount) is refused unread. `now`
+    is the clock the file's age is judged by."""
     if not isinstance(path, str) or not path:
         raise ChallengeError("no challenge path given")
     if "\0" in path:
@@ -64,9 +69,12 @@ def read_challenge(path: str, to_local: Callable[[str], str] | None = None, *,
             local = to_local(path)
         except WindowsPathError as exc:
             raise ChallengeError(f"challenge file: {exc}") from None
+    shown = repr(path) if local == path else f"{path!r} (here {local!r})"
+    if within(local, mountpoint):
+        raise ChallengeError(f"challenge file {shown} is inside this mount ({mountpoint}), where no viewer writes "
+                             "its challenge; not reading it")
     if local == path:
-        return _read(local, repr(path), now)
-    shown = f"{path!r} (here {local!r})"
+        return _read(local, shown, now)
     _check_name(os.path.basename(local), windows, shown)  # the file opened is named so too
     return _read(local, shown, now)
 

@@ -13,6 +13,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, Protocol, TypeVar
 
+import trio
+
 from slfs.protocol import codec
 from slfs.protocol.errors import (
     AUTH_REQUIRED,
@@ -63,11 +65,20 @@ PROTOCOL_VERSION = "1.0"
 RELYING = "; relying on the challenge"
 WINDOWS_SIDE = "the viewer's listener is on the Windows side" + RELYING
 PEER_UNSEEN = "the viewer's end of the connection is not in /proc/net/tcp" + RELYING
-
+# How long reading the challenge file may take: it is read in a worker thread (its path could lead
+# through a stuck file system, or a symlink into the mount this loop serves), abandoned after this.
+CHALLENGE_TIMEOUT = 5.0
 
 
 def now_ms() -> int:
     return int(time.time() * 1000)
+
+
+async def _read_challenge(host: Host, path: str) -> str:
+    """host.read_challenge off the event loop's thread, at most CHALLENGE_TIMEOUT seconds."""
+    with trio.move_on_after(CHALLENGE_TIMEOUT):
+        return await trio.to_thread.run_sync(host.read_challenge, path, abandon_on_cancel=True)
+    raise _challenge.ChallengeError(f"challenge file {path!r} was not read within {CHALLENGE_TIMEOUT:g} s")
 
 
 Heard = Callable[[Connection, Notification], None]
@@ -207,7 +218,7 @@ class Served:
             log.info("%s", conn.listener_note)
         if hs.challenge is not None:
             try:
-                answer = self.host.read_challenge(hs.challenge)
+                answer = await _read_challenge(self.host, hs.challenge)
             except _challenge.ChallengeError as exc:
                 log.error("refusing the handshake: %s", exc)
                 conn.refused = str(exc)

@@ -246,7 +246,8 @@ class ViewerSession:
     # --- for served.Served ------------------------------------------------------------------------
 
     def read_challenge(self, path: str) -> str:
-        return _challenge.read_challenge(path, self.paths.to_local)
+        """Blocking (it looks at the file): served.py runs it in a worker thread, under a bound."""
+        return _challenge.read_challenge(path, self.paths.to_local, mountpoint=self.paths.mountpoint)
 
     def accepted(self, conn: Connection, ok: SessionOk) -> None:
         """session.ok came: list the objects, then ping."""

@@ -240,7 +240,7 @@ class Transport:
     async def _on_frame(self, conn: Connection, text: str) -> None:
         try:
             obj = json.loads(text)
-        except (ValueError, RecursionError):
+        except (ValueError, RecursionError, MemoryError):
             await conn.send(self._error_text(None, RpcError.standard(PARSE_ERROR, "Invalid JSON")))
             return
         if isinstance(obj, list):

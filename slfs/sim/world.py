@@ -15,6 +15,8 @@ from typing import Any
 
 import attrs
 
+from .. import jsontext
+
 PERM_TRANSFER = 0x2000
 PERM_MODIFY = 0x4000
 PERM_COPY = 0x8000
@@ -403,8 +405,13 @@ def world_from_json(data: dict[str, Any]) -> World:
 
 
 def load_world(path: str | Path) -> World:
-    """A world from a `--world` JSON file."""
-    return world_from_json(json.loads(Path(path).read_text(encoding="utf-8")))
+    """A world from a `--world` JSON file; ValueError for one that is not JSON it can decode (a
+    syntax error, or nested too deeply), naming the file."""
+    try:
+        data = jsontext.loads(Path(path).read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise ValueError(f"--world {path}: not a world file ({exc})") from None
+    return world_from_json(data)
 
 
 _SAMPLE: dict[str, Any] | None = None

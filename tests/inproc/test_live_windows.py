@@ -20,6 +20,7 @@ import trio
 from support.inproc import fs_against_sim
 from support.live_world import GOOD, INV, world
 
+from slfs.model import launch
 from slfs.model.errors import FsError
 from slfs.model.options import Options
 from slfs.protocol.types import ScriptList
@@ -105,11 +106,11 @@ async def test_editor_open_file_gets_the_local_path(tmp_path: Path, monkeypatch:
         events = fs.svc.events.events  # every event the workspace told (the event log keeps them)
         ran: list[str] = []
 
-        async def opened(path: str, _live: Any) -> str:  # the mount check (unit-tested) passes it
+        def opened(path: str, _mountpoint: str, _live: Any) -> str:  # the mount check (unit-tested) passes it
             ran.append(path)
             return path
 
-        monkeypatch.setattr(fs.ws.editor, "_resolve", opened)
+        monkeypatch.setattr(launch, "resolve_in_mount", opened)
         monkeypatch.setattr(fs.ws, "options", attrs.evolve(options, open_cmd="true"))
         fs.ws.on_editor_command("editor.open_file", {"path": r"C:\Projects\x.lsl", "line": 3})
         fs.ws.on_editor_command("editor.open_file", {"path": r"\\server\share\x.lsl"})
@@ -120,6 +121,8 @@ async def test_editor_open_file_gets_the_local_path(tmp_path: Path, monkeypatch:
         await trio.sleep(0.05)  # the refused one tells at once, the other once checked
         opened_events = [e for e in events if e["type"] == "viewer.open_file"]
         good, bad = sorted(opened_events, key=lambda e: "error" in e)
-        assert good["path"] == str(root / "Projects" / "x.lsl") and good["line"] == 3
+        # the event names the path as the viewer gave it, and the local file opened
+        assert good["path"] == r"C:\Projects\x.lsl" and good["opened"] == str(root / "Projects" / "x.lsl")
+        assert good["line"] == 3
         assert "UNC" in str(bad["error"]) and "editor.open_file" in fs.ws.last_error
         assert len(ran) == 1  # the refused one ran nothing
