@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from slfs.model.keep import Keeper, TextCopy
+from slfs.status_text import status_values
 
 ORIGINAL = b"line one\n"
 MINE = b"line ONE\n"
@@ -78,3 +79,17 @@ async def test_a_copy_removed_or_edited_since_is_made_again(folder: Path) -> Non
     third = await k.keep_text(ITEM, "Box/Note", MINE, "failed")
     assert third.made and third.path not in (first.path, second.path)
     assert second.path.read_bytes() == b"fixed by hand\n"  # never written over
+
+
+def test_unsent_files_are_one_status_line_each() -> None:
+    entry = {"state": "recovered", "path": "/m/Box/Note", "code": "EIO", "recovery": "/r/20261204-185205-Box__Note",
+             "reason": "saving Box/Note failed: not connected", "inworld_changed": False}
+    line = "recovered /m/Box/Note (EIO), copy /r/20261204-185205-Box__Note: saving Box/Note failed: not connected"
+    assert status_values("unsent", [entry]) == [line]
+    assert status_values("unsent", [entry, {**entry, "state": "refused", "inworld_changed": True}])[1] == \
+        line.replace("recovered", "refused", 1).replace(": saving", ", changed in-world since: saving")
+    assert status_values("unsent", []) == ["none"]
+    assert status_values("unsent", [{"state": "unsaved", "path": "/m/Box/New", "code": None, "recovery": None,
+                                     "reason": "written through the mount and not saved yet"}]) == \
+        ["unsaved /m/Box/New: written through the mount and not saved yet"]
+    assert status_values("pending_saves", 0) == ["0"]
