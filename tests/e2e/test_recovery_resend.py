@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp import Client
 from support.cli import sj, slfs
 from support.mount import Mount, MountFactory
 from support.writes import (
@@ -28,6 +29,7 @@ from support.writes import (
 )
 
 from slfs.client import ClientError, MountClient
+from slfs.mcp.server import build_server
 
 pytestmark = pytest.mark.generations("G1", "G2", "G3", "G4")
 
@@ -144,3 +146,29 @@ async def test_resend_over_an_in_world_change_is_estale(mount_factory: MountFact
     assert content(m, NOTE) == MINE
     assert await listed(m) == []
     assert len(recovery_files(m)) == 1
+
+
+async def test_the_mcp_tools_list_and_resend(mount_factory: MountFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """slfs_status names the file not in-world; slfs_resend is refused with ESTALE over an in-world
+    change, and sends it with force=true."""
+    m, copy = await vim_save_while_the_viewer_is_stopped(mount_factory)
+    for key in ("XDG_RUNTIME_DIR", "XDG_STATE_HOME", "XDG_DATA_HOME"):
+        monkeypatch.setenv(key, m.env[key])
+    async with Client(build_server(), mode="legacy") as client:
+        status = await client.call_tool("slfs_status", {})
+        assert not status.is_error and status.structured_content is not None
+        (entry,) = status.structured_content["unsent"]
+        assert entry["path"] == "Box/Note" and entry["recovery"] == str(copy), entry
+        assert "1 files not in-world: Box/Note (recovered)" in status.content[0].text  # type: ignore[union-attr]
+        await sim_of(m).set_content(NOTE, "theirs\n")
+        await sim_of(m).quiesce()
+        refused = await client.call_tool("slfs_resend", {"path": "Box/Note"})
+        assert refused.is_error and "ESTALE" in refused.content[0].text  # type: ignore[union-attr]
+        t = mark(m)
+        sent = await client.call_tool("slfs_resend", {"path": "Box/Note", "force": True})
+        assert not sent.is_error and sent.structured_content is not None
+        assert sent.structured_content["sent"] and sent.structured_content["path"] == "Box/Note"
+    await settle(m)
+    assert_writes(m, t, [("object.content.save", NOTE)])
+    assert content(m, NOTE) == MINE
+    assert await listed(m) == []
