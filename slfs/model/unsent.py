@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import trio
 
+from .buffers import HELD_MAX
 from .errors import FsError
 from .history import RECOVERED as RECOVERED_VERSION
 from .keep import Keeper, kept_clause
@@ -63,6 +64,15 @@ class Recovered:
     @property
     def state(self) -> str:
         return REFUSED if self.err in REFUSALS else RECOVERED
+
+
+def _read_copy(path: Path) -> bytes:
+    """A recovery copy's bytes; one grown past what could ever be sent is refused before it is read."""
+    with path.open("rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size > HELD_MAX:
+            raise FsError(errno.EFBIG, f"the recovery copy {path} holds {size} bytes, more than could be sent")
+        return f.read()
 
 
 class Unsent:
@@ -134,6 +144,8 @@ class Unsent:
         listed = {e["item_id"] for e in out}
         for node in list(self.tree.nodes.values()):
             if isinstance(node, Item) and node.edit.dirty and node.edit.buffer is not None:
+                if node.cache.content_valid and node.edit.buffer == node.cache.content:
+                    continue  # written, but what it holds is the text in-world
                 recovered = self.entries.get(node.uuid)
                 if node.uuid in listed and recovered is not None and bytes(node.edit.buffer) == recovered.data:
                     continue  # the recovered text is the one the file holds: listed once
@@ -167,9 +179,12 @@ class Unsent:
         """What the recovery copy holds now, or the text kept when there is no copy to read."""
         if entry.copy is not None:
             try:
-                return await trio.to_thread.run_sync(entry.copy.read_bytes)
+                return await trio.to_thread.run_sync(_read_copy, entry.copy)
             except FileNotFoundError:
                 log.info("%s: its recovery copy %s is gone; resending the text kept in memory", entry.path, entry.copy)
+            except OSError as exc:
+                raise FsError(errno.EIO, f"{entry.path}: cannot read its recovery copy {entry.copy}: "
+                              f"{exc.strerror or exc}") from None
         return entry.data
 
     def _unsaved_writes(self, item: Item, data: bytes) -> None:

@@ -109,3 +109,53 @@ async def test_resend_checks_against_the_text_it_was_based_on(tmp_path: Path, mo
         assert unsent(fs) == []
         await fs.ops.release(fh)  # nothing left to save
         assert [e["outcome"] for e in events(fs, "resend")] == ["failed", "saved"]
+
+
+async def test_resend_sends_what_the_copy_holds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                viewer_version: int) -> None:
+    """A copy fixed by hand is what goes; a copy removed leaves the text kept in memory; a text the
+    item holds already is not sent again."""
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=viewer_version) as fs:
+        await fs.read_file("Box/Note")
+        writer = fs.svc.writer
+
+        async def fail_a_save(text: bytes) -> Path:
+            fs.sim.fail_next("object.content.save", RpcError(REQUEST_TIMEOUT, "Request timed out"))
+            fh = await fs.open("Box/Note", os.O_WRONLY | os.O_TRUNC)
+            await fs.ops.write(fh, 0, text)
+            assert await fails(fs.ops.flush(fh)) == errno.ETIMEDOUT
+            writer._set_buffer(note(fs), None)
+            note(fs).edit.dirty = False
+            await fs.ops.release(fh)
+            (entry,) = unsent(fs)
+            return Path(entry["recovery"])
+
+        copy = await fail_a_save(b"typo\n")
+        copy.write_bytes(b"fixed by hand\n")
+        await writer.unsent.resend(note(fs))
+        assert fs.sim.item(NOTE).content == "fixed by hand\n"
+
+        copy = await fail_a_save(b"kept in memory\n")
+        copy.unlink()
+        await writer.unsent.resend(note(fs))
+        assert fs.sim.item(NOTE).content == "kept in memory\n"
+
+        # The text the item holds in-world failing to save (vim's restore of the original): no entry.
+        fs.sim.fail_next("object.content.save", RpcError(REQUEST_TIMEOUT, "Request timed out"))
+        fh = await fs.open("Box/Note", os.O_WRONLY | os.O_TRUNC)
+        await fs.ops.write(fh, 0, b"kept in memory\n")
+        assert await fails(fs.ops.flush(fh)) == errno.ETIMEDOUT
+        assert unsent(fs) == []  # the file holds the text in-world: not listed, and nothing was kept
+        writer._set_buffer(note(fs), None)
+        note(fs).edit.dirty = False
+        await fs.ops.release(fh)
+        assert unsent(fs) == [] and [e["made"] for e in events(fs, "recovery")] == [True, True]
+
+        # Someone saved the very text in-world meanwhile: nothing is sent, the entry goes.
+        await fail_a_save(b"third\n")
+        await fs.sim.set_content(NOTE, "third\n")
+        sent = len([m for m, _p in fs.sim.calls if m == "object.content.save"])
+        out = await writer.unsent.resend(note(fs))
+        assert out["sent"] is False and unsent(fs) == []
+        assert len([m for m, _p in fs.sim.calls if m == "object.content.save"]) == sent
+        assert [e["outcome"] for e in events(fs, "resend")] == ["saved", "saved", "in-world"]
