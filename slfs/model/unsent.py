@@ -63,7 +63,12 @@ class Recovered:
 
     @property
     def state(self) -> str:
-        return REFUSED if self.err in REFUSALS else RECOVERED
+        return state_of(self.err)
+
+
+def state_of(err: int) -> str:
+    """`refused` for what the text or the item is, `recovered` for what may pass."""
+    return REFUSED if err in REFUSALS else RECOVERED
 
 
 def _read_copy(path: Path) -> bytes:
@@ -76,6 +81,8 @@ def _read_copy(path: Path) -> bytes:
 
 
 class Unsent:
+    """The recovered texts of this run, by item; the status's `unsent` list; `slfs resend`."""
+
     def __init__(self, ws: Workspace, keeper: Keeper, saver: Saver) -> None:
         self.ws = ws
         self.tree = ws.tree
@@ -116,7 +123,7 @@ class Unsent:
             self.ws.emit("recovery", path=item_path, item_id=item.uuid if item is not None else None,
                          recovery=str(kept.path) if kept.path is not None else None, reason=why,
                          code=errno.errorcode.get(err, str(err)), made=kept.made,
-                         state=REFUSED if err in REFUSALS else RECOVERED)
+                         state=state_of(err))
         self.ws.note_error(f"{why}; {clause}")
         return clause
 
