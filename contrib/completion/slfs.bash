@@ -7,7 +7,7 @@ _slfs() {
     cur=${COMP_WORDS[COMP_CWORD]}
     prev=${COMP_WORDS[COMP_CWORD-1]}
     local verbs="mount umount demo sim status stats diag edit live build run stop reset events open close teleport
-        focus save-back reset-all recompile exec commands open-uri mcp history restore"
+        focus save-back reset-all recompile exec commands open-uri mcp history restore resend"
     local opts="prefetch= attr_timeout= delete_grace= vm= save_retries= shutdown_grace= open_cmd=
         history_max= history_days=
         allow_other allow_root default_permissions ro rw noatime auto_unmount"
@@ -52,6 +52,7 @@ _slfs() {
         recompile) flags="--target --json --mount" ;;
         diag|edit) flags="--wait --json --mount" ;;
         history) flags="--deleted --json --mount" ;;
+        resend) flags="--force --json --mount" ;;
         umount) flags= ;;
         mcp) flags="--mount --auto-mount" ;;
         *) flags="--json --mount" ;;
@@ -63,7 +64,7 @@ _slfs() {
     case $verb in
         mount|umount|demo|status|stats|close|teleport|focus|save-back|reset-all|recompile)
             COMPREPLY=($(compgen -d -- "$cur")) ;;
-        diag|edit|build|run|stop|reset|history|restore)
+        diag|edit|build|run|stop|reset|history|restore|resend)
             COMPREPLY=($(compgen -f -- "$cur")) ;;
         *) ;;
     esac

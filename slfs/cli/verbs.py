@@ -22,6 +22,7 @@ from ..client import ClientError, MountClient
 from ..client.operations import DIAG_WAIT
 from ..protocol.constants import RECOMPILE_TARGETS
 from ..stats import render as render_stats
+from ..status_text import status_values
 from .output import PrintableStream, VerbError, emit_json, err
 
 VIEWER_VERBS = {
@@ -126,6 +127,13 @@ def add_verb_parsers(sub: Any) -> None:
     p.add_argument("version", nargs="?", metavar="VERSION",
                    help="a version's name as `slfs history` lists it (or a prefix, or its id)")
 
+    p = sub.add_parser("resend", help="save the newest recovered text of FILE (a save that failed; `slfs status` "
+                       "lists them) as a normal save")
+    _common(p)
+    p.add_argument("--force", action="store_true",
+                   help="send it even though the item changed in-world since the text was based on it")
+    p.add_argument("path", metavar="FILE")
+
     p = sub.add_parser("open-uri", help="handle the viewer's launch URI (vscode://lindenlab.sl-vscode-plugin/...)")
     _common(p)
     p.add_argument("-o", dest="options", action="append", default=[], metavar="OPTIONS",
@@ -135,7 +143,8 @@ def add_verb_parsers(sub: Any) -> None:
 
 
 VERBS = ("status", "stats", "diag", "edit", "live", "build", "run", "stop", "reset", "events", "open", "close",
-         *VIEWER_VERBS, "recompile", "exec", "commands", "open-uri", "history", "restore")
+         *VIEWER_VERBS, "recompile", "exec", "commands", "open-uri", "history", "restore",
+         "resend")
 
 
 def run_verb(args: argparse.Namespace) -> int:
@@ -181,7 +190,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         emit_json(data)
     else:
         for key, value in data.items():
-            print(f"{key}: {' '.join(str(value).split())}")
+            for shown in status_values(key, value):
+                print(f"{key}: {' '.join(shown.split())}")
     return 0
 
 
@@ -462,6 +472,22 @@ def cmd_restore(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def cmd_resend(args: argparse.Namespace) -> int:
+    data = MountClient.find(args.mount, args.path).resend(args.path, force=args.force)
+    failed = data.get("compiled") is False
+    if args.json:
+        emit_json(data)
+        return 1 if failed else 0
+    if not data["sent"]:
+        print(f"{data['path']}: {data.get('note', 'not sent')}")
+        return 0
+    compiled = "" if "compiled" not in data else (", compiled" if data["compiled"] else ", compile failed")
+    print(f"{data['path']}: resent from {data['recovery'] or 'the text kept in memory'}{compiled}")
+    for d in data.get("diagnostics", []):
+        print(_diagnostic_line(d))
+    return 1 if failed else 0
+
+
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "status": cmd_status,
     "stats": cmd_stats,
@@ -482,4 +508,5 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "open-uri": cmd_open_uri,
     "history": cmd_history,
     "restore": cmd_restore,
+    "resend": cmd_resend,
 }

@@ -288,6 +288,15 @@ class MountClient:
             params["deleted"] = True
         return dict(self.request("history", **params))
 
+    def resend(self, path: str, *, force: bool = False) -> dict[str, Any]:
+        """Save the newest recovered text of the item at `path` (ESTALE when it changed in-world
+        since that text was based on it, unless `force`); {"path", "recovery", "sent", ...}."""
+        params: dict[str, Any] = {"path": self.path_of(path)}
+        if force:
+            params["force"] = True
+        # No deadline: a script's save waits for the viewer's compile.
+        return dict(self.request("resend", _timeout=None, **params))
+
     def restore(self, path: str, version: str | None = None) -> dict[str, Any]:
         """Save a version of the item at `path` (default: the newest that differs from it) as a
         normal save; {"path", "restored", "version", "created", ...}."""

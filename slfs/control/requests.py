@@ -47,6 +47,14 @@ class PathParams:
 
 
 @attrs.frozen(kw_only=True)
+class ResendParams:
+    """resend: an item's path, and whether to send over an in-world change since its text was based on it."""
+
+    path: str | None = None
+    force: bool = False
+
+
+@attrs.frozen(kw_only=True)
 class ListParams:
     """list (slfs mcp's slfs_list): a folder (default the root), and whether to go down into it."""
 

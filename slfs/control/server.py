@@ -17,7 +17,7 @@ Protocol (version 1), modelled on a robust NDJSON RPC host:
 Commands: status, stats, diag {path}, run/stop/reset {path}, events {since, seconds}, subscribe,
 open {object_id}, close {path}, viewer_command {command, params, path}, commands,
 find {uuid}, resolve {path}, list {path, recursive}, history {path, deleted},
-restore {path, version} (control/history.py).
+restore {path, version} (control/history.py), resend {path, force}.
 """
 
 from __future__ import annotations
@@ -63,6 +63,7 @@ from .requests import (
     NoParams,
     OpenParams,
     PathParams,
+    ResendParams,
     StateParams,
     ViewerCommandParams,
     structure,
@@ -120,6 +121,7 @@ class ControlServer:
             "find": (FindParams, self._find),
             "resolve": (PathParams, self._resolve_cmd),
             "list": (ListParams, self._list),
+            "resend": (ResendParams, self._resend),
         }
         history = HistoryRequests(self)  # control/history.py
         self.commands.update(history=(HistoryParams, history.history), restore=(RestoreParams, history.restore))
@@ -560,6 +562,15 @@ class ControlServer:
 
     async def _resolve_cmd(self, p: PathParams) -> Any:
         return self._describe(self.resolve(p.path))
+
+    async def _resend(self, p: ResendParams) -> Any:
+        """`slfs resend`: save the newest recovered text of the item at `path` (model/unsent.py)."""
+        item = self._item(p.path)
+        out = await self.writer.unsent.resend(item, force=p.force)
+        report = self.ws.compiles.get(item.uuid)
+        if out["sent"] and item.is_script and report is not None:
+            out.update(compiled=report.compiled, diagnostics=self.scripts.diagnostics_of(item))
+        return out
 
     # --- list (slfs mcp's slfs_list) ----------------------------------------------------------
 

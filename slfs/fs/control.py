@@ -27,6 +27,7 @@ from ..model.workspace import Workspace
 from ..protocol.ids import is_uuid
 from ..protocol.text import printable
 from ..stats import Stats, render
+from ..status_text import status_values
 
 DIR, FILE, LINK = "dir", "file", "link"
 LIVE = "live"  # the kind of MOUNT/.slfs/live
@@ -299,8 +300,9 @@ class Control:
     def _render_status(self) -> bytes:
         lines = []
         for key, value in self.ws.status().items():
-            text = printable(" ".join(str(value).split()))  # one line per key, always; names are network text
-            lines.append(f"{key}: {text}")
+            for shown in status_values(key, value):
+                text = printable(" ".join(shown.split()))  # one line per value, always; names are network text
+                lines.append(f"{key}: {text}")
         return ("\n".join(lines) + "\n").encode("utf-8", "replace")  # names are network data
 
     def _render_stats(self) -> bytes:

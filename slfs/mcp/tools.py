@@ -70,8 +70,9 @@ class Tools:
         """The mount and its viewer: connection state (and why), endpoint, viewer and version, its
         features and the generation of viewer code it looks like (G0/G1: no viewer commands, raw
         compile errors, runtime output only for live-sync scripts; G2-G4), agent, object and item
-        counts, the last error, and the event cursor to give slfs_wait and slfs_logs. Works while
-        the viewer is away."""
+        counts, the last error, the files whose text is not in-world ('unsent': unsaved, recovered
+        after a failed save, refused; slfs_resend sends a recovered one), and the event cursor to
+        give slfs_wait and slfs_logs. Works while the viewer is away."""
         client = await self.client()
         data = await self._call(client, client.status)
         data["cursor"] = await self._call(client, client.cursor)
@@ -84,6 +85,9 @@ class Tools:
         elif data.get("state_detail"):
             text += f" ({data['state_detail']})"
         text += f": {data.get('objects')} objects, {data.get('items')} items; cursor {data['cursor']}"
+        unsent = data["unsent"] = relativize(client.mountpoint, data.get("unsent") or [])
+        if unsent:  # texts a save did not land: slfs_resend sends a recovered one
+            text += f"; {len(unsent)} files not in-world: " + ", ".join(f"{u['path']} ({u['state']})" for u in unsent)
         return done(text, data)
 
     async def slfs_list(self, path: Folder = "", recursive: bool = False) -> CallToolResult:
@@ -235,6 +239,22 @@ class Tools:
         data = relativize(client.mountpoint, {"results": built.results, "failed": len(built.bad)})
         return done(f"{len(built.results)} scripts, {len(built.bad)} failed", data)
 
+    async def slfs_resend(self, path: Path, force: Annotated[bool, Field(
+            description="send it even though the item changed in-world since the text was based on it "
+                        "(the history keeps the in-world text)")] = False) -> CallToolResult:
+        """Save the newest recovered text of an item: the text of a save that failed (the viewer
+        was away, timed out, or refused it), kept in the recovery folder; slfs_status lists them
+        ('unsent'). ESTALE when the item changed in-world since that text was based on it: read
+        both and decide, then force=true to send it anyway."""
+        client = await self.client()
+        full = await self._path(client, path, write=True)
+        data = await self._call(client, client.resend, full, force=force, timeout=SAVE_TIMEOUT, what=f"resend {path}")
+        data = relativize(client.mountpoint, data)
+        if not data.get("sent"):
+            return done(f"{path}: {data.get('note', 'not sent')}", data)
+        compiled = "" if "compiled" not in data else (", compiled" if data["compiled"] else ", compile failed")
+        return done(f"{path}: resent{compiled}", data)
+
     async def slfs_command(self, command: Annotated[str, Field(description="a command the viewer offers, e.g. "
                                                                "'viewer.script.reset_all'")],
                            object: Annotated[str, Field(description="the object's folder, relative to the "
@@ -252,7 +272,8 @@ class Tools:
 READ_ONLY = ("slfs_status", "slfs_list", "slfs_read", "slfs_diagnostics", "slfs_logs", "slfs_wait")
 DESTRUCTIVE = ("slfs_delete",)
 NAMES = ("slfs_status", "slfs_list", "slfs_read", "slfs_write", "slfs_diagnostics", "slfs_logs", "slfs_wait",
-         "slfs_set_running", "slfs_reset", "slfs_rename", "slfs_delete", "slfs_build", "slfs_command")
+         "slfs_set_running", "slfs_reset", "slfs_rename", "slfs_delete", "slfs_build", "slfs_resend",
+         "slfs_command")
 
 
 def tool_annotations(name: str) -> ToolAnnotations:

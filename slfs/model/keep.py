@@ -26,6 +26,7 @@ import re
 import time
 from pathlib import Path
 
+import attrs
 import trio
 
 from .. import paths
@@ -136,11 +137,38 @@ def probe(folder: Path, size: int) -> None:
         os.close(fd)
 
 
+def kept_clause(target: str | None, noun: str = "content") -> str:
+    """How an error message says where the content it did not save went: "your content is in
+    PATH", or, when the recovery copy failed as well, that it did (the log says why)."""
+    return f"your {noun} is in {target}" if target is not None else "the recovery copy failed too (see the log)"
+
+
+def _holds(path: Path, data: bytes) -> bool:
+    """Whether the copy at `path` is still there and holds `data` (it may have been moved, removed
+    or edited since it was made)."""
+    try:
+        return path.stat().st_size == len(data) and path.read_bytes() == data
+    except OSError:
+        return False
+
+
+@attrs.frozen
+class TextCopy:
+    """Where a text a save did not land is kept (Keeper.keep_text)."""
+
+    path: Path | None  # the copy that holds it; None when none was needed or the disk refused it
+    made: bool = False  # written now (False: an earlier copy of the same text holds it)
+    inworld: bool = False  # the text is the one in-world (what the file was read from): nothing to keep
+
+
 class Keeper:
     def __init__(self) -> None:
         self.last_recovery = ""
         self.failures = 0
         self.last_failure = ""
+        # The recovery copies made this run, by (item id or path, digest of the text): the same text
+        # failing again (an editor's fsync, then its close) is kept once.
+        self._texts: dict[tuple[str, str], Path] = {}
 
     def _failed(self, kind: str, item_path: str, size: int, why: str, exc: OSError) -> None:
         self.failures += 1
@@ -164,6 +192,29 @@ class Keeper:
             self.last_recovery = str(target)
         log.info("%s: kept %d bytes of %s in %s (%s)", kind, len(data), item_path, target, why)
         return target
+
+    async def keep_text(self, key: str, item_path: str, data: bytes, why: str, *,
+                        inworld: tuple[bytes | None, ...] = ()) -> TextCopy:
+        """Keep a text of `key` (an item's id, or its path when there is no item) that a save did
+        not land: one copy per distinct text. A text equal to one of `inworld` (what the item holds
+        in-world, what the file was read from: an editor restoring the original after its own write
+        failed) is not a text of the user's to recover and gets no copy; the same text failing
+        again names the copy made of it before, when that still holds it. `last_recovery` names
+        the copy of the user's text kept last."""
+        if any(data == known for known in inworld if known is not None):
+            log.info("recovery: %s failed with the text it holds in-world (%d bytes); nothing to keep",
+                     item_path, len(data))
+            return TextCopy(None, inworld=True)
+        digest = hashlib.sha256(data).hexdigest()
+        earlier = self._texts.get((key, digest))
+        if earlier is not None and await trio.to_thread.run_sync(_holds, earlier, data):
+            self.last_recovery = str(earlier)
+            log.info("recovery: the same text of %s failed again; it is in %s already", item_path, earlier)
+            return TextCopy(earlier)
+        target = await self.keep(RECOVERY, item_path, data, why)
+        if target is not None:
+            self._texts[(key, digest)] = target
+        return TextCopy(target, made=target is not None)
 
     async def check(self, kind: str, item_path: str, size: int, why: str) -> OSError | None:
         """Whether a copy of `size` bytes could be kept now (None), else the error (logged, counted):

@@ -21,20 +21,15 @@ from ..protocol.types import (
 )
 from .compiles import CompileReport, failure_report, log_problems
 from .errors import CallCut, FsError, transient_save_error
-from .history import RECOVERED, SAVED
-from .keep import RECOVERY, Keeper
+from .history import SAVED
+from .keep import Keeper, kept_clause  # noqa: F401 - kept_clause: callers import it from here
 from .naming_rules import size_limit
 from .sources import Build, Sources
 from .tree import Item
+from .unsent import Unsent
 from .workspace import Workspace
 
 log = logging.getLogger(__name__)
-
-
-def kept_clause(target: str | None, noun: str = "content") -> str:
-    """How an error message says where the content it did not save went: "your content is in
-    PATH", or, when the recovery copy failed as well, that it did (the log says why)."""
-    return f"your {noun} is in {target}" if target is not None else "the recovery copy failed too (see the log)"
 
 
 class Saver:
@@ -51,22 +46,17 @@ class Saver:
         self._idle = trio.Event()
         self._idle.set()
         self._never_compiled: set[str] = set()  # scripts created here that no compile has accepted yet
+        self.unsent = Unsent(ws, keeper, self)  # the texts not in-world, and `slfs resend`
 
     # --- the recovery folder ---------------------------------------------------------------
 
     async def recover(self, item_path: str, data: bytes, why: str, *, noun: str = "content",
-                      item: Item | None = None) -> str:
-        """Keep content the viewer did not take; returns the clause the caller's error message
-        ends with: "your content is in PATH", or, when the copy failed, that it did. The status
-        says the same; a disk that refuses the copy is said there too. A copy of an item's text
-        is a version of it too."""
-        if item is not None:
-            self.ws.history.record(item, RECOVERED, data)
-        target = await self.keeper.keep(RECOVERY, item_path, data, why)
-        kept = kept_clause(str(target) if target is not None else None, noun)
-        self.ws.note_error(f"{why}; {kept}")
-        return kept
-
+                      item: Item | None = None, err: int = errno.EIO) -> str:
+        """Keep content the viewer did not take (one copy per distinct text; unsent.py lists it and
+        resends it); returns the clause the caller's error message ends with: "your content is in
+        PATH", or, when the copy failed, that it did. The status says the same; a disk that refuses
+        the copy is said there too. A copy of an item's text is a version of it too."""
+        return await self.unsent.recover(item_path, data, why, err=err, noun=noun, item=item)
 
     # --- saving -----------------------------------------------------------------------------
 
@@ -107,11 +97,14 @@ class Saver:
                 await self._save(item, data, path)
             except FsError as exc:
                 if exc.errno != errno.ESTALE and data:  # an empty text refused: nothing to keep
-                    await self.recover(path, data, f"saving {path} failed: {exc.message}", item=item)
+                    await self.recover(path, data, f"saving {path} failed: {exc.message}", item=item,
+                                       err=exc.errno)
                 if exc.errno == errno.EACCES and "embedded items" in exc.message:
                     # The viewer knows the notecard embeds items we were not told of: read-only now.
                     self.ws.set_embedded_items(item, max(1, item.cache.embedded_items or 0))
                 raise
+            else:
+                self.unsent.saved(item)
             finally:
                 self._end()
 
@@ -349,7 +342,7 @@ class Saver:
 
     async def _stale(self, item: Item, data: bytes, path: str, current: bytes) -> NoReturn:
         kept = await self.recover(path, data, f"{path} changed in-world since it was read; not saved (conflict)",
-                                  noun="version", item=item)
+                                  noun="version", item=item, err=errno.ESTALE)
         # The file now shows the in-world version; the local edits are in the recovery folder.
         self._set_buffer(item, None)
         item.edit.dirty = False

@@ -59,7 +59,7 @@ log = logging.getLogger(__name__)
 STATUS_ORDER = (
     "state", "state_detail", "endpoint", "windows_paths", "viewer", "viewer_version", "viewer_features",
     "viewer_generation", "agent", "agent_id",
-    "objects", "items", "content_fetches", "last_error", "pending_saves", "last_recovery", "trash",
+    "objects", "items", "content_fetches", "last_error", "pending_saves", "last_recovery", "trash", "unsent",
     "region_unavailable",
     "background_errors", "disk_errors", "event_log_errors", "event_log_error", "kernel_refs",
 )

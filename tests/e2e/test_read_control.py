@@ -22,7 +22,7 @@ async def test_slfs_hidden_but_reachable(mounted: Mount) -> None:
     assert list(status) == [
         "state", "state_detail", "endpoint", "windows_paths", "viewer", "viewer_version", "viewer_features",
         "viewer_generation", "agent", "agent_id",
-        "objects", "items", "content_fetches", "last_error", "pending_saves", "last_recovery", "trash",
+        "objects", "items", "content_fetches", "last_error", "pending_saves", "last_recovery", "trash", "unsent",
         "region_unavailable", "background_errors", "disk_errors", "event_log_errors", "event_log_error", "kernel_refs",
         "history", "history_errors"]
     assert status["state"] == "connected"
@@ -30,6 +30,7 @@ async def test_slfs_hidden_but_reachable(mounted: Mount) -> None:
     assert status["objects"] == "6"
     assert int(status["items"]) == len(SAMPLE_FILES)
     assert status["last_error"] == "none"
+    assert status["unsent"] == "none"
     # auto: outside WSL2, native until the viewer names a Windows path
     assert status["windows_paths"].startswith(
         "wsl (/mnt, detected)" if in_wsl() else "native (auto: a Windows path would go through the Wine prefix ")
