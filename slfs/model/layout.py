@@ -32,6 +32,13 @@ class Layout:
         self.root_groups: dict[str, dict[str, Folder]] | None = {}
         self._root_subs: dict[str, dict[str, Folder]] = {}
         self._root_plain: dict[str, str] = {}
+        # The name each object folder was shown under, and the wanted name it was given for: it
+        # keeps that name while it stays published under that wanted name (a close or a publish
+        # of a namesake renames no folder under a running shell or editor). Names given during a
+        # load (`loading`: the viewer's object.list applied in steps) are pinned once it ends: the
+        # fresh rule (the lowest UUID takes the plain name) names what a whole load brings.
+        self.pinned: dict[str, tuple[str, str]] = {}
+        self.loading = False
 
     def relayout(self, folder: Folder, changed: Iterable[str] | None = None) -> None:
         """Recompute the folder's file names and report every name whose meaning changed.
@@ -43,14 +50,34 @@ class Layout:
             if changed is not None and self.root_groups is not None:
                 self._relayout_root(changed)
                 return
-            members: list[Node] = list(self.objects.values())
+            layout = self._sticky(self.objects.values())
+            self._index_root(layout)
+            if not self.loading:
+                self.pinned = {node.uuid: (name, node.wanted_base)  # type: ignore[attr-defined]
+                               for name, node in layout.items()}
         else:
             hidden = {id(i) for i in folder.tombstones.values()}
             members = [*(i for i in folder.items.values() if id(i) not in hidden), *folder.prims.values()]
-        layout: dict[str, Node] = names.resolve(members)  # type: ignore[arg-type, assignment]
-        if folder is self.root:
-            self._index_root(layout)
+            layout = names.resolve(members)  # type: ignore[arg-type, assignment]
         self._apply_layout(folder, folder.entries, layout, layout.keys() | folder.entries.keys())
+
+    def _sticky(self, members: Iterable[Folder]) -> dict[str, Node]:
+        """Object folders' names: each keeps the name it is pinned to (see `pinned`), the others
+        are resolved around those (names.resolve: among them, the lowest UUID takes a free plain
+        name)."""
+        pinned = self.pinned
+        kept: dict[str, Node] = {}
+        rest: list[Folder] = []
+        for folder in members:
+            pin = pinned.get(folder.uuid)
+            if pin is not None and pin[1] == folder.wanted_base:
+                kept[pin[0]] = folder
+            else:
+                rest.append(folder)
+        if not kept:
+            return names.resolve(rest)  # type: ignore[arg-type, return-value]
+        placed: dict[str, Node] = names.resolve(rest, reserved=kept.keys())  # type: ignore[arg-type, assignment]
+        return {**kept, **placed}
 
     def _apply_layout(self, folder: Folder, old: dict[str, Node], layout: dict[str, Node],
                       touched: Iterable[str], grown: bool | None = None) -> None:
@@ -97,6 +124,7 @@ class Layout:
     def _relayout_root(self, changed: Iterable[str]) -> None:
         groups, subs, plain_of = self.root_groups, self._root_subs, self._root_plain
         assert groups is not None
+        changed = tuple(changed)
         affected: set[str] = set()
         for uuid in changed:
             before = plain_of.pop(uuid, None)
@@ -127,8 +155,14 @@ class Layout:
                     del layout[name]
             group = groups.get(plain)
             if group:
-                sub: dict[str, Folder] = names.resolve(group.values())  # type: ignore[assignment]
+                sub: dict[str, Folder] = self._sticky(group.values())  # type: ignore[assignment]
                 subs[plain] = sub
                 touched += sub
                 layout.update(sub)
+                if not self.loading:
+                    self.pinned.update((f.uuid, (name, plain)) for name, f in sub.items())
+        if not self.loading:
+            for uuid in changed:
+                if uuid not in self.objects:
+                    self.pinned.pop(uuid, None)
         self._apply_layout(self.root, old, layout, set(touched))

@@ -335,6 +335,16 @@ class Tree:
 
         A ListedObject not shown yet is kept unbuilt (its own fields only, see `_build`); one whose
         folder is built already is built now, as a publish of it would be."""
+        self.layout.loading = True  # the names the load gives stick once it ends
+        try:
+            yield from self._replace_steps(objects, step_items)
+        finally:
+            self.layout.loading = False
+        with paused_gc():
+            self.relayout(self.root)
+
+    def _replace_steps(self, objects: Sequence[PublishedObject | ListedObject],
+                       step_items: int | None) -> Iterator[None]:
         named: list[str] = []  # objects removed, added or renamed since the root's last relayout
         with paused_gc():
             seen = {o.object_id for o in objects}
@@ -362,8 +372,6 @@ class Tree:
                         self.relayout(self.root, changed=named)
                         named = []
                     yield None
-        with paused_gc():
-            self.relayout(self.root)
 
     def _put_entry(self, entry: PublishedObject | ListedObject) -> int:
         """One object of a complete replacement; how many items that built (its cost, 1 at least)."""
