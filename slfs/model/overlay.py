@@ -342,7 +342,9 @@ class Overlay:
             if folder is not None:
                 changed |= index.came_back(key, folder.link_name)
             elif complete and not home.gone:
-                home.gone, home.ambiguous = True, counts[home.name] > 0
+                # Gone unseen (the last mount crashed): when is unknown. One object of its name
+                # published now may be it re-rezzed (adoptable sees whether it is the only one).
+                home.gone, home.ambiguous = True, counts[home.name] > 1
                 changed = True
         if changed:
             index.save()
@@ -360,6 +362,9 @@ class Overlay:
             if kind == "removed":
                 others = (f.link_name for f in self.tree.objects.values())
                 if index.went_away(key, folder.link_name, others):
+                    if folder.built:  # link names its prims share: none of their homes is re-rezzed
+                        links = Counter(p.link_name for p in folder.built_members() if isinstance(p, Folder))
+                        index.homes[key].shared_links = sorted(n for n, c in links.items() if c > 1)
                     index.save()
             elif key in index.homes:
                 if index.came_back(key, folder.link_name):
@@ -390,6 +395,7 @@ class Overlay:
         home.gone = home.ambiguous = False
         if home.prims:
             self._prims_follow(dst, home, folder)
+        home.shared_links = []
         index.save()
         log.info("overlay: %r (%s) takes the local files its name left (%s went away: re-rezzed)",
                  folder.link_name, folder.object_id, old)
@@ -402,7 +408,7 @@ class Overlay:
         """An adopted home's child prim homes go to the prims of the same link name (one each)."""
         new = {id_name(p.uuid): p.link_name for p in folder.prims.values()}
         prims = home_dir / PRIMS
-        for old, key in prim_moves(home.prims, new).items():
+        for old, key in prim_moves(home.prims, new, home.shared_links).items():
             if old == key or not (prims / old).is_dir() or (prims / key).exists():
                 continue
             os.rename(prims / old, prims / key)

@@ -57,6 +57,8 @@ class Home:
     gone: bool = False  # its object went away (not published now)
     ambiguous: bool = False  # another object of its name was published when it went away
     prims: dict[str, str] = attrs.field(factory=dict)  # child prim home (id name) -> link name
+    # Link names several of its prims had when it went away: their homes follow none of the new.
+    shared_links: list[str] = attrs.field(factory=list)
 
 
 def adoptable(homes: dict[str, Home], name: str, others_published: int) -> str | None:
@@ -70,10 +72,10 @@ def adoptable(homes: dict[str, Home], name: str, others_published: int) -> str |
     return waiting[0]
 
 
-def prim_moves(old: dict[str, str], new: dict[str, str]) -> dict[str, str]:
+def prim_moves(old: dict[str, str], new: dict[str, str], shared: Iterable[str] = ()) -> dict[str, str]:
     """Child prim homes an adopted object's prims take: old home -> new prim's id name, by link
-    name, where exactly one old home and one new prim have it (`old`: home -> link name, `new`:
-    prim id name -> link name)."""
+    name, where exactly one old prim and one new prim have it (`old`: home -> link name, `new`:
+    prim id name -> link name, `shared`: link names several old prims had, homes or not)."""
     def unique(by: dict[str, str]) -> dict[str, str]:
         count: dict[str, int] = {}
         for link in by.values():
@@ -81,7 +83,8 @@ def prim_moves(old: dict[str, str], new: dict[str, str]) -> dict[str, str]:
         return {link: key for key, link in by.items() if count[link] == 1}
 
     new_by_link = unique(new)
-    return {key: new_by_link[link] for link, key in unique(old).items() if link in new_by_link}
+    skip = set(shared)
+    return {key: new_by_link[link] for link, key in unique(old).items() if link in new_by_link and link not in skip}
 
 
 class Index:
@@ -102,7 +105,8 @@ class Index:
             raw = data["objects"]
             self.homes = {str(k): Home(name=str(v["name"]), gone=bool(v.get("gone")),
                                        ambiguous=bool(v.get("ambiguous")),
-                                       prims={str(p): str(n) for p, n in dict(v.get("prims", {})).items()})
+                                       prims={str(p): str(n) for p, n in dict(v.get("prims", {})).items()},
+                                       shared_links=[str(n) for n in v.get("shared_links", [])])
                           for k, v in dict(raw).items()}
         except FileNotFoundError:
             self.homes = {}
@@ -135,5 +139,5 @@ class Index:
         home = self.homes.get(key)
         if home is None or (not home.gone and home.name == name):
             return False
-        home.name, home.gone, home.ambiguous = name, False, False
+        home.name, home.gone, home.ambiguous, home.shared_links = name, False, False, []
         return True

@@ -536,8 +536,8 @@ class Tree:
 
     def _remove_object(self, object_id: str, *, relayout: bool) -> None:
         folder = self.objects.pop(object_id)
+        self.on_object("removed", folder)  # before _detach releases its members
         self._detach(folder)
-        self.on_object("removed", folder)
         if relayout:
             self.relayout(self.root, changed=(object_id,))
 
