@@ -380,7 +380,7 @@ class Overlay:
         the same object with a new UUID), as overlay_homes.adoptable says."""
         index = self.index
         assert index is not None
-        old = adoptable(index.homes, folder.link_name, others_published)
+        old = adoptable(index.homes, folder.link_name, others_published, names.tag_of(folder.uuid, 64))
         if old is None:
             return
         key = id_name(folder.object_id)
@@ -393,6 +393,7 @@ class Overlay:
         home = index.homes.pop(old)
         index.homes[key] = home
         home.gone = home.ambiguous = False
+        home.tag = ""
         if home.prims:
             self._prims_follow(dst, home, folder)
         home.shared_links = []
@@ -455,15 +456,17 @@ class Overlay:
                 continue
             self._make_dirs(str(home_dir))
             os.rename(entry.path, home_dir / OWN)
-            home = Home(name=folder.link_name if folder is not None else names.to_sl(entry.name),
-                        gone=folder is None)
+            stem, tag = names.strip_tag(entry.name)
+            home = Home(name=folder.link_name if folder is not None else names.to_sl(stem),
+                        gone=folder is None, tag=(tag or "") if folder is None else "")
             index.homes[key] = home
             self._legacy_prims(home_dir, home, folder)
             index.save()
             if folder is not None:
                 log.info("overlay: %s moved to the home of %s (%s)", entry.path, folder.link_name, folder.object_id)
             else:
-                log.info("overlay: %s moved to %s; it waits for an object named %r", entry.path, home_dir, home.name)
+                log.info("overlay: %s moved to %s; it waits for an object named %r%s", entry.path, home_dir,
+                         home.name, f" whose UUID starts {home.tag}" if home.tag else "")
         try:
             legacy.rmdir()
         except OSError:

@@ -59,14 +59,22 @@ class Home:
     prims: dict[str, str] = attrs.field(factory=dict)  # child prim home (id name) -> link name
     # Link names several of its prims had when it went away: their homes follow none of the new.
     shared_links: list[str] = attrs.field(factory=list)
+    # An old by-name overlay whose folder name had a UUID tag (`Twin@4dd59973`): it waits for
+    # that very object, and only that object takes it.
+    tag: str = ""
 
 
-def adoptable(homes: dict[str, Home], name: str, others_published: int) -> str | None:
-    """The home a newly published object named `name` takes (its key), or None: the only home of
-    that name waiting, gone while no other object had the name, and no other published has it now."""
+def adoptable(homes: dict[str, Home], name: str, others_published: int, uuid_tag: str = "") -> str | None:
+    """The home a newly published object named `name` takes (its key), or None: an old overlay
+    tagged for it (`uuid_tag`: its UUID as names.tag_of gives it), else the only home of that name
+    waiting, gone while no other object had the name, and no other published has it now."""
+    mine = [key for key, home in homes.items()
+            if home.gone and home.tag and home.name == name and uuid_tag.startswith(home.tag)]
+    if len(mine) == 1:
+        return mine[0]
     if others_published:
         return None
-    waiting = [key for key, home in homes.items() if home.gone and home.name == name]
+    waiting = [key for key, home in homes.items() if home.gone and not home.tag and home.name == name]
     if len(waiting) != 1 or homes[waiting[0]].ambiguous:
         return None
     return waiting[0]
@@ -106,7 +114,8 @@ class Index:
             self.homes = {str(k): Home(name=str(v["name"]), gone=bool(v.get("gone")),
                                        ambiguous=bool(v.get("ambiguous")),
                                        prims={str(p): str(n) for p, n in dict(v.get("prims", {})).items()},
-                                       shared_links=[str(n) for n in v.get("shared_links", [])])
+                                       shared_links=[str(n) for n in v.get("shared_links", [])],
+                                       tag=str(v.get("tag", "")))
                           for k, v in dict(raw).items()}
         except FileNotFoundError:
             self.homes = {}
@@ -139,5 +148,5 @@ class Index:
         home = self.homes.get(key)
         if home is None or (not home.gone and home.name == name):
             return False
-        home.name, home.gone, home.ambiguous, home.shared_links = name, False, False, []
+        home.name, home.gone, home.ambiguous, home.shared_links, home.tag = name, False, False, [], ""
         return True

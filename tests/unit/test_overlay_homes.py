@@ -202,3 +202,32 @@ def test_old_by_name_overlays_move_to_homes(data_home: Path, caplog: pytest.LogC
     assert m.local(lamp) == [".z"] and m.local(lamp.prims[BOX2]) == [".w"]
     index = json.loads((data_home / "agents" / AGENT_A / "index.json").read_text())
     assert set(index["objects"]) == {id_name(BOX), id_name(T2), id_name(T4)}
+
+
+def test_old_overlays_wait_for_their_objects_on_a_viewer_without_a_listing(data_home: Path) -> None:
+    """G1 lists nothing: each old overlay waits, a tagged one for its very object (its UUID's tag)."""
+    legacy = data_home / "objects"
+    for rel in ("Twin@00000002/.y", "Twin/.x"):
+        (legacy / rel).parent.mkdir(parents=True, exist_ok=True)
+        (legacy / rel).write_text("old")
+    m = Mount()
+    m.session = info(lists=False)
+    m.connect([])
+    m.tree.publish(obj(T2, "Twin"))  # explored first: the tagged overlay is its own
+    assert m.local(m.folder("Twin")) == [".y"]
+    m.tree.publish(obj(T3, "Twin"))  # another Twin is published: the plain one waits on
+    assert m.local(m.folder("Twin@00000003")) == []
+    m.tree.unpublish(T3)
+    m.tree.unpublish(T2)  # now two homes named Twin wait: a new Twin takes neither
+    m.tree.publish(obj(T4, "Twin"))
+    assert m.local(m.folder("Twin")) == []
+
+
+def test_an_old_plain_overlay_is_taken_by_the_first_object_of_its_name_alone(data_home: Path) -> None:
+    (data_home / "objects" / "Twin").mkdir(parents=True)
+    (data_home / "objects" / "Twin" / ".x").write_text("old")
+    m = Mount()
+    m.session = info(lists=False)
+    m.connect([])
+    m.tree.publish(obj(T4, "Twin"))
+    assert m.local(m.folder("Twin")) == [".x"]
