@@ -137,7 +137,8 @@ def build_services(mountpoint: str, host: str, port: int, options: Options, *, e
     # One event log per mount: rotation is not coordinated between processes.
     events = EventLog(paths.state_dir() / f"events-{paths.mount_key(mountpoint)}.jsonl" if event_log else None)
     syntax = SyntaxFiles(ws)
-    overlay = Overlay(ws.tree, shared="allow_other" in options.fuse, session=lambda: ws.info)
+    overlay = Overlay(ws.tree, shared="allow_other" in options.fuse, session=lambda: ws.info,
+                      note_error=ws.note_error)
     writer = Writer(ws, overlay, Keeper(), Sources(ws, overlay))
     scripts = Scripts(ws)
     control = Control(ws, events, syntax, scripts, stats)

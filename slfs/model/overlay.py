@@ -40,20 +40,21 @@ class Overlay:
     fan-out (model/services.py): a connection selects the agent's homes."""
 
     def __init__(self, tree: Tree, *, shared: bool = False,
-                 session: Callable[[], SessionInfo | None] = lambda: None) -> None:
+                 session: Callable[[], SessionInfo | None] = lambda: None,
+                 note_error: Callable[[str], None] = lambda _m: None) -> None:
         self.tree = tree
         # The overlay's directories and index are the user's alone (they hold object names), unless
         # the mount is shared with other users (allow_other): then they show as 0755 there too.
         self.dir_mode = 0o755 if shared else 0o700
         self.file_mode = 0o644 if shared else 0o600
         self._session = session
+        self._note_error = note_error  # last_error in the status, and the log
         self._root_checked = False
         # The agent whose homes the mount shows (None until the session says) and their index;
         # `_live`: the tree is the viewer's current state (a load before a connection is not yet).
         self.agent: str | None = None
         self.index: Index | None = None
         self._live = False
-        self.disk_errors = 0
         tree.on_object = self._object_changed
         # Hard links: the inode of each non-directory by its disk identity (st_dev, st_ino), and the
         # paths (and their parents) known for an inode whose file has several names.
@@ -322,7 +323,6 @@ class Overlay:
 
     def _select(self, agent: str) -> None:
         self.agent = agent
-        self._make_dirs(str(self.agent_dir(agent) / "objects"))
         self.index = Index(self.agent_dir(agent), self.file_mode)
         self.index.load()
         self._migrate()
@@ -369,7 +369,8 @@ class Overlay:
             elif key in index.homes:
                 if index.came_back(key, folder.link_name):
                     index.save()
-            elif kind == "added" and self._live:
+            elif kind == "added" and self._live and any(h.gone and h.name == folder.link_name
+                                                        for h in index.homes.values()):
                 name = folder.link_name
                 self._adopt(folder, sum(1 for f in self.tree.objects.values() if f.link_name == name) - 1)
         except OSError as exc:
@@ -500,8 +501,7 @@ class Overlay:
             home.prims[key] = names.to_sl(stem)
 
     def _disk_error(self, what: str, exc: OSError) -> None:
-        self.disk_errors += 1
-        log.warning("overlay: %s: %s", what, exc)
+        self._note_error(f"local overlay: {what}: {exc}")
 
 
 def _legacy_key(dir_name: str) -> str:

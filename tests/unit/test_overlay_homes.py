@@ -231,3 +231,17 @@ def test_an_old_plain_overlay_is_taken_by_the_first_object_of_its_name_alone(dat
     m.connect([])
     m.tree.publish(obj(T4, "Twin"))
     assert m.local(m.folder("Twin")) == [".x"]
+
+
+def test_an_index_that_cannot_be_written_is_reported(data_home: Path) -> None:
+    errors: list[str] = []
+    m = Mount()
+    m.overlay = Overlay(m.tree, session=lambda: m.session, note_error=errors.append)
+    m.connect([obj(BOX, "Box")])
+    m.write(m.folder("Box"), ".git")
+    index = data_home / "agents" / AGENT_A / "index.json"
+    index.unlink()
+    index.mkdir()  # os.replace onto a directory fails
+    m.tree.unpublish(BOX)  # the tree goes on; the status says what was not kept
+    assert BOX not in m.tree.objects
+    assert len(errors) == 1 and "local overlay: the local files of 'Box'" in errors[0], errors
