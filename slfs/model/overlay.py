@@ -439,7 +439,13 @@ class Overlay:
     def _migrate(self) -> None:
         """Overlays kept by folder name (overlay/objects/NAME, before homes) move to homes: one
         whose name is one published object's goes to that object's home; the others wait for an
-        object of their name (as if gone while no other had it)."""
+        object of their name (as if gone while no other had it). The mount root's (overlay/root)
+        goes to the first agent's."""
+        old_root, new_root = self.root_dir() / "root", self.agent_dir(self.agent or "") / "root"
+        if old_root.is_dir() and not new_root.exists():  # the mount root's, to the first agent's
+            self._make_dirs(str(new_root.parent))
+            os.rename(old_root, new_root)
+            log.info("overlay: %s moved to %s", old_root, new_root)
         legacy = self.root_dir() / LEGACY
         if not legacy.is_dir():
             return

@@ -184,7 +184,8 @@ def test_a_home_whose_object_left_unseen_is_gone_at_the_next_listing() -> None:
 
 def test_old_by_name_overlays_move_to_homes(data_home: Path, caplog: pytest.LogCaptureFixture) -> None:
     legacy = data_home / "objects"
-    for rel in ("Box/.git/HEAD", "Box/Leaf@00000001/.x", "Twin@00000002/.y", "Lamp/.z", "Lamp/Arm@0000abcd/.w"):
+    for rel in ("Box/.git/HEAD", "Box/Leaf@00000001/.x", "Twin@00000002/.y", "Lamp/.z", "Lamp/Arm@0000abcd/.w",
+                "../root/.editorconfig"):
         (legacy / rel).parent.mkdir(parents=True, exist_ok=True)
         (legacy / rel).write_text("old")
     m = Mount()
@@ -195,6 +196,7 @@ def test_old_by_name_overlays_move_to_homes(data_home: Path, caplog: pytest.LogC
     # The tag names the object whatever it is shown as now.
     assert m.local(m.folder("Twin")) == [".y"] and m.local(m.folder("Twin@00000003")) == []
     assert not legacy.exists()
+    assert m.local(m.tree.root) == [".editorconfig"] and not (data_home / "root").exists()
     assert "moved to the home of Box" in caplog.text and "waits for an object named 'Lamp'" in caplog.text
     # Lamp matched nothing: it waits as if gone unambiguously; a Lamp published later takes it.
     m.tree.publish(obj(T4, "Lamp", {BOX2: "Arm"}))
