@@ -17,7 +17,8 @@ def _groups_apart(plain: str) -> bool:
                                  or len(plain.encode("utf-8", "surrogateescape")) <= _UNSHORTENED)
 
 
-_UNSHORTENED = names.MAX_NAME_BYTES - 34  # names._shorten keeps a base of this many bytes whole
+_UNSHORTENED = names.MAX_NAME_BYTES - 34
+_MAX_LEFT = 4096  # names._shorten keeps a base of this many bytes whole
 
 
 class Layout:
@@ -39,6 +40,10 @@ class Layout:
         # fresh rule (the lowest UUID takes the plain name) names what a whole load brings.
         self.pinned: dict[str, tuple[str, str]] = {}
         self.loading = False
+        # The pins of objects gone (the most recent _MAX_LEFT): one published again (G1 republishes
+        # every object after a reconnect, each an unpublish and a publish) takes its name back
+        # when no folder holds it meanwhile.
+        self.left: dict[str, tuple[str, str]] = {}
 
     def relayout(self, folder: Folder, changed: Iterable[str] | None = None) -> None:
         """Recompute the folder's file names and report every name whose meaning changed.
@@ -53,8 +58,12 @@ class Layout:
             layout = self._sticky(self.objects.values())
             self._index_root(layout)
             if not self.loading:
-                self.pinned = {node.uuid: (name, node.wanted_base)  # type: ignore[attr-defined]
-                               for name, node in layout.items()}
+                pinned = {node.uuid: (name, node.wanted_base)  # type: ignore[attr-defined]
+                          for name, node in layout.items()}
+                self._leave(uuid for uuid in self.pinned if uuid not in pinned)
+                self.pinned = pinned
+                if self.left:
+                    self.left = {uuid: pin for uuid, pin in self.left.items() if uuid not in pinned}
         else:
             hidden = {id(i) for i in folder.tombstones.values()}
             members = [*(i for i in folder.items.values() if id(i) not in hidden), *folder.prims.values()]
@@ -65,12 +74,19 @@ class Layout:
         """Object folders' names: each keeps the name it is pinned to (see `pinned`), the others
         are resolved around those (names.resolve: among them, the lowest UUID takes a free plain
         name)."""
-        pinned = self.pinned
+        pinned, left = self.pinned, self.left
         kept: dict[str, Node] = {}
+        back: list[Folder] = []
         rest: list[Folder] = []
         for folder in members:
             pin = pinned.get(folder.uuid)
             if pin is not None and pin[1] == folder.wanted_base:
+                kept[pin[0]] = folder
+            else:
+                (back if folder.uuid in left else rest).append(folder)
+        for folder in back:  # published again: its name back, if free
+            pin = left[folder.uuid]
+            if pin[1] == folder.wanted_base and pin[0] not in kept:
                 kept[pin[0]] = folder
             else:
                 rest.append(folder)
@@ -78,6 +94,14 @@ class Layout:
             return names.resolve(rest)  # type: ignore[arg-type, return-value]
         placed: dict[str, Node] = names.resolve(rest, reserved=kept.keys())  # type: ignore[arg-type, assignment]
         return {**kept, **placed}
+
+    def _leave(self, gone: Iterable[str]) -> None:
+        """The pins of objects no longer shown move to `left` (the oldest beyond _MAX_LEFT go)."""
+        for uuid in list(gone):
+            self.left.pop(uuid, None)
+            self.left[uuid] = self.pinned.pop(uuid)
+        while len(self.left) > _MAX_LEFT:
+            del self.left[next(iter(self.left))]
 
     def _apply_layout(self, folder: Folder, old: dict[str, Node], layout: dict[str, Node],
                       touched: Iterable[str], grown: bool | None = None) -> None:
@@ -160,9 +184,9 @@ class Layout:
                 touched += sub
                 layout.update(sub)
                 if not self.loading:
-                    self.pinned.update((f.uuid, (name, plain)) for name, f in sub.items())
+                    for name, f in sub.items():
+                        self.pinned[f.uuid] = (name, plain)
+                        self.left.pop(f.uuid, None)
         if not self.loading:
-            for uuid in changed:
-                if uuid not in self.objects:
-                    self.pinned.pop(uuid, None)
+            self._leave(uuid for uuid in changed if uuid not in self.objects and uuid in self.pinned)
         self._apply_layout(self.root, old, layout, set(touched))

@@ -92,8 +92,15 @@ def test_a_namesake_leaving_renames_no_folder() -> None:
     tr.update(from_json(t.ObjectUpdate, {"object_id": b, "object_name": "Twin"}))
     assert {n: f.uuid for n, f in tr.root.entries.items()} == {"Twin": c, "Twin@00000002": b}
     tr.unpublish(c)
-    tr.publish(obj(a, "Twin"))  # published again: a newcomer, the plain name is free
+    tr.publish(obj(a, "Twin"))  # published again: its old name is free again
     assert {n: f.uuid for n, f in tr.root.entries.items()} == {"Twin": a, "Twin@00000002": b}
+    tr.unpublish(a)
+    tr.unpublish(b)  # a republish (G1, after each reconnect): an unpublish, then a publish
+    tr.publish(obj(b, "Twin"))
+    assert {n: f.uuid for n, f in tr.root.entries.items()} == {"Twin@00000002": b}
+    tr.publish(obj(c, "Twin"))
+    tr.publish(obj(a, "Twin"))  # its old name is c's now: named afresh
+    assert {n: f.uuid for n, f in tr.root.entries.items()} == {"Twin": c, "Twin@00000001": a, "Twin@00000002": b}
 
 
 class FullRelayout(Tree):
