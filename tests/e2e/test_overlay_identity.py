@@ -6,9 +6,11 @@ overlays kept by folder name by an older slfs move to their objects at the first
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -47,6 +49,12 @@ async def git_status(m: Mount, folder: str, *args: str) -> str:
                     cwd=m.path(folder))
 
 
+def events(m: Mount) -> list[dict[str, Any]]:
+    """The mount's event log so far."""
+    logs = sorted((Path(m.env["XDG_STATE_HOME"]) / "slfs").glob("events-*.jsonl"))
+    return [json.loads(line) for p in logs for line in p.read_text().splitlines() if line.strip()]
+
+
 def rerez(world: World, object_id: str) -> str:
     """The object taken into inventory and rezzed again: the same prims and items, new prim UUIDs."""
     old = world.objects.pop(object_id)
@@ -67,6 +75,17 @@ async def test_git_in_one_twin_never_shows_in_the_other(mounted: Mount) -> None:
     assert sorted(n for n in await m.thread(os.listdir, m.mnt) if n.startswith("Twin")) == ["Twin@4dd59973"]
     assert not await exists(m, "Twin@4dd59973", ".git")
     assert "Twin 2 ready" in await sh(m, "cat Main.lsl", cwd=m.path("Twin@4dd59973"))
+    # And across a reconnect (G1 republishes each object: an unpublish and a publish).
+    seen = events(m)
+    await m.sim.disconnect_all()
+
+    async def back() -> bool:
+        now = events(m)[len(seen):]
+        return any(e["type"] == "connected" for e in now) and (
+            m.generation != "G1" or any(e["type"] == "publish" and e["object_id"] == TWIN2 for e in now))
+    await m.wait_for(back, 20, "reconnected (and Twin #2 published again)")
+    assert sorted(n for n in await m.thread(os.listdir, m.mnt) if n.startswith("Twin")) == ["Twin@4dd59973"]
+    assert not await exists(m, "Twin@4dd59973", ".git")
     # Published again: the plain name is free, and its .git is back, clean.
     await m.sim.publish(TWIN1)
     await shown(m, "Twin")
