@@ -348,8 +348,9 @@ class Overlay:
                 changed = True
         if changed:
             index.save()
+        waiting = {home.name for home in index.homes.values() if home.gone}
         for key, folder in by_key.items():
-            if key not in index.homes:
+            if folder.link_name in waiting and key not in index.homes:
                 self._adopt(folder, counts[folder.link_name] - 1)
 
     def _object_changed(self, kind: str, folder: Folder) -> None:
@@ -387,7 +388,11 @@ class Overlay:
         key = id_name(folder.object_id)
         objects = self.agent_dir(self.agent or "") / "objects"
         src, dst = objects / old, objects / key
-        if not src.is_dir() or dst.exists():
+        if not src.is_dir():  # removed by hand: nothing to take, and it no longer waits
+            del index.homes[old]
+            index.save()
+            return
+        if dst.exists():
             return
         os.rename(src, dst)
         self.moved(str(src), str(dst))

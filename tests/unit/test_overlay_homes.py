@@ -247,3 +247,17 @@ def test_an_index_that_cannot_be_written_is_reported(data_home: Path) -> None:
     m.tree.unpublish(BOX)  # the tree goes on; the status says what was not kept
     assert BOX not in m.tree.objects
     assert len(errors) == 1 and "local overlay: the local files of 'Box'" in errors[0], errors
+
+
+def test_a_home_removed_by_hand_no_longer_waits(data_home: Path) -> None:
+    m = Mount()
+    m.connect([obj(BOX, "Box")])
+    m.write(m.folder("Box"), ".git")
+    m.tree.unpublish(BOX)
+    home = data_home / "agents" / AGENT_A / "objects" / id_name(BOX)
+    (home / "own" / ".git").unlink()
+    for d in (home / "own", home):
+        d.rmdir()
+    m.tree.publish(obj(BOX2, "Box"))
+    assert m.local(m.folder("Box")) == []
+    assert m.overlay.index is not None and m.overlay.index.homes == {}
