@@ -1,5 +1,6 @@
 """The local overlay: dot and temp files, `.git/`, `.vscode/`... kept on disk beside the remote
-items of a folder, and passed through as they are.
+items of a folder, and passed through as they are. Each folder's are in its object's home, kept by
+the agent and the object's UUID, never by its name (model/overlay_homes.py).
 
 Overlay nodes are keyed by their path on disk. The names of one disk file (hard links: `ln`,
 git's objects) share one inode, as the kernel expects: a link's reply carries the inode of its
