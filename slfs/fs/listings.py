@@ -87,7 +87,7 @@ class Listings:
         self.tree = tree
         self.overlay = overlay
         self.folders: dict[int, Listing] = {}  # folder inode -> its listing (of_folder)
-        self._overlay_dirs: dict[int, tuple[tuple[str, str, bool], Folder, str | None]] = {}
+        self._overlay_dirs: dict[int, tuple[str | None, Folder, str | None]] = {}
 
     def cached(self, inode: int, epoch: int) -> Listing | None:
         """The listing of folder `inode` if it still holds as of `epoch` (opendir's fast path)."""
@@ -136,11 +136,11 @@ class Listings:
             self.folders.pop(inv.parent if isinstance(inv, EntryChanged) else inv.inode, None)
 
     def _overlay_dir(self, node: Folder | OverlayNode) -> str | None:
-        """overlay.dir_of, remembered per folder while the names it is built from stay (building
+        """overlay.dir_of, remembered per folder while the agent it is built for stays (building
         the path costs more than the rest of an opendir)."""
         if isinstance(node, OverlayNode):
             return node.path
-        key = (node.object_folder.name, node.name, node.is_child)
+        key = self.overlay.agent
         memo = self._overlay_dirs.get(node.inode)
         if memo is None or memo[0] != key or memo[1] is not node:
             memo = self._overlay_dirs[node.inode] = (key, node, self.overlay.dir_of(node))

@@ -17,7 +17,8 @@ def _groups_apart(plain: str) -> bool:
                                  or len(plain.encode("utf-8", "surrogateescape")) <= _UNSHORTENED)
 
 
-_UNSHORTENED = names.MAX_NAME_BYTES - 34  # names._shorten keeps a base of this many bytes whole
+_UNSHORTENED = names.MAX_NAME_BYTES - 34
+_MAX_LEFT = 4096  # names._shorten keeps a base of this many bytes whole
 
 
 class Layout:
@@ -32,6 +33,17 @@ class Layout:
         self.root_groups: dict[str, dict[str, Folder]] | None = {}
         self._root_subs: dict[str, dict[str, Folder]] = {}
         self._root_plain: dict[str, str] = {}
+        # The name each object folder was shown under, and the wanted name it was given for: it
+        # keeps that name while it stays published under that wanted name (a close or a publish
+        # of a namesake renames no folder under a running shell or editor). Names given during a
+        # load (`loading`: the viewer's object.list applied in steps) are pinned once it ends: the
+        # fresh rule (the lowest UUID takes the plain name) names what a whole load brings.
+        self.pinned: dict[str, tuple[str, str]] = {}
+        self.loading = False
+        # The pins of objects gone (the most recent _MAX_LEFT): one published again (G1 republishes
+        # every object after a reconnect, each an unpublish and a publish) takes its name back
+        # when no folder holds it meanwhile.
+        self.left: dict[str, tuple[str, str]] = {}
 
     def relayout(self, folder: Folder, changed: Iterable[str] | None = None) -> None:
         """Recompute the folder's file names and report every name whose meaning changed.
@@ -43,14 +55,53 @@ class Layout:
             if changed is not None and self.root_groups is not None:
                 self._relayout_root(changed)
                 return
-            members: list[Node] = list(self.objects.values())
+            layout = self._sticky(self.objects.values())
+            self._index_root(layout)
+            if not self.loading:
+                pinned = {node.uuid: (name, node.wanted_base)  # type: ignore[attr-defined]
+                          for name, node in layout.items()}
+                self._leave(uuid for uuid in self.pinned if uuid not in pinned)
+                self.pinned = pinned
+                if self.left:
+                    self.left = {uuid: pin for uuid, pin in self.left.items() if uuid not in pinned}
         else:
             hidden = {id(i) for i in folder.tombstones.values()}
             members = [*(i for i in folder.items.values() if id(i) not in hidden), *folder.prims.values()]
-        layout: dict[str, Node] = names.resolve(members)  # type: ignore[arg-type, assignment]
-        if folder is self.root:
-            self._index_root(layout)
+            layout = names.resolve(members)  # type: ignore[arg-type, assignment]
         self._apply_layout(folder, folder.entries, layout, layout.keys() | folder.entries.keys())
+
+    def _sticky(self, members: Iterable[Folder]) -> dict[str, Node]:
+        """Object folders' names: each keeps the name it is pinned to (see `pinned`), the others
+        are resolved around those (names.resolve: among them, the lowest UUID takes a free plain
+        name)."""
+        pinned, left = self.pinned, self.left
+        kept: dict[str, Node] = {}
+        back: list[Folder] = []
+        rest: list[Folder] = []
+        for folder in members:
+            pin = pinned.get(folder.uuid)
+            if pin is not None and pin[1] == folder.wanted_base:
+                kept[pin[0]] = folder
+            else:
+                (back if folder.uuid in left else rest).append(folder)
+        for folder in back:  # published again: its name back, if free
+            pin = left[folder.uuid]
+            if pin[1] == folder.wanted_base and pin[0] not in kept:
+                kept[pin[0]] = folder
+            else:
+                rest.append(folder)
+        if not kept:
+            return names.resolve(rest)  # type: ignore[arg-type, return-value]
+        placed: dict[str, Node] = names.resolve(rest, reserved=kept.keys())  # type: ignore[arg-type, assignment]
+        return {**kept, **placed}
+
+    def _leave(self, gone: Iterable[str]) -> None:
+        """The pins of objects no longer shown move to `left` (the oldest beyond _MAX_LEFT go)."""
+        for uuid in list(gone):
+            self.left.pop(uuid, None)
+            self.left[uuid] = self.pinned.pop(uuid)
+        while len(self.left) > _MAX_LEFT:
+            del self.left[next(iter(self.left))]
 
     def _apply_layout(self, folder: Folder, old: dict[str, Node], layout: dict[str, Node],
                       touched: Iterable[str], grown: bool | None = None) -> None:
@@ -97,6 +148,7 @@ class Layout:
     def _relayout_root(self, changed: Iterable[str]) -> None:
         groups, subs, plain_of = self.root_groups, self._root_subs, self._root_plain
         assert groups is not None
+        changed = tuple(changed)
         affected: set[str] = set()
         for uuid in changed:
             before = plain_of.pop(uuid, None)
@@ -127,8 +179,14 @@ class Layout:
                     del layout[name]
             group = groups.get(plain)
             if group:
-                sub: dict[str, Folder] = names.resolve(group.values())  # type: ignore[assignment]
+                sub: dict[str, Folder] = self._sticky(group.values())  # type: ignore[assignment]
                 subs[plain] = sub
                 touched += sub
                 layout.update(sub)
+                if not self.loading:
+                    for name, f in sub.items():
+                        self.pinned[f.uuid] = (name, plain)
+                        self.left.pop(f.uuid, None)
+        if not self.loading:
+            self._leave(uuid for uuid in changed if uuid not in self.objects and uuid in self.pinned)
         self._apply_layout(self.root, old, layout, set(touched))

@@ -10,6 +10,8 @@ Rules (documented in slfs(5)):
   first keeps the plain name and the others get `@<uuid prefix>` before their extension. The tag is
   derived from the UUID alone, so it is deterministic and never moves when unrelated entries come and
   go; a tagged name maps back to its item through the tag.
+- Object folders (the root's entries) keep the name they were shown under while they stay
+  published under the same in-world name (layout.py `pinned`): resolve names the others around them.
 - Names the file system cannot hold (empty, `.`, `..`, `.slfs`, longer than 255 bytes) are tagged too.
 - Control characters cannot reach a terminal through a name (`find`, `grep -r`, a shell glob print
   names raw): C0 controls are shown as their Control Pictures (U+2400-U+241F, ESC as U+241B), DEL as

@@ -113,6 +113,9 @@ class Tree:
         self._listed: dict[str, ListedObject] = {}
         self._listed_in: dict[str, str] = {}
         self.layout = Layout(self.root, self.objects, self._on_invalidate)
+        # Told each object folder "added", "renamed" (its in-world name) or "removed", once the
+        # tree shows it so: the local overlay's homes follow objects (set by model/overlay.py).
+        self.on_object: Callable[[str, Folder], None] = lambda _kind, _folder: None
 
     def _on_invalidate(self, change: Invalidation) -> None:
         # A folder being built shows the kernel nothing new: it never saw what was not built (a
@@ -332,6 +335,16 @@ class Tree:
 
         A ListedObject not shown yet is kept unbuilt (its own fields only, see `_build`); one whose
         folder is built already is built now, as a publish of it would be."""
+        self.layout.loading = True  # the names the load gives stick once it ends
+        try:
+            yield from self._replace_steps(objects, step_items)
+        finally:
+            self.layout.loading = False
+        with paused_gc():
+            self.relayout(self.root)
+
+    def _replace_steps(self, objects: Sequence[PublishedObject | ListedObject],
+                       step_items: int | None) -> Iterator[None]:
         named: list[str] = []  # objects removed, added or renamed since the root's last relayout
         with paused_gc():
             seen = {o.object_id for o in objects}
@@ -359,8 +372,6 @@ class Tree:
                         self.relayout(self.root, changed=named)
                         named = []
                     yield None
-        with paused_gc():
-            self.relayout(self.root)
 
     def _put_entry(self, entry: PublishedObject | ListedObject) -> int:
         """One object of a complete replacement; how many items that built (its cost, 1 at least)."""
@@ -444,6 +455,7 @@ class Tree:
             if changes.added or changes.removed:
                 self.relayout(folder)
         if root_renamed:
+            self.on_object("renamed", folder)
             self.relayout(self.root, changed=(folder.uuid,))
         return True
 
@@ -474,7 +486,7 @@ class Tree:
         """An object's complete record; `listed`: `obj` is its head, and the rest is built when
         first read; `head_only`: `obj` is its head, and what is built stays."""
         folder = self.objects.get(obj.object_id)
-        renamed = False
+        renamed = added = False
         # A field sent with a value of an unexpected type keeps what we knew of a known object
         # (its default, as if absent, for a new one): an inventory or prim list among them too,
         # which would otherwise read as the deletion of every item or child prim.
@@ -484,7 +496,7 @@ class Tree:
             folder.parent = self.root
             self.objects[obj.object_id] = folder
             self.register(folder)
-            renamed = True
+            renamed = added = True
             dropped = frozenset()
         elif not folder.built and listed is None:
             if dropped & {"inventory", "linked_objects"}:
@@ -511,20 +523,20 @@ class Tree:
             self._list(folder, listed)
         if _folder_stat(folder) != before or folder.prim_count != count:
             self._touch(folder)  # a reconnect's unchanged object costs no invalidation
-        if listed is not None or head_only:
-            if renamed and relayout:
+        if listed is None and not head_only:
+            if "inventory" not in dropped:
+                self._set_inventory(folder, obj.inventory, relayout=False)
+            if "linked_objects" not in dropped:
+                self._set_children(folder, obj.linked_objects or [], relayout=False)
+            self.relayout(folder)
+        if renamed:
+            self.on_object("added" if added else "renamed", folder)
+            if relayout:
                 self.relayout(self.root, changed=(folder.uuid,))
-            return
-        if "inventory" not in dropped:
-            self._set_inventory(folder, obj.inventory, relayout=False)
-        if "linked_objects" not in dropped:
-            self._set_children(folder, obj.linked_objects or [], relayout=False)
-        self.relayout(folder)
-        if renamed and relayout:
-            self.relayout(self.root, changed=(folder.uuid,))
 
     def _remove_object(self, object_id: str, *, relayout: bool) -> None:
         folder = self.objects.pop(object_id)
+        self.on_object("removed", folder)  # before _detach releases its members
         self._detach(folder)
         if relayout:
             self.relayout(self.root, changed=(object_id,))

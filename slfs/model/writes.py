@@ -553,12 +553,10 @@ class Writer(Deletes):
         check_sl_name(sl_name, new_name)
         if not folder.writable:
             raise FsError(errno.EACCES, f"{shown}: no modify permission on the prim")
-        before = self.overlay.folder_dir(folder)
         await self.ws.call(f"rename {shown}", "object.modify", ObjectModifyParams(prim_id=folder.uuid, name=sl_name))
         folder.link_name = sl_name
         self.tree.relayout(folder.parent or self.tree.root)
-        # The overlay (.git/, .vscode/...) is kept per directory name: it moves along.
-        await trio.to_thread.run_sync(self.overlay.move_dir, before, self.overlay.folder_dir(folder))
+        # Its local files (.git/, .vscode/...) are kept by the object's identity: they stay with it.
 
     async def restore(self, item: Item, data: bytes) -> None:
         """`slfs restore`: save an old version as a save through the file would be, from what the

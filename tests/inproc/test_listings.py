@@ -13,8 +13,6 @@ import trio
 from support.inproc import CTX, Driver, fs_against_sim
 from support.writes import NOTE, OBJ, write_world
 
-from slfs.model.overlay import Overlay
-
 
 @pytest.fixture(autouse=True)
 def _replies(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -100,7 +98,8 @@ async def test_overlay_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, vi
         # Written into the overlay directory from outside the mount: seen at once too.
         folder = fs.ws.tree.objects[OBJ]
         prim = next(iter(folder.prims.values()))
-        base = Overlay(fs.ws.tree).folder_dir(prim)
+        base = fs.ops.overlay.folder_dir(prim)
+        assert base is not None
         before = await listed(fs, f"Box/{prim.name}")
         assert before == await listed(fs, f"Box/{prim.name}") and ".outside" not in before
         base.mkdir(parents=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -124,7 +125,9 @@ async def test_ids_the_viewer_sends_never_reach_a_name(tmp_path: Path, monkeypat
         for name in (n for n in names if n.startswith("Box@")):
             await fs.write_file(f"{name}/.keep", b"k", create=True)
         made = sorted(str(p.relative_to(overlay)) for p in overlay.rglob(".keep"))
-        assert len(made) == len(HOSTILE_IDS) and all(p.startswith("objects/Box@") for p in made), made
+        # Each in its object's home, named by the id's digest (overlay_homes.id_name), never the id.
+        home = re.compile(r"agents/[0-9a-f-]{36}/objects/[0-9a-f]{1,64}/own/\.keep")
+        assert len(set(made)) == len(HOSTILE_IDS) and all(home.fullmatch(p) for p in made), made
         assert not (tmp_path / "xdg_data_home" / "x").exists()
 
 
@@ -133,14 +136,17 @@ async def test_overlay_dirs_are_0700(tmp_path: Path, monkeypatch: pytest.MonkeyP
         await fs.write_file(f"{OBJ_NAME}/{await prim_dir(fs)}/.editorconfig", b"x", create=True)
         data = tmp_path / "xdg_data_home" / "slfs"
         dirs = [data, data / "overlay", *(p for p in (data / "overlay").rglob("*") if p.is_dir())]
-        assert len(dirs) == 5  # slfs, overlay, objects, the object, the prim
+        # slfs, overlay, agents, the agent, objects, the object's home, prims, the prim
+        assert len(dirs) == 8, dirs
         for d in dirs:
             assert stat.S_IMODE(d.stat().st_mode) == 0o700, d
+        index = [p for p in (data / "overlay").rglob("index.json")]
+        assert len(index) == 1 and stat.S_IMODE(index[0].stat().st_mode) == 0o600
 
 
 async def test_overlay_dirs_are_0755_with_allow_other(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     async with fs_against_sim(tmp_path, monkeypatch, long_world(),
                               options=Options(delete_grace=0.2, fuse=("allow_other",))) as fs:
         await fs.write_file(f"{OBJ_NAME}/.editorconfig", b"x", create=True)
-        overlay = tmp_path / "xdg_data_home" / "slfs" / "overlay"
-        assert stat.S_IMODE((overlay / "objects" / OBJ_NAME).stat().st_mode) == 0o755
+        own = fs.ops.overlay.folder_dir(fs.ws.tree.objects[OBJ])
+        assert own is not None and stat.S_IMODE(own.stat().st_mode) == 0o755

@@ -1,5 +1,7 @@
 """Large-inventory paths of the tree: the root's incremental relayout gives exactly what a full
-resolve gives, and replace_all in steps ends where replace_all does, consistent between steps."""
+relayout gives, and replace_all in steps ends where replace_all does, consistent between steps.
+Object folders keep the names they were shown under while published under the same wanted name
+(layout.py `pinned`); a fresh listing is named as names.resolve names it."""
 
 from __future__ import annotations
 
@@ -53,6 +55,54 @@ def apply(tr: Tree, op: tuple[Any, ...], *, steps: bool) -> None:
         tr.replace_all([obj(i, n, 2) for i, n in op[1]])
 
 
+def assert_sticky(tr: Tree, before: dict[str, tuple[str, str]]) -> None:
+    """Every object shown before under the wanted name it has now keeps its name; each name is one
+    names.resolve could give its object (plain, or tagged with its UUID)."""
+    for name, node in tr.root.entries.items():
+        assert isinstance(node, Folder)
+        was = before.get(node.uuid)
+        if was is not None and was[1] == node.wanted_base:
+            assert name == was[0], (name, was)
+        stem, ext = node.wanted_base, node.wanted_ext
+        assert name == stem + ext or names.strip_tag(name)[1] is not None
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(_IDS, _NAMES), max_size=6, unique_by=lambda x: x[0]))
+def test_a_fresh_listing_is_named_as_resolve_names_it(listed: list[tuple[str, str]]) -> None:
+    tr = Tree()
+    tr.replace_all([obj(i, n) for i, n in listed])
+    assert {n: f.uuid for n, f in tr.root.entries.items()} == {n: f.uuid for n, f in full_layout(tr).items()}
+
+
+def test_a_namesake_leaving_renames_no_folder() -> None:
+    """Two objects named Twin: the one shown as Twin@... keeps that name when the other goes, and
+    a Twin published later takes the plain name that is free again."""
+    a, b, c = (f"0000000{n}-0000-4000-8000-000000000000" for n in "123")
+    tr = Tree()
+    tr.replace_all([obj(a, "Twin"), obj(b, "Twin")])
+    assert {n: f.uuid for n, f in tr.root.entries.items()} == {"Twin": a, "Twin@00000002": b}
+    tr.unpublish(a)
+    assert {n: f.uuid for n, f in tr.root.entries.items()} == {"Twin@00000002": b}
+    tr.replace_all([obj(b, "Twin")])  # a reconnect's listing: still the name it was shown under
+    assert {n: f.uuid for n, f in tr.root.entries.items()} == {"Twin@00000002": b}
+    tr.publish(obj(c, "Twin"))
+    assert {n: f.uuid for n, f in tr.root.entries.items()} == {"Twin": c, "Twin@00000002": b}
+    tr.update(from_json(t.ObjectUpdate, {"object_id": b, "object_name": "Other"}))  # renamed: named afresh
+    tr.update(from_json(t.ObjectUpdate, {"object_id": b, "object_name": "Twin"}))
+    assert {n: f.uuid for n, f in tr.root.entries.items()} == {"Twin": c, "Twin@00000002": b}
+    tr.unpublish(c)
+    tr.publish(obj(a, "Twin"))  # published again: its old name is free again
+    assert {n: f.uuid for n, f in tr.root.entries.items()} == {"Twin": a, "Twin@00000002": b}
+    tr.unpublish(a)
+    tr.unpublish(b)  # a republish (G1, after each reconnect): an unpublish, then a publish
+    tr.publish(obj(b, "Twin"))
+    assert {n: f.uuid for n, f in tr.root.entries.items()} == {"Twin@00000002": b}
+    tr.publish(obj(c, "Twin"))
+    tr.publish(obj(a, "Twin"))  # its old name is c's now: named afresh
+    assert {n: f.uuid for n, f in tr.root.entries.items()} == {"Twin": c, "Twin@00000001": a, "Twin@00000002": b}
+
+
 class FullRelayout(Tree):
     """The reference: every relayout of the root a full resolve."""
 
@@ -67,10 +117,11 @@ def test_incremental_root_relayout_matches_a_full_resolve(ops: list[tuple[Any, .
     ref_seen: list[Invalidation] = []
     tr, ref = Tree(on_invalidate=seen.append), FullRelayout(on_invalidate=ref_seen.append)
     for op in ops:
+        before = {node.uuid: (name, node.wanted_base) for name, node in tr.root.entries.items()}  # type: ignore[attr-defined]
         apply(tr, op, steps=False)
         apply(ref, op, steps=False)
         layout = {name: node.uuid for name, node in tr.root.entries.items()}
-        assert layout == {name: node.uuid for name, node in full_layout(tr).items()}
+        assert_sticky(tr, before)
         assert layout == {name: node.uuid for name, node in ref.root.entries.items()}
         assert all(node.name == name for name, node in tr.root.entries.items())
         # The same kernel invalidations, whichever way the names were worked out.
