@@ -22,7 +22,7 @@ from ..protocol.types import (
 from .compiles import CompileReport, failure_report, log_problems
 from .errors import CallCut, FsError, transient_save_error
 from .history import SAVED
-from .keep import Keeper, kept_clause  # noqa: F401 - kept_clause: callers import it from here
+from .keep import Keeper
 from .naming_rules import size_limit
 from .sources import Build, Sources
 from .tree import Item
