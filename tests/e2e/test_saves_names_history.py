@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 import pytest
+from support import worlds
 from support.cli import slfs
 from support.mount import Mount, MountFactory
 from support.texts import BAD_LSL
@@ -29,12 +30,7 @@ BUILT = '#define GREETING "hello"\ndefault\n{\n    state_entry()\n    {\n       
 
 def item_named(m: Mount, name: str) -> Any:
     assert m.sim is not None
-    for obj in m.sim.world.objects.values():
-        for prim in obj.prims():
-            for item in prim.inventory:
-                if item.name == name:
-                    return item
-    raise KeyError(name)
+    return worlds.item_named(m.sim.world, name)
 
 
 def events(m: Mount) -> list[dict[str, Any]]:

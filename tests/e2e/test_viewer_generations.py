@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import worlds
 from support.cli import slfs
 from support.live_mounts import GOOD, IN_OBJ, OBJ, live_mount, live_round_trip, open_in_viewer
 from support.mount import Mount, MountFactory
@@ -27,12 +28,7 @@ GOOD_LSL = 'default\n{\n    state_entry()\n    {\n        llOwnerSay("fine");\n 
 
 def item_named(m: Mount, name: str) -> Any:
     assert m.sim is not None
-    for obj in m.sim.world.objects.values():
-        for prim in obj.prims():
-            for item in prim.inventory:
-                if item.name == name:
-                    return item
-    raise KeyError(name)
+    return worlds.item_named(m.sim.world, name)
 
 
 async def save(m: Mount, *parts: str, text: str) -> int:
