@@ -17,8 +17,8 @@ def _groups_apart(plain: str) -> bool:
                                  or len(plain.encode("utf-8", "surrogateescape")) <= _UNSHORTENED)
 
 
-_UNSHORTENED = names.MAX_NAME_BYTES - 34
-_MAX_LEFT = 4096  # names._shorten keeps a base of this many bytes whole
+_UNSHORTENED = names.MAX_NAME_BYTES - 34  # names._shorten keeps a base of this many bytes whole
+_MAX_LEFT = 4096  # departed objects whose folder name is remembered (Layout.left)
 
 
 class Layout:
