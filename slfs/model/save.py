@@ -94,7 +94,7 @@ class Saver:
             path = self.tree.path_of(item)
             self._begin()
             try:
-                await self._save(item, data, path)
+                sent = await self._save(item, data, path)
             except FsError as exc:
                 if exc.errno != errno.ESTALE and data:  # an empty text refused: nothing to keep
                     await self.recover(path, data, f"saving {path} failed: {exc.message}", item=item,
@@ -104,12 +104,14 @@ class Saver:
                     self.ws.set_embedded_items(item, max(1, item.cache.embedded_items or 0))
                 raise
             else:
-                self.unsent.saved(item)
+                if sent:  # a text in-world already leaves a recovered one still unsent
+                    self.unsent.saved(item)
             finally:
                 self._end()
 
     async def _save(self, item: Item, data: bytes, path: str, *, build: Build | None = None,
-                    force: bool = False) -> None:
+                    force: bool = False) -> bool:
+        """Whether anything was sent (nothing when the text is in-world already)."""
         self.check_size(item.info.type, len(data), path)
         text = self._decode(data, path)
         if build is None:
@@ -118,7 +120,7 @@ class Saver:
                 # what is in-world: saving again would recompile and reset the script, and make a
                 # version of nothing.
                 self._nothing_to_save(item, path)
-                return
+                return False
             if item.is_script:
                 build = await self.sources.build(item, text, path)  # awaits: includes may be fetched
         await self._check_conflict(item, data, path)
@@ -164,6 +166,7 @@ class Saver:
             log.info("saved %s (%d bytes of source, %d in-world)", path, len(data), len(inworld.encode()))
         else:
             log.info("saved %s (%d bytes)", path, len(data))
+        return True
 
     async def _send_save(self, item: Item, params: ContentSaveParams, data: bytes,
                          path: str) -> tuple[ContentSaveResponse, int | None]:
