@@ -159,6 +159,8 @@ class History:
             which = what.place.path if isinstance(what, _Pending) else "a store to open"
             self._fail(f"{QUEUE} versions are waiting for the disk; one of {which} was not kept",
                        log_it=self.dropped == 1 or self.dropped % 1000 == 0)
+            if isinstance(what, _Open):
+                self._opened.set()  # no open to wait for: first fetches go on without the store
             return
         self.queued += 1
 
