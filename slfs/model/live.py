@@ -133,6 +133,7 @@ class LiveHost(Protocol):
 
     async def call(self, what: str, method: str, params: Any, result_type: Any = None) -> Any: ...
     def note_error(self, message: str) -> None: ...
+    def note_compile(self, key: str, report: CompileReport) -> None: ...
     def emit(self, kind: str, **fields: Any) -> None: ...
     def invalidate_live_name(self, name: str) -> None: ...
 
@@ -395,7 +396,7 @@ class LiveScripts:
         ls.compiled_since_write = True
         ls.compiled.set()
         ls.compiled = trio.Event()
-        self.ws.compiles[ls.key] = report
+        self.ws.note_compile(ls.key, report)
         self.ws.emit("compile", path=f"{names.CONTROL_DIR}/live/{ls.name}", script_id=ls.script_id,
                      item_id=ls.item_id, **event_fields(report))
         return True

@@ -235,7 +235,7 @@ class Saver:
             item.mtime_ns = before
             self.tree.invalidate_item(item, data=False)
         log.debug("%s: the text is what the item holds in-world; nothing to save", path)
-        self.ws.forget_failed_attempt(item, path)  # its diagnostics describe the in-world text again
+        self.ws.forget_failed_attempt(item.uuid, path)  # its diagnostics describe the in-world text again
 
     async def rebuild(self, item: Item) -> str:
         """`slfs build`: expand the item's source again and save it when the build differs from
@@ -250,7 +250,7 @@ class Saver:
             if build is None:
                 return "plain"
             if self.sources.unchanged(item, build):
-                self.ws.forget_failed_attempt(item, path)
+                self.ws.forget_failed_attempt(item.uuid, path)
                 return "unchanged"
             item.take_base(data)
             self._begin()

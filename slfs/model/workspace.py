@@ -306,26 +306,31 @@ class Workspace:
 
     def record_compile(self, item: Item, report: CompileReport, path: str) -> None:
         """The viewer's answer to a compile of `item`: F.diag, F.state, root diagnostics, an event."""
-        before = self.compiles.get(item.uuid)
-        if report.landed:
-            self._inworld_compiles.pop(item.uuid, None)
-        elif before is None or before.landed:
-            self._inworld_compiles[item.uuid] = before  # still what describes the in-world text
-        self.compiles[item.uuid] = report
+        self.note_compile(item.uuid, report)
         self.emit("compile", path=path, item_id=item.uuid, **event_fields(report))
 
-    def forget_failed_attempt(self, item: Item, path: str) -> None:
+    def note_compile(self, key: str, report: CompileReport) -> None:
+        """The compile report of an item or a live file (`key`); a failed attempt's, which never
+        reached it (CompileReport.landed), keeps the in-world text's aside for forget_failed_attempt."""
+        before = self.compiles.get(key)
+        if report.landed:
+            self._inworld_compiles.pop(key, None)
+        elif before is None or before.landed:
+            self._inworld_compiles[key] = before  # still what describes the in-world text
+        self.compiles[key] = report
+
+    def forget_failed_attempt(self, key: str, path: str) -> None:
         """A save that found the file holding the in-world text (nothing to send): diagnostics
         describe the in-world text, so those of an earlier attempt that never reached the item (an
         include not found, a save the viewer failed) go, and the in-world text's come back."""
-        report = self.compiles.get(item.uuid)
+        report = self.compiles.get(key)
         if report is None or report.landed:
             return
-        inworld = self._inworld_compiles.pop(item.uuid, None)
+        inworld = self._inworld_compiles.pop(key, None)
         if inworld is None:
-            del self.compiles[item.uuid]
+            del self.compiles[key]
         else:
-            self.compiles[item.uuid] = inworld
+            self.compiles[key] = inworld
         log.info("%s: holds the in-world text again; the failed attempt's diagnostics are cleared", path)
 
     def refetch(self, item: Item) -> None:

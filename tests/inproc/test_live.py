@@ -120,6 +120,19 @@ async def test_the_same_text_written_to_a_live_file_is_not_written_to_the_viewer
         assert recovered(tmp_path) == []
 
 
+async def test_a_live_files_failed_attempt_is_forgotten_once_it_holds_the_viewers_text_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, viewer_version: int) -> None:
+    """As for items: an include not found never reached the viewer, and once the file holds the
+    text the viewer has again (nothing to write), its .diag no longer speaks of it."""
+    async with fs_against_sim(tmp_path, monkeypatch, world(), viewer_version=viewer_version) as fs:
+        await subscribed(fs)
+        attempt = '#include "missing.lsl"\n' + GOOD
+        assert await fails(fs.write_file(".slfs/live/Pocket.lsl", attempt.encode())) != 0
+        assert "missing.lsl" in (await fs.read_file(".slfs/live/Pocket.lsl.diag")).decode()
+        await fs.write_file(".slfs/live/Pocket.lsl", GOOD.encode())  # what the viewer holds: nothing sent
+        assert "missing.lsl" not in (await fs.read_file(".slfs/live/Pocket.lsl.diag")).decode()
+
+
 # --- tools' temp files in .slfs/live (sed -i, perl -pi) --------------------------------------
 
 def recovered(tmp_path: Path) -> list[bytes]:
