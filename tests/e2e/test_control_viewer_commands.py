@@ -52,6 +52,12 @@ async def test_open_file_without_an_editor_is_only_an_event(mount_factory: Mount
     assert m.sim is not None
     (resp,) = await m.sim.execute_on_clients("editor.open_file", {"path": "/x/y.lsl"})
     assert resp.error is None
-    text = (await m.read_bytes(".slfs", "events")).decode()
-    assert any(e["type"] == "viewer.open_file" and e["path"] == "/x/y.lsl" for e in events(text))
+
+    async def told() -> bool:
+        # The path is resolved in a worker thread after the answer (never on the loop that serves
+        # the mount), and the event follows it.
+        text = (await m.read_bytes(".slfs", "events")).decode()
+        return any(e["type"] == "viewer.open_file" and e["path"] == "/x/y.lsl" for e in events(text))
+
+    await m.wait_for(told, 10, "the viewer.open_file event")
     assert os.path.ismount(m.mnt)
