@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -40,7 +42,17 @@ def _unfrozen() -> Iterator[None]:
         gc.unfreeze()
 
 
+def _interrupt(signum: int, _frame: object) -> None:
+    """SIGTERM (`timeout`, CI's cancel) stops the suite as Ctrl-C does: pytest tears every fixture
+    down, so each mount is unmounted and each daemon and simulated viewer ends. Under trio the
+    SIGINT becomes a KeyboardInterrupt in the running test, whose teardown is shielded."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: the group's later TERMs are the same stop
+    os.kill(os.getpid(), signal.SIGINT)
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _interrupt)
     config.addinivalue_line(
         "markers",
         "viewer(*versions, reason): the test depends on a difference between simulated viewer versions and "
@@ -48,12 +60,19 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line(
         "markers", "generations(*names): the tests also run against these viewer generations (default G1-G4)")
+    config.addinivalue_line(
+        "markers", "own_mount(reason): the test takes its own mount, not the module's shared one (tests/e2e)")
+    config.addinivalue_line(
+        "markers",
+        "allow_log(*regexes): WARNING/ERROR records the test expects its daemon to log (tests/support/logcheck.py)")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """`viewer_version`: one test per selected viewer (support.viewers.viewer_params)."""
     if "viewer_version" in metafunc.fixturenames:
-        metafunc.parametrize("viewer_version", viewer_params(metafunc.definition), indirect=True)
+        # Module scope: pytest groups a module's tests by viewer, so a shared mount (tests/e2e) is made
+        # once per module and viewer.
+        metafunc.parametrize("viewer_version", viewer_params(metafunc.definition), indirect=True, scope="module")
 
 
 @pytest.fixture
@@ -69,3 +88,12 @@ def viewer_generation(request: pytest.FixtureRequest) -> str | None:
     callspec = getattr(request.node, "callspec", None)
     viewer = str(callspec.params.get("viewer_version", "1")) if callspec is not None else "1"
     return viewer if viewer in GENERATIONS else None
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The last sweep, whatever stopped the run: a daemon still running is killed and a mount left
+    behind is detached (support/mount.py keeps the list)."""
+    from support.mount import sweep
+
+    for line in sweep():
+        session.config.get_terminal_writer().line(f"slfs tests: {line}", yellow=True)

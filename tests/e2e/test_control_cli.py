@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 from support.cli import sj, slfs
 from support.mount import Mount, MountFactory
@@ -164,6 +165,7 @@ async def test_events(mounted: Mount) -> None:
     assert rc == 2 and out == "" and "duration" in err
 
 
+@pytest.mark.own_mount("stops the daemon: `events -f` must end when the mount goes away")
 async def test_events_follow(mounted: Mount) -> None:
     m = mounted
     proc = await trio.lowlevel.open_process(

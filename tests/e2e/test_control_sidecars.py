@@ -99,6 +99,7 @@ async def test_diag_luau_failing_save(mounted: Mount) -> None:
     assert mt and mt.group(1) == str(m.path(CUBE, "Counter.luau")) and mt.group(4) == "error", text
 
 
+@pytest.mark.allow_log(r"WARNING slfs\.fs\.operations: write: .*\.state: write run, stop or reset")
 async def test_state_sidecar(mounted: Mount) -> None:
     m = mounted
     assert m.sim is not None
@@ -146,6 +147,7 @@ async def test_log_sidecar(mounted: Mount) -> None:
     assert "before-error" in text
 
 
+@pytest.mark.own_mount("reads the mount's whole diagnostics file, which other tests' compiles add to")
 async def test_root_diagnostics_as_vim_quickfix(mounted: Mount, tmp_path: object) -> None:
     m = mounted
     require_tool("vim")

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 from support.foreign import require_root
 from support.mount import Mount
@@ -230,6 +231,7 @@ async def test_subscribe_streams_events(mounted: Mount) -> None:
         r.close()
 
 
+@pytest.mark.own_mount("unmounts: the shutdown frame is the last the socket sends")
 async def test_shutdown_frame_on_unmount(mounted: Mount) -> None:
     m = mounted
     entry = registry(m)
@@ -287,6 +289,7 @@ sys.stdout.write(repr(data))
 """
 
 
+@pytest.mark.allow_log(r"WARNING slfs\.control\.server: control socket: refused a connection from uid")
 async def test_another_uid_is_refused_even_when_the_socket_is_opened_up(mounted: Mount) -> None:
     """Defence in depth: the socket's dir is 0700 and the socket 0600; a user who loosens them still
     lets no other uid in (SO_PEERCRED)."""

@@ -8,6 +8,7 @@ import os
 import stat
 from pathlib import Path
 
+import pytest
 import trio
 from support.mount import MountFactory
 
@@ -16,6 +17,7 @@ def events(text: str) -> list[dict[str, object]]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
+@pytest.mark.allow_log(r"^WARNING slfs\.model\.launch: viewer says: Reset done")
 async def test_show_message_is_an_event(mount_factory: MountFactory) -> None:
     m = await mount_factory()
     assert m.sim is not None
@@ -47,6 +49,7 @@ async def test_open_file_runs_the_configured_editor_without_a_shell(mount_factor
     assert not (await m.thread(os.path.exists, m.path("Hello Cube", "pwned")))
 
 
+@pytest.mark.allow_log(r"^WARNING slfs\.model\.workspace: editor\.open_file")
 async def test_open_file_without_an_editor_is_only_an_event(mount_factory: MountFactory) -> None:
     m = await mount_factory()
     assert m.sim is not None

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 from support.mount import Mount, MountFactory, require_tool
 
@@ -67,6 +68,10 @@ async def open_file_events(m: Mount) -> list[dict[str, Any]]:
     return [e for e in (json.loads(x) for x in text.splitlines() if x.strip()) if e["type"] == "viewer.open_file"]
 
 
+@pytest.mark.allow_log(
+    r"^WARNING slfs\.model\.launch: editor\.open_file: line",
+    r"^WARNING slfs\.model\.workspace: editor\.open_file",
+)
 async def test_open_file_runs_vim_only_inside_the_mount(mount_factory: MountFactory, tmp_path: Path) -> None:
     result = tmp_path / "vim-result"
     # The real vim in ex mode writes the file it has open and its cursor line to `result`. No
@@ -137,6 +142,7 @@ async def test_open_file_runs_vim_only_inside_the_mount(mount_factory: MountFact
     m.assert_clean_log()
 
 
+@pytest.mark.allow_log(r"^ERROR slfs\.model\.launch: viewer says: message")
 async def test_show_message_runs_one_notifier_at_a_time_with_clean_text(mount_factory: MountFactory,
                                                                        tmp_path: Path) -> None:
     m = await stubbed_mount(mount_factory, tmp_path)

@@ -120,6 +120,14 @@ def fill(directory: Path) -> None:
 # --- 1. a full disk under the trash and the recovery folder ----------------------------------
 
 
+@pytest.mark.allow_log(
+    r"^ERROR slfs\.model\.keep: recovery: could not keep",
+    r"^ERROR slfs\.model\.keep: trash: could not keep",
+    r"^WARNING slfs\.daemon:",
+    r"^WARNING slfs\.fs\.operations: flush: save",
+    r"^WARNING slfs\.fs\.operations: unlink:",
+    r"^WARNING slfs\.model\.workspace:",
+)
 async def test_full_disk_costs_the_copies_not_the_mount(mount_factory: MountFactory, tmp_path: Path) -> None:
     if os.geteuid() != 0:
         missing("mounting a tmpfs needs root")
@@ -188,6 +196,11 @@ async def test_full_disk_costs_the_copies_not_the_mount(mount_factory: MountFact
 # --- 2. an exception in a background job ---------------------------------------------------------
 
 
+@pytest.mark.allow_log(
+    r"^ERROR slfs\.model\.workspace: background job _delete_later failed; the",
+    r"^WARNING slfs\.daemon:",
+    r"^WARNING slfs\.model\.workspace: background job _delete_later failed:",
+)
 async def test_failing_background_job_leaves_the_mount_serving(mount_factory: MountFactory) -> None:
     m = await write_mount(mount_factory, env={"SLFS_INJECT_JOB_FAULT": "_delete_later"}, allow_traceback=True)
     held = b"held open through a failed job\n"
@@ -235,6 +248,7 @@ async def save_as_the_viewer_dies(m: Mount, data: bytes, *, back_after: float | 
     return err
 
 
+@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: flush: save", r"^WARNING slfs\.model\.workspace: saving")
 async def test_viewer_killed_mid_save(mount_factory: MountFactory) -> None:
     m = await write_mount(mount_factory, sim_kwargs={"method_latency_ms": {"object.content.save": 2000}})
     world = sim_of(m).world
@@ -284,6 +298,11 @@ async def restart(m: Mount, i: int, world: Any, sim_kwargs: dict[str, Any]) -> N
         await sim_of(m).disconnect_all()
 
 
+@pytest.mark.allow_log(
+    r"^WARNING slfs\.fs\.operations: flush: create",
+    r"^WARNING slfs\.model\.syntax: syntax files not refreshed: syntax",
+    r"^WARNING slfs\.model\.workspace: creating",
+)
 async def test_thirty_viewer_restarts(mount_factory: MountFactory) -> None:
     # Saves and creates take a moment, so a restart can also land while one is in flight.
     slow = {"method_latency_ms": {"object.content.save": 150, "object.item.create": 150}}
@@ -327,6 +346,7 @@ async def test_thirty_viewer_restarts(mount_factory: MountFactory) -> None:
 # --- 5. 2,000 malformed and random frames from the viewer -------------------------------------
 
 
+@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: open: Locked", r"^WARNING slfs\.session\.session:")
 async def test_two_thousand_hostile_frames(mount_factory: MountFactory) -> None:
     m = await mount_factory()
     sim = sim_of(m)
@@ -413,6 +433,11 @@ async def test_readers_are_served_during_a_20_s_save(mount_factory: MountFactory
 # --- 7. 16 writers through 5 dropped connections ------------------------------------------------
 
 
+@pytest.mark.allow_log(
+    r"^WARNING slfs\.fs\.operations: flush: create",
+    r"^WARNING slfs\.fs\.operations: getattr: read",
+    r"^WARNING slfs\.model\.workspace: creating",
+)
 async def test_sixteen_writers_through_five_drops(mount_factory: MountFactory) -> None:
     world = notes_world(8)
     m = await mount_factory(world, options=[f"delete_grace={GRACE}"],
@@ -458,6 +483,11 @@ async def test_sixteen_writers_through_five_drops(mount_factory: MountFactory) -
 
 
 
+@pytest.mark.allow_log(
+    r"^WARNING slfs\.fs\.operations: flush:",
+    r"^WARNING slfs\.fs\.operations: fsync: create",
+    r"^WARNING slfs\.model\.workspace:",
+)
 async def test_writes_after_a_failed_create_are_kept(mount_factory: MountFactory) -> None:
     # Found by the test above: a new file whose create failed left the folder, and a later write
     # through a handle still open (or through the dentry the kernel still held) was flushed into

@@ -55,6 +55,7 @@ async def save(m: Mount, rel: str, text: str) -> None:
     await m.run("sh", "-c", 'printf %s "$1" > "$2"', "sh", text, str(m.path(rel)))
 
 
+@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: open:")
 async def test_ls_cat_diff_and_the_cli(wm: Mount) -> None:
     m = wm
     assert await m.read_bytes("Box", "Note") == NOTE_TEXT.encode()
@@ -83,6 +84,7 @@ async def test_ls_cat_diff_and_the_cli(wm: Mount) -> None:
     assert "versions" in (await m.status())["history"]
 
 
+@pytest.mark.allow_log(r"^WARNING slfs\.model\.workspace:")
 async def test_restore_and_restore_through_a_conflict(wm: Mount) -> None:
     m = wm
     await m.read_bytes("Box", "Note")
@@ -143,6 +145,7 @@ async def test_the_object_unpublished_history_stays_by_id(wm: Mount) -> None:
     assert await history_names(m, ".slfs", "history", "by-id", NOTE) == names
 
 
+@pytest.mark.allow_log(r"^ERROR slfs\.model\.history: history: a version of")
 async def test_a_full_disk_under_the_store(mount_factory: MountFactory, tmp_path: Path) -> None:
     store = tmp_path / "data0" / "slfs" / "history"  # the first mount's XDG_DATA_HOME
     store.mkdir(parents=True, mode=0o700)

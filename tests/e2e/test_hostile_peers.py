@@ -8,12 +8,14 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
 from support.foreign import NOBODY, foreign_listener
 from support.mount import MountFactory
 
 from slfs import paths
 
 
+@pytest.mark.allow_log(r"^WARNING slfs\.session\.session: the listener on")
 async def test_impostor_on_the_viewer_port_is_refused_until_the_viewer_comes(mount_factory: MountFactory) -> None:
     m = await mount_factory(sim=False, start=False)
     want = f"the listener on 127.0.0.1:{m.port} belongs to uid {NOBODY}, not to us (uid {os.geteuid()}); not connecting"
@@ -47,6 +49,7 @@ peer.check_listener = _saw_ours
 """
 
 
+@pytest.mark.allow_log(r"^WARNING slfs\.session\.session: the connection to")
 async def test_impostor_that_wins_the_race_for_the_port_gets_not_a_byte(mount_factory: MountFactory,
                                                                        tmp_path: Path) -> None:
     hook = tmp_path / "hook"

@@ -59,6 +59,7 @@ async def edit_refused(m: Mount, temp: str | Path, why: str) -> None:
     assert why in (await m.status()).get("last_error", "")
 
 
+@pytest.mark.allow_log(r"^WARNING slfs\.model\.workspace: live: not subscribing to")
 async def test_symlinks_hard_links_and_other_uids_files_are_never_subscribed(mount_factory: MountFactory,
                                                                              tmp_path: Path) -> None:
     secret = tmp_path / "home" / ".ssh" / "id_ed25519"
@@ -81,6 +82,7 @@ async def test_symlinks_hard_links_and_other_uids_files_are_never_subscribed(mou
     await edit_refused(m, temp, f"belongs to uid {OTHER_UID}")
 
 
+@pytest.mark.allow_log(r"^WARNING slfs\.model\.workspace: live: not subscribing to")
 async def test_a_temp_file_outside_the_viewers_temp_dir_is_refused(mount_factory: MountFactory,
                                                                    tmp_path: Path) -> None:
     m = await hostile_mount(mount_factory, viewer_tmpdir(tmp_path))
@@ -95,6 +97,7 @@ async def test_a_temp_file_outside_the_viewers_temp_dir_is_refused(mount_factory
     await edit_refused(m, f"{temp.parent}/../x/{temp.name}", "is not in the viewer's temp dir")
 
 
+@pytest.mark.allow_log(r"^WARNING slfs\.model\.workspace: live: not subscribing to")
 @pytest.mark.parametrize("shape", ["world-writable", "another-uid"])
 async def test_a_temp_dir_another_user_can_change_is_refused(mount_factory: MountFactory, tmp_path: Path,
                                                              shape: str) -> None:
@@ -111,6 +114,10 @@ async def test_a_temp_dir_another_user_can_change_is_refused(mount_factory: Moun
     await edit_refused(m, temp, why)
 
 
+@pytest.mark.allow_log(
+    r"^WARNING slfs\.fs\.operations: open: live: Pocket Script\.lsl:",
+    r"^WARNING slfs\.model\.workspace: live: Pocket Script\.lsl:",
+)
 async def test_writes_keep_the_mode_and_never_follow_a_swapped_in_symlink(mount_factory: MountFactory,
                                                                           tmp_path: Path) -> None:
     mine = tmp_path / "mine.txt"

@@ -70,6 +70,7 @@ async def test_two_saves_within_one_second_both_reach_the_viewer(mount_factory: 
     assert m.sim.item(INV).content == GOOD.replace("good", "second")
 
 
+@pytest.mark.allow_log(r"^WARNING slfs\.model\.workspace:")
 async def test_the_viewer_closing_its_editor_keeps_unsaved_writes(mount_factory: MountFactory,
                                                                   tmp_path: Path) -> None:
     m, argv_log = await live_mount(mount_factory, tmp_path)
@@ -209,6 +210,7 @@ async def test_slfs_edit_mounts_home_sl_when_no_mount_runs(mount_factory: MountF
         await m.thread(force_unmount, home / "sl")
 
 
+@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: create:")
 async def test_sed_i_and_perl_pi_save_a_live_file(mount_factory: MountFactory, tmp_path: Path) -> None:
     """sed -i and perl -pi write a temp file beside the live file and rename it over it: the
     content reaches the viewer's temp file as a write and close of the live file would."""
@@ -246,6 +248,10 @@ async def test_sed_i_and_perl_pi_save_a_live_file(mount_factory: MountFactory, t
     assert rc == 1 and out.startswith(f"{live}:5:"), out
 
 
+@pytest.mark.allow_log(
+    r"^WARNING slfs\.fs\.operations: create:",
+    r"^WARNING slfs\.model\.workspace: daemon stopped before the new",
+)
 async def test_temp_files_in_the_live_directory_removed_or_left_at_unmount(mount_factory: MountFactory,
                                                                            tmp_path: Path) -> None:
     """mktemp there, rm it; one left when the daemon stops goes to the recovery folder; other

@@ -133,6 +133,7 @@ async def test_worked_session(mounted: Mount, monkeypatch: pytest.MonkeyPatch) -
         assert "no such item" in await refused(client, "slfs_write", path=f"{CUBE}/Nope.lsl", text="x")
 
 
+@pytest.mark.allow_log(r"^WARNING slfs\.model\.workspace: stop Hello")
 async def test_state_rename_delete(mounted: Mount, monkeypatch: pytest.MonkeyPatch) -> None:
     m = mounted
     async with session(m, monkeypatch) as client:
@@ -169,6 +170,7 @@ async def test_state_rename_delete(mounted: Mount, monkeypatch: pytest.MonkeyPat
             assert "does not offer" in await refused(client, "slfs_command", command="no.such.command")
 
 
+@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: open: No Modify")
 async def test_hostile_arguments(mounted: Mount, monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
     m = mounted
     async with session(m, monkeypatch) as client:
@@ -205,6 +207,7 @@ async def test_hostile_arguments(mounted: Mount, monkeypatch: pytest.MonkeyPatch
         assert (await call(client, "slfs_status"))["state"] == "connected"  # the server is still there
 
 
+@pytest.mark.own_mount("stops the viewer")
 async def test_viewer_away(mounted: Mount, monkeypatch: pytest.MonkeyPatch) -> None:
     m = mounted
     async with session(m, monkeypatch) as client:
@@ -229,6 +232,7 @@ async def test_viewer_away(mounted: Mount, monkeypatch: pytest.MonkeyPatch) -> N
         assert (await call(client, "slfs_logs"))["cursor"] >= status["cursor"]
 
 
+@pytest.mark.allow_log(r"^WARNING slfs\.model\.workspace: deleting Hello")
 async def test_wait_and_cancel(mounted: Mount, monkeypatch: pytest.MonkeyPatch) -> None:
     m = mounted
     cancelled: list[bool] = []

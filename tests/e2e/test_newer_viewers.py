@@ -95,6 +95,11 @@ async def xattr(m: Mount, path: str, name: str) -> str | None:
         return None
 
 
+@pytest.mark.allow_log(
+    r"^WARNING slfs\.fs\.operations: open:",
+    r"^WARNING slfs\.fs\.operations: setattr:",
+    r"^WARNING slfs\.model\.workspace:",
+)
 @pytest.mark.viewer(2, reason="only newer viewers say how many items a notecard embeds")
 async def test_notecard_holding_embedded_items_is_read_only(mount_factory: MountFactory) -> None:
     m = await newer_mount(mount_factory)
@@ -121,6 +126,11 @@ async def test_notecard_holding_embedded_items_is_read_only(mount_factory: Mount
     assert sim_of(m).item(PLAIN).content == "changed\n"
 
 
+@pytest.mark.allow_log(
+    r"^ERROR slfs\.model\.writes: unsaved",
+    r"^WARNING slfs\.fs\.operations: flush: save",
+    r"^WARNING slfs\.model\.workspace: saving",
+)
 @pytest.mark.viewer(2, reason="only newer viewers refuse to save a notecard holding embedded items")
 async def test_viewer_refusing_an_embedded_notecard_save(mount_factory: MountFactory) -> None:
     m = await newer_mount(mount_factory)
@@ -133,6 +143,7 @@ async def test_viewer_refusing_an_embedded_notecard_save(mount_factory: MountFac
     assert stat.S_IMODE((await m.thread(os.stat, m.path("Box", "Plain"))).st_mode) == 0o444
 
 
+@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: flush:", r"^WARNING slfs\.model\.workspace:")
 @pytest.mark.viewer(2, reason="revisions exist only in newer viewers")
 async def test_revision_refreshes_and_guards_saves(mount_factory: MountFactory) -> None:
     m = await newer_mount(mount_factory)
@@ -218,6 +229,13 @@ async def _lists(m: Mount, folder: str, name: str) -> bool:
     return name in await m.thread(os.listdir, m.path(folder))
 
 
+@pytest.mark.allow_log(
+    r"^WARNING slfs\.fs\.operations: flush: save",
+    r"^WARNING slfs\.fs\.operations: lookup: read",
+    r"^WARNING slfs\.model\.workspace: read",
+    r"^WARNING slfs\.model\.workspace: save",
+    r"^WARNING slfs\.model\.workspace: saving",
+)
 @pytest.mark.viewer(2, reason="-32005 is newer viewers' answer for a region that is down")
 async def test_region_down_is_eagain_then_recovers(mount_factory: MountFactory) -> None:
     m = await newer_mount(mount_factory)
@@ -281,6 +299,7 @@ async def _empty(m: Mount, path: Any) -> bool:
     return not await m.thread(path.read_text)
 
 
+@pytest.mark.allow_log(r"^WARNING slfs\.model\.save:")
 @pytest.mark.viewer(2, reason="the stoi and NUL answers were seen from newer viewer builds")
 @pytest.mark.parametrize("failure", ["stoi", "nul"])
 async def test_garbled_compile_answer(mount_factory: MountFactory, failure: str) -> None:
@@ -304,6 +323,7 @@ async def test_garbled_compile_answer(mount_factory: MountFactory, failure: str)
     assert diag == [f"{m.mnt}/Box/Main.lsl:0:0: error: {UNPRINTABLE}"]
 
 
+@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: flush: create", r"^WARNING slfs\.model\.workspace: creating")
 @pytest.mark.viewer(2, reason="newer viewers name why a create failed")
 async def test_refused_creates_leave_no_name(mount_factory: MountFactory) -> None:
     m = await newer_mount(mount_factory)

@@ -20,7 +20,8 @@ from support.writes import need, sh
 
 from slfs.sim.world import SimObject, World, sample_world
 
-pytestmark = pytest.mark.generations()
+# Their own mounts: the overlay's state (.git, dot-files, re-rez adoption) is what they check.
+pytestmark = [pytest.mark.generations(), pytest.mark.own_mount("the overlay's state is what these tests check")]
 
 TWIN1, TWIN2 = "37110fcc-ce97-534e-9647-f09510813dd4", "4dd59973-25e4-5202-817c-7b5078a18bb5"
 HOUSE = "e66d1a51-2375-5a1a-bc85-a3ebb447fab7"
@@ -64,6 +65,7 @@ def rerez(world: World, object_id: str) -> str:
     return root.prim_id
 
 
+@pytest.mark.allow_log(r"^WARNING slfs\.model\.workspace: could not ask the viewer")
 async def test_git_in_one_twin_never_shows_in_the_other(mounted: Mount) -> None:
     m = mounted
     assert m.sim is not None
@@ -119,6 +121,7 @@ async def test_a_rerezzed_object_takes_its_local_files_back(mounted: Mount) -> N
     assert not await exists(m, "Twin", ".git")
 
 
+@pytest.mark.allow_log(r"^WARNING slfs\.session\.session: viewer disconnected us")
 async def test_another_agent_sees_none_of_them(mount_factory: MountFactory, tmp_path: Path) -> None:
     first = await mount_factory()
     await sh(first, "echo mine > .notes", cwd=first.path("Twin"))

@@ -40,6 +40,7 @@ def alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.own_mount("signals the daemon to stop")
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 async def test_foreground_signal_unmounts_cleanly(mounted: Mount, sig: int) -> None:
     m = mounted
@@ -56,6 +57,7 @@ async def test_foreground_signal_unmounts_cleanly(mounted: Mount, sig: int) -> N
     m.assert_clean_log()
 
 
+@pytest.mark.own_mount("unmounts")
 async def test_unmount_after_drop_caches_reports_zero_refs(mounted: Mount) -> None:
     """When the kernel has forgotten everything before the unmount, the daemon's count is 0."""
     m = mounted
@@ -126,6 +128,8 @@ async def test_kernel_flag_with_a_value_is_a_usage_error(mount_factory: MountFac
     assert "ro" in line.split()[3].split(","), line
 
 
+@pytest.mark.allow_log(r"^WARNING slfs\.daemon:")
+@pytest.mark.own_mount("kills the daemon")
 async def test_stale_mountpoint_after_kill_9(mounted: Mount) -> None:
     """`kill -9` of the daemon, then `slfs mount` on the same mount point: the stale mount is
     cleared (the fixture's teardown unmounts whatever is left)."""
@@ -147,6 +151,7 @@ async def test_stale_mountpoint_after_kill_9(mounted: Mount) -> None:
     m.assert_clean_log()
 
 
+@pytest.mark.own_mount("kills the daemon")
 async def test_umount_of_a_stale_mount_removes_its_registry_entry(mounted: Mount) -> None:
     """Found by a black-box probe: `slfs umount` of the stale mount a `kill -9` left unmounted it
     but kept the dead daemon's registry file."""

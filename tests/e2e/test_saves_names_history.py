@@ -63,6 +63,7 @@ async def test_a_verdict_of_nul_bytes_never_fails_the_save(mount_factory: MountF
 # --- diagnostics describe the in-world text --------------------------------------------------------
 
 
+@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: flush:", r"^WARNING slfs\.model\.workspace: saving Hello")
 async def test_a_failed_include_is_forgotten_once_the_file_holds_the_inworld_text(mounted: Mount) -> None:
     m = mounted
     path = m.path(CUBE, "Hello.lsl")
@@ -99,6 +100,7 @@ def inventory_names(m: Mount) -> list[str]:
     return sorted(i.name for o in m.sim.world.objects.values() for p in o.prims() for i in p.inventory)
 
 
+@pytest.mark.allow_log(r"^WARNING slfs\.model\.workspace: create:", r"^WARNING slfs\.model\.workspace: rename:")
 async def test_a_name_the_viewer_cannot_hold_says_why(mounted: Mount) -> None:
     m = mounted
     before = inventory_names(m)
@@ -127,6 +129,7 @@ async def test_a_name_the_viewer_cannot_hold_says_why(mounted: Mount) -> None:
     assert "'é' is not" in (await m.status())["last_error"]
 
 
+@pytest.mark.allow_log(r"^WARNING slfs\.model\.workspace: create:", r"^WARNING slfs\.model\.workspace: rename:")
 async def test_an_agent_reads_why_a_name_was_refused(mounted: Mount) -> None:
     """What the MCP tools call (slfs_save with create, slfs_rename): the reason, not the errno's text."""
     m = mounted
@@ -145,6 +148,7 @@ async def test_an_agent_reads_why_a_name_was_refused(mounted: Mount) -> None:
 GREET = 'default\n{\n    state_entry()\n    {\n        llOwnerSay("save %d");\n    }\n}\n'
 
 
+@pytest.mark.own_mount("lists an item's whole history, which other tests' saves add to")
 async def test_version_names_list_in_time_order(mounted: Mount) -> None:
     """25 quick saves (many within one second): plain `ls` lists the versions in time order, so the
     README's `diff $(ls | tail -2)` takes the last two; older unpadded names still restore."""

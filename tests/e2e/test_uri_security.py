@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -122,9 +124,12 @@ async def test_mount_starts_although_another_user_made_the_tmp_dir(mount_factory
     if squatted.exists() or squatted.is_symlink():
         pytest.skip(f"{squatted} exists (not ours to replace)")
     squatted.mkdir(mode=0o700)
+    # A short state dir: the socket's path must fit sun_path (108 bytes) wherever pytest's
+    # temporary dirs are (under xdist they are deeper), or the daemon rightly falls back to /tmp.
+    state = Path(tempfile.mkdtemp(prefix="slfs-state-"))
     try:
         os.chown(squatted, NOBODY, NOBODY)
-        m = await mount_factory(env={"XDG_RUNTIME_DIR": ""})
+        m = await mount_factory(env={"XDG_RUNTIME_DIR": "", "XDG_STATE_HOME": str(state)})
         run = Path(m.env["XDG_STATE_HOME"]) / "slfs" / "run"
         (entry_file,) = (run / "mounts").glob("*.json")
         assert json.loads(entry_file.read_text())["socket"].startswith(f"{run}/")
@@ -133,3 +138,4 @@ async def test_mount_starts_although_another_user_made_the_tmp_dir(mount_factory
         assert "state: connected" in out
     finally:
         os.rmdir(squatted)
+        shutil.rmtree(state, ignore_errors=True)

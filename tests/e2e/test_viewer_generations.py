@@ -95,6 +95,7 @@ async def test_a_save_keeps_the_script_running(mounted: Mount) -> None:
     assert (await m.thread(m.path(CUBE, ".slfs", "Hello.lsl.state").read_text)) == "running\n"
 
 
+@pytest.mark.allow_log(r"this viewer cannot store an empty script")
 async def test_an_empty_text_goes_to_the_viewer_which_decides(mounted: Mount) -> None:
     """G4 and the documents' viewers store an empty text; G1-G3 refuse it (viewer-source.md §2),
     and then the file shows the in-world text again and the status says why."""
@@ -122,6 +123,7 @@ async def test_an_empty_text_goes_to_the_viewer_which_decides(mounted: Mount) ->
     assert m.sim.item(hello.item_id).content == before
 
 
+@pytest.mark.allow_log(r"WARNING slfs\.model\.workspace: (stop|run) .*: this viewer cannot do that")
 async def test_run_state_requests(mounted: Mount, viewer_generation: str | None) -> None:
     m = mounted
     state = str(m.path(CUBE, ".slfs", "Hello.lsl.state"))

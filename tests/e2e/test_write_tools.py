@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from support.mount import Mount, MountFactory
 from support.writes import (
     ARM_DIR,
@@ -312,6 +313,7 @@ async def test_tar_extraction(wm: Mount, tmp_path: os.PathLike[str]) -> None:
     ])
 
 
+@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: open:")
 async def test_cp_r_out_and_back(wm: Mount, tmp_path: os.PathLike[str]) -> None:
     m = wm
     out = os.path.join(tmp_path, "copy")

@@ -21,6 +21,7 @@ import pytest
 import trio
 
 from slfs.sim import SimViewer, World, sample_world
+from support import logcheck
 
 IN_CI = bool(os.environ.get("CI"))
 MOUNT_BASE = Path.home() / ".cache" / "slfs-test-mounts"
@@ -58,11 +59,45 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+# What this process made, for the last sweep (sweep(), at the end of the session however it ends).
+MADE_MOUNTPOINTS: list[Path] = []
+DAEMON_PIDS: set[int] = set()
+
+
 def new_mountpoint() -> Path:
     """A fresh empty directory outside /tmp (editors treat /tmp specially)."""
     path = MOUNT_BASE / uuid.uuid4().hex[:12] / "mnt"
     path.mkdir(parents=True)
+    MADE_MOUNTPOINTS.append(path)
     return path
+
+
+def sweep() -> list[str]:
+    """Kill the daemons this process started that still run, detach its mounts that are still
+    mounted, remove its mountpoints: what a teardown interrupted by a second signal left. Returns
+    what it had to do."""
+    done = []
+    for pid in sorted(DAEMON_PIDS):
+        try:  # still our daemon, not a process that reused its number
+            if b"slfs\0mount" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+                continue
+            os.kill(pid, signal.SIGKILL)
+            done.append(f"killed daemon {pid}")
+        except (OSError, ProcessLookupError):
+            continue
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+    DAEMON_PIDS.clear()
+    for path in MADE_MOUNTPOINTS:
+        if is_mounted(path):
+            force_unmount(path)
+            done.append(f"detached {path}")
+        if not is_mounted(path):
+            shutil.rmtree(path.parent, ignore_errors=True)
+    MADE_MOUNTPOINTS.clear()
+    return done
 
 
 def parse_status(text: str) -> dict[str, str]:
@@ -205,6 +240,7 @@ class Mount:
             self.proc = await trio.lowlevel.open_process(
                 argv, stdin=subprocess.DEVNULL, stdout=logf, stderr=logf, env=env
             )
+        DAEMON_PIDS.add(self.proc.pid)
         await self.wait_live(wait_state)
 
     async def wait_live(self, state: str | None = "connected", timeout: float = READY_TIMEOUT) -> None:
@@ -247,6 +283,8 @@ class Mount:
                     await proc.wait()
         if sig != signal.SIGKILL:
             await trio.to_thread.run_sync(force_unmount, self.mnt)
+        if proc is not None and proc.returncode is not None:
+            DAEMON_PIDS.discard(proc.pid)
         return proc.returncode if proc is not None else None
 
     async def restart_daemon(self, **kwargs: Any) -> None:
@@ -325,10 +363,11 @@ MountFactory = Callable[..., Awaitable[Mount]]
 
 @asynccontextmanager
 async def open_mounts(nursery: trio.Nursery, tmp_path: Path, viewer_version: int,
-                      viewer_generation: str | None) -> AsyncIterator[MountFactory]:
+                      viewer_generation: str | None, node: pytest.Item) -> AsyncIterator[MountFactory]:
     """The `mount_factory` fixture: `await make(world=None, sim=True, sim_kwargs={}, args=(), env={},
     wait_state=..., allow_traceback=False, start=True)` -> Mount. On exit every mount is stopped,
-    and the test fails if one stayed mounted or its daemon logged a traceback."""
+    and the test fails if one stayed mounted or its daemon logged what the test did not declare
+    (support/logcheck.py)."""
     require_fuse()
     mounts: list[Mount] = []
 
@@ -377,8 +416,7 @@ async def open_mounts(nursery: trio.Nursery, tmp_path: Path, viewer_version: int
                 await m.stop_daemon()
                 if is_mounted(m.mnt):
                     problems.append(f"{m.mnt} still mounted")
-                if not m.allow_traceback and "Traceback" in m.log_text():
-                    problems.append(f"daemon logged a traceback:\n{m.log_text()}")
+                problems += logcheck.report(m.log_text(), node, f"daemon {m.mnt}", m.allow_traceback)
                 if not is_mounted(m.mnt):
                     shutil.rmtree(m.mnt.parent, ignore_errors=True)
         if problems:
