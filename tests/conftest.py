@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import gc
 import os
+import shutil
 import signal
+import tempfile
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from support.viewers import BASE_VERSION, GENERATIONS, viewer_params
@@ -97,3 +100,14 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
     for line in sweep():
         session.config.get_terminal_writer().line(f"slfs tests: {line}", yellow=True)
+
+
+@pytest.fixture
+def short_tmp_path() -> Iterator[Path]:
+    """A temporary directory with a short path, for tests of socket paths (108 bytes at most):
+    pytest's own are deeper under xdist (`.../popen-gw0/...`)."""
+    path = Path(tempfile.mkdtemp(prefix="slfs-t-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)

@@ -433,10 +433,10 @@ async def test_readers_are_served_during_a_20_s_save(mount_factory: MountFactory
 # --- 7. 16 writers through 5 dropped connections ------------------------------------------------
 
 
-@pytest.mark.allow_log(
-    r"^WARNING slfs\.fs\.operations: flush: create",
-    r"^WARNING slfs\.fs\.operations: getattr: read",
-    r"^WARNING slfs\.model\.workspace: creating",
+@pytest.mark.allow_log(  # which of them a drop cuts depends on timing: any may fail, each says so
+    r"^WARNING slfs\.fs\.operations: \w+: .*(not connected to the viewer|not created in-world)",
+    r"^WARNING slfs\.model\.workspace: (creating|saving) .* failed",
+    r"^WARNING slfs\.model\.workspace: .*: written after its create failed",
 )
 async def test_sixteen_writers_through_five_drops(mount_factory: MountFactory) -> None:
     world = notes_world(8)

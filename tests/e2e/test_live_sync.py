@@ -99,6 +99,8 @@ async def test_a_reconnect_subscribes_again(mount_factory: MountFactory, tmp_pat
     assert m.sim is not None
     await m.sim.disconnect_all()
     await m.wait_for(lambda: _subscribed(m, sid), 20, "the subscription made again")
+    # ... and its answer taken in: the live file is back (the sim holds the subscription first).
+    await m.wait_for(lambda: m.thread(os.path.exists, live), 10, "the live file back")
     seen = m.sim.live_changes(sid)
     await write(m, live, BAD)
     rc, out, _err = await slfs(m, "diag", "--wait", live, check=False)

@@ -207,6 +207,8 @@ async def test_hostile_arguments(mounted: Mount, monkeypatch: pytest.MonkeyPatch
         assert (await call(client, "slfs_status"))["state"] == "connected"  # the server is still there
 
 
+@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: (lookup|flush): .*not connected to the viewer",
+                       r"^WARNING slfs\.model\.workspace: (saving .* failed|daemon stopped before it was saved)")
 @pytest.mark.own_mount("stops the viewer")
 async def test_viewer_away(mounted: Mount, monkeypatch: pytest.MonkeyPatch) -> None:
     m = mounted

@@ -16,6 +16,12 @@ from slfs.model.events import EventLog
 NOBODY = 65534
 
 
+@pytest.fixture
+def tmp_path(short_tmp_path: Path) -> Path:
+    """Short: these tests build socket paths near the 108-byte limit (tests/conftest.py)."""
+    return short_tmp_path
+
+
 def need_root() -> None:
     if os.geteuid() != 0 and not os.environ.get("CI"):
         pytest.skip("chown to another uid needs root")

@@ -27,6 +27,12 @@ def fallback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "state" / "slfs" / "run"
 
 
+@pytest.fixture
+def tmp_path(short_tmp_path: Path) -> Path:
+    """Short: these tests build socket paths near the 108-byte limit (tests/conftest.py)."""
+    return short_tmp_path
+
+
 def need_root() -> None:
     if os.geteuid() != 0:
         pytest.skip("chown to another uid needs root")
