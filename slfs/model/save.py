@@ -109,8 +109,47 @@ class Saver:
             finally:
                 self._end()
 
+    async def push_save(self, item: Item, data: bytes, *, running: bool | None, expect: bytes | None,
+                        main: str | None = None, local_root: str | None = None) -> bool:
+        """`slfs push` (control/push.py): save `data` into `item` with the run state `running`
+        (None: as it runs now), when it still holds `expect` (None: anything; ESTALE otherwise:
+        the push planned on another text). A built source's quoted includes are searched from the
+        local file `main` inside `local_root` (the pushed tree). Returns whether anything was sent.
+        Nothing goes to the recovery folder: the text is in the pushed tree."""
+        async with self._save_locks[item.uuid]:
+            path = self.tree.path_of(item)
+            if item.edit.buffer is not None and item.edit.dirty:
+                raise FsError(errno.EBUSY, f"{path}: has unsaved writes on the mount; save or close it first")
+            self._refuse_unsaveable(item)
+            if expect is not None:
+                current = await self.ws.read_content(item, current=True)
+                if current != expect:
+                    raise FsError(errno.ESTALE, f"{path}: changed in-world since the push planned it")
+                item.take_base(current)
+            self._begin()
+            try:
+                self.check_size(item.info.type, len(data), path)
+                text = self._decode(data, path)
+                build: Build | None = None
+                if item.is_script and self.sources.wants_build(item, text):
+                    build = await self.sources.build_pushed(item, text, path, main, local_root)
+                    if build is not None and self.sources.unchanged(item, build):
+                        self._nothing_to_save(item, path)
+                        return False
+                sent = await self._save(item, data, path, build=build, running=running)
+            finally:
+                self._end()
+            if sent:
+                self.unsent.saved(item)
+            return sent
+
+    def _refuse_unsaveable(self, item: Item) -> None:
+        why = item.save_refusal()
+        if why is not None:
+            raise FsError(errno.EACCES, f"{self.tree.path_of(item)}: {why}")
+
     async def _save(self, item: Item, data: bytes, path: str, *, build: Build | None = None,
-                    force: bool = False) -> bool:
+                    force: bool = False, running: bool | None = None) -> bool:
         """Whether anything was sent (nothing when the text is in-world already)."""
         self.check_size(item.info.type, len(data), path)
         text = self._decode(data, path)
@@ -128,8 +167,10 @@ class Saver:
         inworld = build.inworld if build is not None else text
         # `running` always, as the item runs now: G1 uploads a save without it as stopped
         # (viewer-source.md §2, object.content.save), later viewers keep the state.
+        if running is None:
+            running = item.info.running
         params = ContentSaveParams(prim_id=item.folder.uuid, item_id=item.uuid, content=inworld,
-                                   running=item.info.running if item.is_script else None)
+                                   running=running if item.is_script else None)
         revision_before = item.info.revision
         try:
             res, revision_before = await self._send_save(item, params, data, path)
