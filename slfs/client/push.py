@@ -242,10 +242,10 @@ def make_plan(state: dict[str, Any], src: str, files: list[LocalFile], bases: Ba
             continue
         step.item_id, step.kind, step.luau = entry["item_id"], entry["type"], bool(entry.get("luau"))
         why = _refusal(entry) or _too_big(f, entry["type"])
-        if why is not None:
+        if entry.get("digest") is not None and entry.get("digest") == digest_of(f.data):
+            step.action = "unchanged"  # nothing to send, whatever the permissions
+        elif why is not None:
             step.action, step.reason = "skip", why
-        elif entry.get("digest") == digest_of(f.data):
-            step.action = "unchanged"
         elif not force and (known := bases.known(entry["item_id"])) and entry.get("digest") not in known:
             step.action, step.reason = "conflict", CONFLICT
         else:

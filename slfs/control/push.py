@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import errno
 import os
+import time
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
@@ -76,16 +77,17 @@ class PushRequests:
     def __init__(self, server: ControlServer) -> None:
         self.server = server
         self.ws = server.ws
-        self._kept: OrderedDict[str, bytes] = OrderedDict()  # digest -> text, from before a push's saves
+        # digest -> (text, in-world text when it differs: an envelope), from before a push's saves
+        self._kept: OrderedDict[str, tuple[bytes, bytes | None]] = OrderedDict()
 
     def register(self, commands: dict[str, Any]) -> None:
         commands.update(push_state=(PushStateParams, self.state), push_create=(PushCreateParams, self.create),
                         push_save=(PushSaveParams, self.save), push_delete=(PushStateParams, self.delete),
                         push_run=(PushRunParams, self.run))
 
-    def _keep(self, data: bytes) -> str:
+    def _keep(self, data: bytes, inworld: bytes | None) -> str:
         digest = digest_of(data)
-        self._kept[digest] = data
+        self._kept[digest] = (data, inworld)
         self._kept.move_to_end(digest)
         while len(self._kept) > KEPT_TEXTS:
             self._kept.popitem(last=False)
@@ -154,12 +156,17 @@ class PushRequests:
         item = self.server._item(p.path)
         if (p.content is None) == (p.restore is None):
             raise FsError(errno.EINVAL, "bad push_save request: give content or restore")
+        verbatim: bytes | None = None
+        data: bytes | None
         if p.content is not None:
             data = p.content.encode("utf-8")
         else:
             assert p.restore is not None
             kept = self._kept.get(p.restore)
-            data = kept if kept is not None else await self.ws.history.blob(p.restore)  # type: ignore[assignment]
+            if kept is not None:
+                data, verbatim = kept
+            else:
+                data = await self.ws.history.blob(p.restore)
             if data is None:
                 raise FsError(errno.ENOENT, f"{p.path}: the text to restore ({p.restore[:12]}) is neither kept "
                               "nor in the history")
@@ -170,15 +177,25 @@ class PushRequests:
             if digest_of(current) != p.expect:
                 raise FsError(errno.ESTALE, f"{p.path}: changed in-world since the push planned it")
             expect = current
-            before = self._keep(current)
+            before = self._keep(current, item.cache.inworld)
         root = main = None
         if p.root is not None and p.main is not None:
             root, main = os.path.realpath(p.root), os.path.abspath(p.main)
         running_before = bool(item.info.running) if item.is_script else None
-        sent = await self.server.writer.push_save(item, data, running=p.running, expect=expect, main=main,
-                                                  local_root=root)
-        out: dict[str, Any] = {"path": self.server.scripts.abspath(item), "item_id": item.uuid, "sent": sent,
+        started = time.time()
+        out: dict[str, Any] = {"path": self.server.scripts.abspath(item), "item_id": item.uuid, "sent": False,
                                "before": before, "running_before": running_before, "digest": digest_of(data)}
+        try:
+            out["sent"] = await self.server.writer.push_save(item, data, running=p.running, expect=expect,
+                                                             main=main, local_root=root, verbatim=verbatim)
+        except FsError as exc:
+            report = self.ws.compiles.get(item.uuid)
+            if not (item.is_script and report is not None and not report.compiled and report.at >= started):
+                raise
+            # The source could not be built (an include not found, a preprocessor error): nothing
+            # was sent; its diagnostics name the local files, as a failed compile's do.
+            return {**out, "compiled": False, "note": exc.message,
+                    "diagnostics": self.server.scripts.diagnostics_of(item)}
         report = self.ws.compiles.get(item.uuid)
         if item.is_script and report is not None:
             out.update(compiled=report.compiled, note=report.note,

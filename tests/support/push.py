@@ -161,3 +161,8 @@ async def sleep_until(pred: Any, timeout: float = 10.0) -> None:
     with trio.fail_after(timeout):
         while not pred():
             await trio.sleep(0.02)
+
+
+def can_set_running(m: Mount) -> bool:
+    """Whether the simulated viewer has object.script.set_running (G1 has not)."""
+    return "object.script.set_running" not in sim(m).profile.missing_methods
