@@ -583,8 +583,7 @@ def pull(state: dict[str, Any], local: str, bases: Bases, *, delete: bool) -> Pu
                         kind=entry["type"])
             if not entry.get("readable", True) or entry.get("digest") is None:
                 step.action = "skip"
-                step.reason = "no copy permission" if not entry.get("readable", True) else \
-                    f"its text cannot be read: {entry.get('error')}"
+                step.reason = str(entry.get("error") or "its text cannot be read")
                 steps.append(step)
                 continue
             target = os.path.join(folder, entry["name"])
