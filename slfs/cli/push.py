@@ -93,9 +93,9 @@ class Out:
             sys.stderr.write("\r\x1b[K")
             sys.stderr.flush()
 
-    def summary(self, summary: dict[str, int], status: int, **extra: Any) -> None:
+    def summary(self, last: dict[str, Any]) -> None:
         if self.json:
-            emit_json({"summary": summary, "exit": status, **extra})
+            emit_json(last)
         sys.stdout.flush()
 
 
@@ -140,49 +140,38 @@ def push_once(args: argparse.Namespace, client: MountClient, dest: str) -> int:
 
 
 def run_push(client: MountClient, dest: str, src: str, *, plan_only: bool, delete: bool, force: bool,
-             stopped: bool, rollback: bool, out: Out | None = None) -> tuple[Plan, Outcome | None]:
+             stopped: bool, rollback: bool, out: Out) -> tuple[Plan, Outcome | None]:
     """The plan (printed through `out`), then unless `plan_only` (or on a conflict) the apply."""
-    files = pushing.scan_tree(src)
-    bases = Bases(src)
-    pusher = Pusher(client.entry, progress=out.progress if out is not None else pushing._nothing)
-    plan = pushing.make_plan(pusher.state(dest), src, files, bases, delete=delete, force=force)
-    if out is not None:
+
+    def on_plan(plan: Plan) -> None:
         for s in plan.steps:
             out.step(s)
         sys.stdout.flush()
-    if plan_only:
-        return plan, None
-    if plan.of("conflict"):
-        return plan, Outcome(plan, exit=1, error="conflicts")
-    if out is not None:
-        out.total = len(plan.of("create", "update", "delete")) + \
-            len([s for s in plan.of("create") if s.is_script])
-    outcome = pusher.apply(plan, stopped=stopped, rollback=rollback)
-    if out is not None:
+        out.total = len(plan.of("create", "update", "delete")) + len([s for s in plan.of("create") if s.is_script])
+
+    try:
+        return pushing.run(client, dest, src, plan_only=plan_only, delete=delete, force=force, stopped=stopped,
+                           rollback=rollback, on_plan=on_plan, progress=out.progress)
+    finally:
         out.end_bar()
-    if outcome.error is None:
-        pushing.record_push(plan, bases)
-    return plan, outcome
 
 
 def report(args: argparse.Namespace, out: Out, plan: Plan, outcome: Outcome | None) -> int:
+    last = pushing.summary_json(plan, outcome, args.src)
+    status = int(last["exit"])
     if outcome is None:  # --plan
-        out.summary(plan.summary(), 0)
+        out.summary(last)
         return 0
-    extra: dict[str, Any] = {}
     if outcome.error == "conflicts":
         names = ", ".join(s.rel for s in plan.of("conflict")[:5])
         err(f"{len(plan.of('conflict'))} item(s) changed in-world since the last push/pull ({names}): nothing "
             "pushed; pull them, or push with --force to overwrite")
-        out.summary(plan.summary(), 1, error="conflicts")
-        return 1
-    diagnostics: list[dict[str, Any]] = []
-    if outcome.failed is not None:
-        diagnostics = pushing.local_diagnostics(outcome.failed, args.src, args.src)
-        if not out.json:
-            for d in diagnostics:
-                print(pushing.diagnostic_line(d))
-            sys.stdout.flush()
+        out.summary(last)
+        return status
+    if not out.json:
+        for d in last.get("diagnostics", []):
+            print(pushing.diagnostic_line(d))
+        sys.stdout.flush()
     for w in outcome.warnings:
         err(w)
     if outcome.error is not None:
@@ -195,13 +184,7 @@ def report(args: argparse.Namespace, out: Out, plan: Plan, outcome: Outcome | No
             err("the pushed items stay as pushed (deletes come last and are not rolled back)")
         else:
             err("not rolled back (--no-rollback): the items saved so far stay")
-        extra = {"error": outcome.error, "failed": outcome.failed.rel if outcome.failed else None,
-                 "diagnostics": diagnostics, "rolled_back": outcome.rolled_back,
-                 "rollback_errors": outcome.rollback_errors}
-    if outcome.warnings:
-        extra["warnings"] = outcome.warnings
-    status = outcome.exit if outcome.error is not None else 0
-    out.summary(plan.summary(), status, **extra)
+    out.summary(last)
     return status
 
 
@@ -257,10 +240,21 @@ def watch(args: argparse.Namespace, client: MountClient, dest: str, argv: list[s
         note_tree()
         return status
 
+    watching = False
     try:
         round_()
-        for changes in watchfiles.watch(*roots, debounce=int(args.delay * 1000), step=50,
-                                        watch_filter=lambda _c, p: _watched(p), raise_interrupt=True):
+        for changes in watchfiles.watch(*roots, debounce=int(args.delay * 1000), step=50, rust_timeout=500,
+                                        yield_on_timeout=True, watch_filter=lambda _c, p: _watched(p),
+                                        raise_interrupt=True):
+            if not changes:
+                if not watching:  # the watcher runs now: anything changed since the first push is pushed
+                    watching = True
+                    err(f"watching {', '.join(roots)} (Ctrl-C ends)")
+                    files = {f.path: pushing.digest_of(f.data) for f in pushing.scan_tree(src)}
+                    if any(known.get(p) != d for p, d in files.items()):
+                        known.update(files)
+                        round_()
+                continue
             changed = sorted({p for _c, p in changes})
             now = _snapshot(changed)
             if all(known.get(p, "?") == d for p, d in now.items()):
@@ -297,7 +291,7 @@ def cmd_pull(args: argparse.Namespace) -> int:
     for s in pulled.steps:
         if s.action != "unchanged" or out.json:
             out.step(s)
-    out.summary(pulled.summary(), pulled.exit)
+    out.summary({"summary": pulled.summary(), "exit": pulled.exit})
     if not out.json:
         counts = ", ".join(f"{n} {a}" for a, n in pulled.summary().items()) or "nothing"
         err(f"pulled into {args.local_dir}: {counts}")

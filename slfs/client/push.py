@@ -427,8 +427,8 @@ class Pusher:
             step.diagnostics = list(result.get("diagnostics") or [])
             if result.get("compiled") is False:
                 step.phase = "compile failed"
-                out.failed, out.error = step, f"{step.rel}: the compile failed; " \
-                    f"{result.get('note') or 'nothing was started'}"
+                why = f" ({result['note']})" if not step.sent and result.get("note") else ""
+                out.failed, out.error = step, f"{step.rel}: the compile failed{why}"
                 self.progress(step, "compile failed")
                 return False
             step.phase = "saved"
@@ -521,6 +521,45 @@ def _no_interrupts() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, old)
+
+
+def run(client: Any, dest: str, src: str, *, plan_only: bool, delete: bool = False, force: bool = False,
+        stopped: bool = False, rollback: bool = True, on_plan: Callable[[Plan], None] | None = None,
+        progress: Progress = _nothing) -> tuple[Plan, Outcome | None]:
+    """A push of the tree `src` onto the folder `dest` (a mount path) of the mount `client`
+    (a MountClient): the plan (given to `on_plan`), then unless `plan_only` the apply. Any conflict
+    (unless `force`) refuses the whole push: nothing is changed, exit 1. A push that went through
+    records the bases."""
+    files = scan_tree(src)
+    bases = Bases(src)
+    pusher = Pusher(client.entry, progress=progress)
+    plan = make_plan(pusher.state(dest), src, files, bases, delete=delete, force=force)
+    if on_plan is not None:
+        on_plan(plan)
+    if plan_only:
+        return plan, None
+    if plan.of("conflict"):
+        return plan, Outcome(plan, exit=1, error="conflicts")
+    outcome = pusher.apply(plan, stopped=stopped, rollback=rollback)
+    if outcome.error is None:
+        record_push(plan, bases)
+    return plan, outcome
+
+
+def summary_json(plan: Plan, outcome: Outcome | None, src_shown: str) -> dict[str, Any]:
+    """The last JSON object of a push: {"summary", "exit"}, and what failed when something did."""
+    out: dict[str, Any] = {"summary": plan.summary(), "exit": 0 if outcome is None else outcome.exit}
+    if outcome is None:
+        return out
+    if outcome.error == "conflicts":
+        return {**out, "error": "conflicts"}
+    if outcome.error is not None:
+        diagnostics = local_diagnostics(outcome.failed, src_shown, plan.src) if outcome.failed else []
+        out.update(error=outcome.error, failed=outcome.failed.rel if outcome.failed else None,
+                   diagnostics=diagnostics, rolled_back=outcome.rolled_back, rollback_errors=outcome.rollback_errors)
+    if outcome.warnings:
+        out["warnings"] = outcome.warnings
+    return out
 
 
 def record_push(plan: Plan, bases: Bases) -> None:

@@ -7,6 +7,7 @@ does."""
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Annotated, Any
 
@@ -26,6 +27,7 @@ WAITED = ("compile", *RUNTIME)
 MAX_TAIL = 10.0
 MAX_WAIT = 300.0
 MAX_LOGS = 1000
+PUSH_TIMEOUT = 600.0  # a push: every save waits for its compile (at most 8 in flight), then the starts
 
 Path = Annotated[str, Field(description="a path relative to the mount, e.g. 'Hello Cube/Hello.lsl' "
                             "(objects are folders, child prims subfolders 'Name@1a2b3c4d', items files)")]
@@ -268,12 +270,88 @@ class Tools:
         data = await self._call(client, client.viewer_command, command, params or {}, folder, what=command)
         return done(f"{command}: ok", relativize(client.mountpoint, data))
 
+    async def slfs_push(self, src: Annotated[str, Field(description="a local directory (absolute path) laid out as "
+                                                        "an object's folder: the root prim's items as files, child "
+                                                        "prims as subfolders named as on the mount")],
+                        dest: Annotated[str, Field(description="the object or prim folder, relative to the mount")],
+                        apply: Annotated[bool, Field(description="false (the default): only the plan, nothing "
+                                                     "changes; true: push it")] = False,
+                        delete: Annotated[bool, Field(description="delete in-world items with no local file")] = False,
+                        stopped: Annotated[bool, Field(description="leave every script the push saves "
+                                                       "stopped")] = False,
+                        force: Annotated[bool, Field(description="overwrite items changed in-world since the "
+                                                     "last push/pull from src")] = False,
+                        rollback: Annotated[bool, Field(description="on a failure, put everything back "
+                                                        "(default true)")] = True) -> CallToolResult:
+        """Deploy a local tree onto an object as one step (as `slfs push`): the plan (create,
+        update, unchanged, delete, skip with why, conflict), then with apply=true: every new or
+        changed item saved with its scripts stopped, the scripts that ran before and the new ones
+        started together, deletes last; any failure (a compile error, a refused save) rolls all of
+        it back, and the failing item's diagnostics name the local files. Items changed in-world
+        since the last push/pull from src are conflicts: nothing is pushed unless force=true.
+        Answers {"items": [...], "summary", "exit", ...} as `slfs push --json` prints."""
+        from ..client import push as pushing
+
+        src = _local_dir(src, "src")
+        client = await self.client()
+        folder = await self._path(client, dest)
+
+        def run() -> tuple[Any, Any]:
+            return pushing.run(client, folder, src, plan_only=not apply, delete=delete, force=force,
+                               stopped=stopped, rollback=rollback)
+
+        plan, outcome = await self._call(client, run, timeout=PUSH_TIMEOUT, what=f"push {src} onto {dest}")
+        data = {"items": [s.as_json() for s in plan.steps], **pushing.summary_json(plan, outcome, src)}
+        counts = ", ".join(f"{n} {a}" for a, n in plan.summary().items()) or "nothing to do"
+        if outcome is None:
+            return done(f"plan for {dest}: {counts}", data)
+        if data["exit"]:
+            lines = "".join(pushing.diagnostic_line(d) + "\n" for d in data.get("diagnostics", []))
+            raise ToolError(f"push onto {dest} failed: {outcome.error}"
+                            + ("; rolled back" if outcome.rolled_back else "") + "\n" + lines + json.dumps(data))
+        return done(f"pushed onto {dest}: {counts}", data)
+
+    async def slfs_pull(self, object: Annotated[str, Field(description="the object or prim folder, relative to "
+                                                           "the mount")],
+                        local_dir: Annotated[str, Field(description="a local directory (absolute path) to copy "
+                                                        "the items into")],
+                        delete: Annotated[bool, Field(description="remove local files with no in-world "
+                                                      "item")] = False) -> CallToolResult:
+        """Copy an object's readable items into a local directory in the form the mount shows
+        them (as `slfs pull`), leaving identical files untouched, and record the base later pushes
+        from that directory check conflicts against. Answers {"items": [...], "summary", "exit"}."""
+        from ..client import push as pushing
+
+        local = _local_dir(local_dir, "local_dir", exist=False)
+        client = await self.client()
+        folder = await self._path(client, object)
+        if os.path.realpath(local).startswith(os.path.realpath(client.mountpoint).rstrip("/") + "/"):
+            raise ToolError("local_dir: a directory outside the mount")
+
+        def run() -> Any:
+            state = pushing.Pusher(client.entry).state(folder)
+            return pushing.pull(state, local, pushing.Bases(local), delete=delete)
+
+        pulled = await self._call(client, run, timeout=PUSH_TIMEOUT, what=f"pull {object}")
+        data = {"items": [s.as_json() for s in pulled.steps], "summary": pulled.summary(), "exit": pulled.exit}
+        counts = ", ".join(f"{n} {a}" for a, n in pulled.summary().items()) or "nothing"
+        return done(f"pulled {object} into {local}: {counts}", data)
+
+
+def _local_dir(path: str, what: str, *, exist: bool = True) -> str:
+    """A local directory named by a tool's argument: absolute, and (for src) existing."""
+    if not isinstance(path, str) or not os.path.isabs(path) or "\0" in path:
+        raise ToolError(f"{what}: give an absolute path of a local directory")
+    if exist and not os.path.isdir(path):
+        raise ToolError(f"{what}: {path} is not a directory")
+    return os.path.normpath(path)
+
 
 READ_ONLY = ("slfs_status", "slfs_list", "slfs_read", "slfs_diagnostics", "slfs_logs", "slfs_wait")
 DESTRUCTIVE = ("slfs_delete",)
 NAMES = ("slfs_status", "slfs_list", "slfs_read", "slfs_write", "slfs_diagnostics", "slfs_logs", "slfs_wait",
          "slfs_set_running", "slfs_reset", "slfs_rename", "slfs_delete", "slfs_build", "slfs_resend",
-         "slfs_command")
+         "slfs_command", "slfs_push", "slfs_pull")
 
 
 def tool_annotations(name: str) -> ToolAnnotations:

@@ -12,13 +12,13 @@ import pytest
 import trio
 from support.mount import MountFactory
 from support.push import (
-    A,
-    B,
-    C,
     DOOR_DIR,
     HINGE,
     LUAU,
     SITE,
+    A,
+    B,
+    C,
     calls,
     inworld,
     lsl,
@@ -79,7 +79,7 @@ async def test_a_compile_error_in_the_7th_of_10_rolls_all_back(mount_factory: Mo
 async def test_no_rollback_leaves_what_was_saved(mount_factory: MountFactory, tmp_path: Path) -> None:
     m = await push_mount(mount_factory)
     src = ten_changes(tmp_path)
-    rc, out, err = await push(m, src, "--no-rollback")
+    rc, _out, err = await push(m, src, "--no-rollback")
     assert rc == 1 and "not rolled back" in err
     await settled(m)
     assert "N1" in names(m)
@@ -97,7 +97,7 @@ async def test_a_refused_create_rolls_back(mount_factory: MountFactory, tmp_path
     assert sim is not None
     sim.refuse_next_create(SITE)
     sim.refuse_next_create(SITE)  # one of the two creates is refused, whichever goes first
-    rc, out, err = await push(m, src)
+    rc, _out, err = await push(m, src)
     assert rc == 1 and "push failed: N" in err and "rolled back" in err, err
     await as_before(m)
 
