@@ -37,7 +37,7 @@ from .requests import CONFIRM_TIMEOUT
 if TYPE_CHECKING:
     from .server import ControlServer
 
-FETCH_PARALLEL = 8  # content fetches in flight for push_state
+FETCH_PARALLEL = 16  # content fetches in flight for push_state (as -o prefetch's default)
 KEPT_TEXTS = 512  # texts kept from before a push's saves, for its rollback
 NO_SET_RUNNING = ("the viewer has no object.script.set_running (a first-generation viewer): scripts cannot "
                   "be started or stopped from outside; start them in the viewer")
