@@ -365,6 +365,28 @@ class Pusher:
             raise Interrupted()
         return not stop
 
+    def check_builds(self, plan: Plan) -> None:
+        """An unchanged source whose in-world text is built from includes is a change when its
+        includes changed: the daemon builds it (nothing is sent) and compares the expansion."""
+        root = os.path.realpath(plan.src)
+        calls = []
+        for s in plan.of("unchanged"):
+            if not s.is_script or s.local is None:
+                continue
+            text = s.local.data.decode("utf-8", "replace")
+            if not (_INCLUDE.search(text) or "require" in text):
+                continue
+            calls.append((s, "push_save", {"path": s.mount_path, "content": text, "check": True,
+                                           "main": os.path.join(root, s.rel), "root": root}))
+
+        def checked(step: Step, result: Any) -> bool:
+            if isinstance(result, ClientError) or not result.get("unchanged", True):
+                step.action = "update"  # a changed include (or one that no longer builds)
+            return True
+
+        if calls:
+            self.pipeline(calls, checked)
+
     # --- push ------------------------------------------------------------------------------------
 
     def apply(self, plan: Plan, *, stopped: bool = False, rollback: bool = True) -> Outcome:
@@ -534,6 +556,7 @@ def run(client: Any, dest: str, src: str, *, plan_only: bool, delete: bool = Fal
     bases = Bases(src)
     pusher = Pusher(client.entry, progress=progress)
     plan = make_plan(pusher.state(dest), src, files, bases, delete=delete, force=force)
+    pusher.check_builds(plan)
     if on_plan is not None:
         on_plan(plan)
     if plan_only:

@@ -30,6 +30,7 @@ import trio
 
 from ..model.errors import FsError
 from ..model.history_store import digest_of
+from ..model.sources import BuildFailed
 from ..model.tree import Folder, Item
 from ..protocol.errors import METHOD_NOT_FOUND
 from .requests import CONFIRM_TIMEOUT
@@ -64,6 +65,7 @@ class PushSaveParams:
     expect: str | None = None
     main: str | None = None
     root: str | None = None
+    check: bool = False  # only say whether the source builds to what is in-world (nothing is sent)
 
 
 @attrs.frozen(kw_only=True)
@@ -181,6 +183,9 @@ class PushRequests:
         root = main = None
         if p.root is not None and p.main is not None:
             root, main = os.path.realpath(p.root), os.path.abspath(p.main)
+        if p.check:
+            return {"path": self.server.scripts.abspath(item), "item_id": item.uuid,
+                    "unchanged": await self._builds_unchanged(item, data, main, root)}
         running_before = bool(item.info.running) if item.is_script else None
         started = time.time()
         out: dict[str, Any] = {"path": self.server.scripts.abspath(item), "item_id": item.uuid, "sent": False,
@@ -201,6 +206,22 @@ class PushRequests:
             out.update(compiled=report.compiled, note=report.note,
                        diagnostics=self.server.scripts.diagnostics_of(item))
         return out
+
+    async def _builds_unchanged(self, item: Item, data: bytes, main: str | None, root: str | None) -> bool:
+        """Whether saving `data` would store what is in-world (a built source: its expansion too,
+        so a changed include is a change); a source that cannot be built is a change."""
+        if not item.is_script or item.cache.inworld is None:
+            return True  # not built: the text alone says it, and the client compared it
+        text = data.decode("utf-8", "replace")
+        sources = self.server.writer.sources
+        if not sources.wants_build(item, text):
+            return False  # it would go in-world verbatim now: not what the envelope holds
+        try:
+            build = await sources.build_text(text, main or self.server.scripts.abspath(item), luau=item.info.is_luau,
+                                             enveloped=True, vm=item.info.vm or self.ws.options.vm, local_root=root)
+        except (FsError, BuildFailed):
+            return False  # recorded nowhere: the push's save reports it
+        return build is None or sources.unchanged(item, build)
 
     async def delete(self, p: PushStateParams) -> dict[str, Any]:
         item = self.server._item(p.path)

@@ -205,6 +205,30 @@ async def test_includes_resolve_inside_src(mount_factory: MountFactory, tmp_path
     assert f"{src}/A.lsl:10:" in out and "error:" in out, (out, err)
     await settled(m)
     assert "integer COMMON = 1;" in inworld(m, A).content  # rolled back: as before
+    # A compile error in an included file: the quickfix line names that file and its row.
+    (src / "A.lsl").write_text(files["A.lsl"])
+    (src / "lib" / "util.lsl").write_text("integer UTIL = 2;\ninteger syntax error here;\n")
+    rc, out, err = await push(m, src)
+    assert rc == 1, (out, err)
+    assert f"{src}/lib/util.lsl:2:" in out, (out, err)
+    await settled(m)
+    assert "integer UTIL = 2;" in inworld(m, A).content and "syntax error" not in inworld(m, A).content
+
+
+async def test_json_apply_reports_each_phase(mount_factory: MountFactory, tmp_path: Path) -> None:
+    m = await push_mount(mount_factory)
+    files = site_files()
+    files["B.lsl"] = lsl("b2")
+    files["Fresh"] = "fresh notecard\n"
+    src = make_src(tmp_path / "src", files)
+    rc, lines = await push_json(m, src)
+    assert rc == 0, lines
+    phases = [(d["path"], d["phase"]) for d in lines[:-1] if "phase" in d]
+    assert ("Fresh", "created") in phases and ("B.lsl", "saved") in phases
+    assert not any(p == "B.lsl" and ph == "started" for p, ph in phases)  # B was stopped: it stays stopped
+    assert lines[-1]["summary"] == {"create": 1, "update": 1, "unchanged": 5} and lines[-1]["exit"] == 0
+    await settled(m)
+    assert not inworld(m, B).running and inworld(m, B).content == lsl("b2")
 
 
 async def test_conflict_is_refused_unless_forced(mount_factory: MountFactory, tmp_path: Path) -> None:
