@@ -147,7 +147,10 @@ def run_push(client: MountClient, dest: str, src: str, *, plan_only: bool, delet
         for s in plan.steps:
             out.step(s)
         sys.stdout.flush()
-        out.total = len(plan.of("create", "update", "delete")) + len([s for s in plan.of("create") if s.is_script])
+        new_scripts = [s for s in plan.of("create") if s.is_script]
+        starts = 0 if stopped else len(new_scripts) + len(
+            [s for s in plan.of("update") if s.is_script and s.inworld and s.inworld.get("running")])
+        out.total = len(plan.of("create", "update", "delete")) + len(new_scripts) + starts
 
     try:
         return pushing.run(client, dest, src, plan_only=plan_only, delete=delete, force=force, stopped=stopped,

@@ -42,6 +42,7 @@ MAX_FILES = 5000  # files of SRC looked at
 MAX_DEPTH = 8  # directory levels of SRC looked into
 READ_LIMIT = 4 * 262_144  # bytes of one local file read (the largest item is 262,144)
 CONFLICT = "changed in-world since the last push/pull"
+UNKNOWN_OUTCOME = ("EIO", "ETIMEDOUT", "ECONNRESET", "ESHUTDOWN", "ENOTCONN", None)
 ACTIONS = ("create", "update", "unchanged", "delete", "skip", "conflict")
 
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*(?:"([^"\n]+)"|<([^>\n]+)>)', re.M)
@@ -442,7 +443,9 @@ class Pusher:
 
         def saved(step: Step, result: Any) -> bool:
             if isinstance(result, ClientError):
-                step.sent = step.action == "update"  # unknown: the rollback restores it (nothing sent if it holds it)
+                # A save cut off (a lost link, a timeout) may have landed: the rollback restores it
+                # (nothing is sent when the item holds its old text). A refusal sent nothing.
+                step.sent = step.action == "update" and result.code in UNKNOWN_OUTCOME
                 out.failed, out.error = step, f"{step.rel}: {result.message}"
                 return False
             step.sent, step.before = bool(result.get("sent")), result.get("before")

@@ -121,3 +121,39 @@ async def test_ctrl_c_mid_push_rolls_back(mount_factory: MountFactory, tmp_path:
             proc.kill()
     assert rc == 130
     await as_before(m)
+
+
+async def test_a_refused_save_rolls_back(mount_factory: MountFactory, tmp_path: Path) -> None:
+    from slfs.protocol.errors import RpcError
+
+    m = await push_mount(mount_factory)
+    files = site_files()
+    files["A.lsl"] = lsl("a2")
+    files["B.lsl"] = lsl("b2")
+    files[f"{DOOR_DIR}/Hinge.lsl"] = lsl("hinge2")
+    files["N1.lsl"] = lsl("n1")
+    src = make_src(tmp_path / "src", files)
+    assert m.sim is not None
+    m.sim.fail_next("object.content.save", RpcError(-32003, "Permission denied"))
+    rc, out, err = await push(m, src)
+    assert rc == 1 and "push failed:" in err and "rolled back" in err, (out, err)
+    await as_before(m)
+
+
+async def test_progress_bar_on_a_terminal(mount_factory: MountFactory, tmp_path: Path) -> None:
+    import shlex
+    import shutil
+
+    if shutil.which("script") is None:
+        pytest.skip("script(1) is not installed")
+    m = await push_mount(mount_factory)
+    files = site_files()
+    files["A.lsl"] = lsl("a-tty")
+    src = make_src(tmp_path / "src", files)
+    command = shlex.join([sys.executable, "-m", "slfs", "push", str(src), str(m.path("Site"))])
+    res = await m.run("script", "-qefc", command, "/dev/null", check=False, timeout=60)
+    text = res.stdout.decode(errors="replace")
+    assert res.returncode == 0, text
+    assert "update A.lsl" in text and "] 1/" in text and "A.lsl" in text  # the bar: done/total and the name
+    await settled(m)
+    assert inworld(m, A).content == lsl("a-tty")
