@@ -296,6 +296,6 @@ def cmd_pull(args: argparse.Namespace) -> int:
             out.step(s)
     out.summary({"summary": pulled.summary(), "exit": pulled.exit})
     if not out.json:
-        counts = ", ".join(f"{n} {a}" for a, n in pulled.summary().items()) or "nothing"
+        counts = ", ".join(f"{n} {a}" for a, n in pulled.summary().items() if n) or "nothing"
         err(f"pulled into {args.local_dir}: {counts}")
     return pulled.exit

@@ -206,7 +206,7 @@ class Plan:
         return [s for s in self.steps if s.action in actions]
 
     def summary(self) -> dict[str, int]:
-        return {a: n for a in ACTIONS if (n := len(self.of(a)))}
+        return {a: len(self.of(a)) for a in ACTIONS}
 
 
 def make_plan(state: dict[str, Any], src: str, files: list[LocalFile], bases: Bases, *, delete: bool,
@@ -629,7 +629,7 @@ class Pulled:
     exit: int = 0
 
     def summary(self) -> dict[str, int]:
-        return {a: n for a in ACTIONS if (n := sum(1 for s in self.steps if s.action == a))}
+        return {a: sum(1 for s in self.steps if s.action == a) for a in ACTIONS}
 
 
 def pull(state: dict[str, Any], local: str, bases: Bases, *, delete: bool) -> Pulled:

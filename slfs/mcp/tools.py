@@ -7,7 +7,6 @@ does."""
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Annotated, Any
 
@@ -274,22 +273,24 @@ class Tools:
                                                         "an object's folder: the root prim's items as files, child "
                                                         "prims as subfolders named as on the mount")],
                         dest: Annotated[str, Field(description="the object or prim folder, relative to the mount")],
-                        apply: Annotated[bool, Field(description="false (the default): only the plan, nothing "
-                                                     "changes; true: push it")] = False,
+                        plan: Annotated[bool, Field(description="only the plan: nothing changes (as slfs push "
+                                                    "--plan)")] = False,
                         delete: Annotated[bool, Field(description="delete in-world items with no local file")] = False,
                         stopped: Annotated[bool, Field(description="leave every script the push saves "
                                                        "stopped")] = False,
                         force: Annotated[bool, Field(description="overwrite items changed in-world since the "
                                                      "last push/pull from src")] = False,
-                        rollback: Annotated[bool, Field(description="on a failure, put everything back "
-                                                        "(default true)")] = True) -> CallToolResult:
-        """Deploy a local tree onto an object as one step (as `slfs push`): the plan (create,
-        update, unchanged, delete, skip with why, conflict), then with apply=true: every new or
-        changed item saved with its scripts stopped, the scripts that ran before and the new ones
-        started together, deletes last; any failure (a compile error, a refused save) rolls all of
-        it back, and the failing item's diagnostics name the local files. Items changed in-world
-        since the last push/pull from src are conflicts: nothing is pushed unless force=true.
-        Answers {"items": [...], "summary", "exit", ...} as `slfs push --json` prints."""
+                        no_rollback: Annotated[bool, Field(description="on a failure, leave what was saved "
+                                                           "(default: put everything back)")] = False
+                        ) -> CallToolResult:
+        """Deploy a local tree onto an object as one step (as `slfs push`; plan=true first to see
+        what would change): the plan (create, update, unchanged, delete, skip with why, conflict),
+        then every new or changed item saved with its scripts stopped, the scripts that ran before
+        and the new ones started together, deletes last; any failure (a compile error, a refused
+        save) rolls all of it back, and the failing item's diagnostics name the local files. Items
+        changed in-world since the last push/pull from src are conflicts: nothing is pushed unless
+        force=true. Answers {"items": [...], "summary", "exit", ...} as `slfs push --json` prints
+        (an error result when exit is not 0)."""
         from ..client import push as pushing
 
         src = _local_dir(src, "src")
@@ -297,18 +298,21 @@ class Tools:
         folder = await self._path(client, dest)
 
         def run() -> tuple[Any, Any]:
-            return pushing.run(client, folder, src, plan_only=not apply, delete=delete, force=force,
-                               stopped=stopped, rollback=rollback)
+            return pushing.run(client, folder, src, plan_only=plan, delete=delete, force=force,
+                               stopped=stopped, rollback=not no_rollback)
 
-        plan, outcome = await self._call(client, run, timeout=PUSH_TIMEOUT, what=f"push {src} onto {dest}")
-        data = {"items": [s.as_json() for s in plan.steps], **pushing.summary_json(plan, outcome, src)}
-        counts = ", ".join(f"{n} {a}" for a, n in plan.summary().items()) or "nothing to do"
+        planned, outcome = await self._call(client, run, timeout=PUSH_TIMEOUT, what=f"push {src} onto {dest}")
+        data = {"items": [s.as_json() for s in planned.steps], **pushing.summary_json(planned, outcome, src)}
+        counts = ", ".join(f"{n} {a}" for a, n in planned.summary().items() if n) or "nothing to do"
         if outcome is None:
             return done(f"plan for {dest}: {counts}", data)
         if data["exit"]:
-            lines = "".join(pushing.diagnostic_line(d) + "\n" for d in data.get("diagnostics", []))
-            raise ToolError(f"push onto {dest} failed: {outcome.error}"
-                            + ("; rolled back" if outcome.rolled_back else "") + "\n" + lines + json.dumps(data))
+            lines = "".join("\n" + pushing.diagnostic_line(d) for d in data.get("diagnostics", []))
+            why = "conflicts (force=true overwrites)" if outcome.error == "conflicts" else outcome.error
+            result = done(f"push onto {dest} failed: {why}" + ("; rolled back" if outcome.rolled_back else "")
+                          + lines, data)
+            result.is_error = True
+            return result
         return done(f"pushed onto {dest}: {counts}", data)
 
     async def slfs_pull(self, object: Annotated[str, Field(description="the object or prim folder, relative to "
@@ -334,7 +338,7 @@ class Tools:
 
         pulled = await self._call(client, run, timeout=PUSH_TIMEOUT, what=f"pull {object}")
         data = {"items": [s.as_json() for s in pulled.steps], "summary": pulled.summary(), "exit": pulled.exit}
-        counts = ", ".join(f"{n} {a}" for a, n in pulled.summary().items()) or "nothing"
+        counts = ", ".join(f"{n} {a}" for a, n in pulled.summary().items() if n) or "nothing"
         return done(f"pulled {object} into {local}: {counts}", data)
 
 

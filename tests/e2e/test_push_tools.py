@@ -46,23 +46,23 @@ async def test_mcp_push_and_pull(mount_factory: MountFactory, tmp_path: Path,
     src = make_src(tmp_path / "src", files)
     async with session(m, monkeypatch) as client:
         at = mark(m)
-        ok, plan = await call(client, "slfs_push", src=str(src), dest="Site")
+        ok, plan = await call(client, "slfs_push", src=str(src), dest="Site", plan=True)
         assert ok, plan
         assert {"action": "update", "path": "A.lsl", "item_id": A, "reason": None} in plan["items"]
-        assert plan["summary"] == {"update": 1, "unchanged": 5} and plan["exit"] == 0
+        assert plan["summary"]["update"] == 1 and plan["summary"]["unchanged"] == 5 and plan["exit"] == 0
         await settled(m)
         assert not [c for c in calls(m, at) if c[0] == "object.content.save"]
-        ok, done = await call(client, "slfs_push", src=str(src), dest="Site", apply=True)
+        ok, done = await call(client, "slfs_push", src=str(src), dest="Site")
         assert ok, done
         await settled(m)
         assert inworld(m, A).content == lsl("from-mcp")
         # A compile error: a tool error naming the local file, rolled back.
         (src / "A.lsl").write_text("default\n{\n    syntax error\n}\n")
-        ok, text = await call(client, "slfs_push", src=str(src), dest="Site", apply=True)
+        ok, text = await call(client, "slfs_push", src=str(src), dest="Site")
         assert not ok and "rolled back" in text and f"{src}/A.lsl:3:" in text, text
         await settled(m)
         assert inworld(m, A).content == lsl("from-mcp")
-        ok, text = await call(client, "slfs_push", src="relative/dir", dest="Site")
+        ok, text = await call(client, "slfs_push", src="relative/dir", dest="Site", plan=True)
         assert not ok and "absolute path" in text
         local = tmp_path / "local"
         ok, pulled = await call(client, "slfs_pull", object="Site", local_dir=str(local))

@@ -61,7 +61,7 @@ def test_plan_kinds_libraries_skips(tmp_path: Path) -> None:
     assert got["a|b.lsl"].startswith("skip: a name the viewer cannot hold")
     assert got["Locked"] == "skip: no modify permission" and got["Stale"] == "delete"
     assert not any(k.startswith(".git") or k.endswith("~") for k in got)
-    assert plan.summary() == {"create": 2, "update": 1, "unchanged": 2, "delete": 1, "skip": 3}
+    assert plan.summary() == {"create": 2, "update": 1, "unchanged": 2, "delete": 1, "skip": 3, "conflict": 0}
 
 
 def test_conflicts_follow_the_bases(tmp_path: Path) -> None:
