@@ -80,7 +80,8 @@ async def test_plan_lists_every_item_and_changes_nothing(mount_factory: MountFac
     assert by_path["N.lsl"] == {"action": "create", "path": "N.lsl", "item_id": None, "reason": None}
     assert by_path["B.lsl"]["action"] == "delete" and by_path["B.lsl"]["item_id"] == B
     assert by_path["Readme"]["action"] == "unchanged"
-    assert lines[-1] == {"summary": {"create": 2, "update": 1, "unchanged": 4, "delete": 1, "skip": 3, "conflict": 0}, "exit": 0}
+    assert lines[-1] == {"summary": {"create": 2, "update": 1, "unchanged": 4, "delete": 1, "skip": 3,
+                                     "conflict": 0}, "exit": 0}
     assert writes(m, at) == []
 
 
@@ -226,7 +227,8 @@ async def test_json_apply_reports_each_phase(mount_factory: MountFactory, tmp_pa
     phases = [(d["path"], d["phase"]) for d in lines[:-1] if "phase" in d]
     assert ("Fresh", "created") in phases and ("B.lsl", "saved") in phases
     assert not any(p == "B.lsl" and ph == "started" for p, ph in phases)  # B was stopped: it stays stopped
-    assert lines[-1]["summary"] == {"create": 1, "update": 1, "unchanged": 5, "delete": 0, "skip": 0, "conflict": 0} and lines[-1]["exit"] == 0
+    assert lines[-1]["summary"] == {"create": 1, "update": 1, "unchanged": 5, "delete": 0, "skip": 0, "conflict": 0}
+    assert lines[-1]["exit"] == 0
     await settled(m)
     assert not inworld(m, B).running and inworld(m, B).content == lsl("b2")
 
