@@ -250,8 +250,16 @@ class PushRequests:
                 else:
                     entry.update(error=exc.message, code=errno.errorcode.get(exc.errno, "EIO"))
 
-        async with trio.open_nursery() as nursery:  # sent together
-            for entry, item in zip(results, items, strict=True):
+        pairs = list(zip(results, items, strict=True))
+        if pairs:
+            # The first alone: a viewer without set_running (G1) says so once, not once per script.
+            await one(*pairs[0])
+            if pairs[0][0].get("code") == "ENOSYS":
+                for entry, _item in pairs[1:]:
+                    entry.update(error=NO_SET_RUNNING, code="ENOSYS")
+                pairs = []
+        async with trio.open_nursery() as nursery:  # the others sent together
+            for entry, item in pairs[1:]:
                 nursery.start_soon(one, entry, item)
         asked = [(e, i) for e, i in zip(results, items, strict=True) if "error" not in e]
 

@@ -140,6 +140,7 @@ async def test_a_refused_save_rolls_back(mount_factory: MountFactory, tmp_path: 
     await as_before(m)
 
 
+@pytest.mark.allow_log(r"this viewer cannot do that")  # G1: no set_running
 async def test_progress_bar_on_a_terminal(mount_factory: MountFactory, tmp_path: Path) -> None:
     import shlex
     import shutil
