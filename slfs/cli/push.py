@@ -241,13 +241,15 @@ def watch(args: argparse.Namespace, client: MountClient, dest: str, argv: list[s
                 return 1
         status = push_once(args, client, dest)
         note_tree()
+        if status == 130:  # Ctrl-C during the push: rolled back; the watch ends too
+            raise KeyboardInterrupt
         return status
 
     watching = False
     try:
         round_()
         for changes in watchfiles.watch(*roots, debounce=int(args.delay * 1000), step=50, rust_timeout=500,
-                                        yield_on_timeout=True, watch_filter=lambda _c, p: _watched(p),
+                                        yield_on_timeout=True, watch_filter=_watched_under(roots),
                                         raise_interrupt=True):
             if not changes:
                 if not watching:  # the watcher runs now: anything changed since the first push is pushed
@@ -268,6 +270,17 @@ def watch(args: argparse.Namespace, client: MountClient, dest: str, argv: list[s
     except KeyboardInterrupt:
         return 0
     return 0
+
+
+def _watched_under(roots: list[str]) -> Any:
+    """The watch filter: a path whose part under its watched root is a dot name or an editor's
+    backup is not watched (`.git/`, `x.lsl~`)."""
+    def keep(_change: Any, path: str) -> bool:
+        for root in roots:
+            if path == root or path.startswith(root.rstrip(os.sep) + os.sep):
+                return _watched(os.path.relpath(path, root))
+        return _watched(path)
+    return keep
 
 
 def build(argv: list[str]) -> int:

@@ -343,9 +343,16 @@ class Tools:
 
 
 def _local_dir(path: str, what: str, *, exist: bool = True) -> str:
-    """A local directory named by a tool's argument: absolute, and (for src) existing."""
+    """A local directory named by a tool's argument: absolute, inside the directory the server
+    runs in (the agent's project: a push never sends, and a pull never writes, anything of the
+    user's elsewhere, such as ~/.ssh), and (for src) existing."""
     if not isinstance(path, str) or not os.path.isabs(path) or "\0" in path:
         raise ToolError(f"{what}: give an absolute path of a local directory")
+    project = os.path.realpath(os.getcwd())
+    real = os.path.realpath(path)
+    if real != project and not real.startswith(project.rstrip(os.sep) + os.sep):
+        raise ToolError(f"{what}: {path} is outside the directory this server runs in ({project}); "
+                        "slfs_push and slfs_pull work on local trees inside it")
     if exist and not os.path.isdir(path):
         raise ToolError(f"{what}: {path} is not a directory")
     return os.path.normpath(path)

@@ -44,6 +44,7 @@ async def test_mcp_push_and_pull(mount_factory: MountFactory, tmp_path: Path,
     files = site_files()
     files["A.lsl"] = lsl("from-mcp")
     src = make_src(tmp_path / "src", files)
+    monkeypatch.chdir(tmp_path)  # the agent's project: slfs_push and slfs_pull stay inside it
     async with session(m, monkeypatch) as client:
         at = mark(m)
         ok, plan = await call(client, "slfs_push", src=str(src), dest="Site", plan=True)
@@ -64,6 +65,8 @@ async def test_mcp_push_and_pull(mount_factory: MountFactory, tmp_path: Path,
         assert inworld(m, A).content == lsl("from-mcp")
         ok, text = await call(client, "slfs_push", src="relative/dir", dest="Site", plan=True)
         assert not ok and "absolute path" in text
+        ok, text = await call(client, "slfs_push", src=str(Path.home()), dest="Site", plan=True)
+        assert not ok and "outside the directory this server runs in" in text
         local = tmp_path / "local"
         ok, pulled = await call(client, "slfs_pull", object="Site", local_dir=str(local))
         assert ok, pulled
