@@ -64,6 +64,7 @@ async def test_plan_lists_every_item_and_changes_nothing(mount_factory: MountFac
     at = mark(m)
     rc, out, err = await push(m, src, "--plan", "--delete", "--verbose")
     assert rc == 0, err
+    full = out
     assert sorted(plan_lines(out)) == sorted([
         "update A.lsl", "create N.lsl", "create Notes", "delete B.lsl",
         "skip bad|name.lsl: a name the viewer cannot hold: in-world names cannot hold '|' (Second Life's "
@@ -73,6 +74,8 @@ async def test_plan_lists_every_item_and_changes_nothing(mount_factory: MountFac
         "unchanged C.luau", "unchanged Readme", "unchanged x.lsl", f"unchanged {DOOR_DIR}/Hinge.lsl"])
     rc, out, _err = await push(m, src, "--plan")
     assert rc == 0 and not any(line.startswith("unchanged") or line.startswith("delete") for line in out.splitlines())
+    rc, out_by_id, _err = await slfs(m, "push", "--plan", "--delete", "--verbose", str(src), SITE)  # DEST by UUID
+    assert rc == 0 and sorted(plan_lines(out_by_id)) == sorted(plan_lines(full))
     rc, lines = await push_json(m, src, "--plan", "--delete")
     assert rc == 0
     by_path = {d["path"]: d for d in lines[:-1]}
@@ -90,6 +93,9 @@ async def test_apply_creates_updates_deletes_and_starts_together(mount_factory: 
                                                                  tmp_path: Path) -> None:
     m = await push_mount(mount_factory)
     src = changed_src(tmp_path)
+    rc, _out, err = await push(m, src, "--plan")  # every text fetched once (a read, no save)
+    assert rc == 0, err
+    await settled(m)
     at = mark(m)
     rc, out, err = await push(m, src, "--delete")
     assert sorted(plan_lines(out)) == sorted([
@@ -105,9 +111,8 @@ async def test_apply_creates_updates_deletes_and_starts_together(mount_factory: 
     assert inworld(m, now["Notes"]).content == "new notes\n" and inworld(m, now["Notes"]).type == "notecard"
     assert "B" not in now and ".hidden" not in now and "A.lsl~" not in now
     # Unchanged items got no call at all; each changed one exactly what it needed.
-    touched = {str(p.get("item_id") or p.get("name")) for _meth, p in calls(m, at) if _meth.startswith("object.")
-               and _meth != "object.content.get"}
-    assert not touched & {C, README, XLSL, HINGE}
+    touched = {str(p.get("item_id") or p.get("name")) for _meth, p in calls(m, at)}
+    assert not touched & {C, README, XLSL, HINGE}  # not even a read
     assert [w for w in writes(m, at) if w[0] != "object.script.set_running"] == [
         ("object.item.create", "N"), ("object.item.create", "Notes"), ("object.content.save", A),
         ("object.content.save", now["N"]), ("object.item.delete", B)] or sorted(writes(m, at)) == sorted(writes(m, at))
