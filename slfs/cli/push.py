@@ -24,6 +24,7 @@ from typing import Any
 from ..client import ClientError, MountClient
 from ..client import push as pushing
 from ..client.push import Bases, Outcome, Plan, Pusher, Step
+from ..protocol.text import printable
 from .output import VerbError, emit_json, err
 
 DELAY = 1.0  # --watch: how long a burst of changes may go on before the push
@@ -84,19 +85,25 @@ class Out:
             width = 24
             filled = width * min(self.done, self.total) // self.total
             name = s.rel if len(s.rel) <= 40 else "..." + s.rel[-37:]
-            sys.stderr.write(f"\r\x1b[K[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
-                             f"{phase} {name}")
-            sys.stderr.flush()
+            line = f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} {phase} {name}"
+            _raw_stderr().write("\r\x1b[K" + printable(line))  # the bar's own controls, around clean text
+            _raw_stderr().flush()
 
     def end_bar(self) -> None:
         if self.bar and self.done:
-            sys.stderr.write("\r\x1b[K")
-            sys.stderr.flush()
+            _raw_stderr().write("\r\x1b[K")
+            _raw_stderr().flush()
 
     def summary(self, last: dict[str, Any]) -> None:
         if self.json:
             emit_json(last)
         sys.stdout.flush()
+
+
+def _raw_stderr() -> Any:
+    """Standard error itself, not the PrintableStream the verbs print through (which would show the
+    bar's carriage return and line erase as U+FFFD)."""
+    return getattr(sys.stderr, "stream", sys.stderr)
 
 
 # --- push --------------------------------------------------------------------------------------

@@ -156,5 +156,6 @@ async def test_progress_bar_on_a_terminal(mount_factory: MountFactory, tmp_path:
     text = res.stdout.decode(errors="replace")
     assert res.returncode == 0, text
     assert "update A.lsl" in text and "] 1/" in text and "A.lsl" in text  # the bar: done/total and the name
+    assert "\r\x1b[K[" in text and "\ufffd" not in text  # drawn in place, not shown as replacement characters
     await settled(m)
     assert inworld(m, A).content == lsl("a-tty")
