@@ -186,10 +186,13 @@ def report(args: argparse.Namespace, out: Out, plan: Plan, outcome: Outcome | No
         err(w)
     if outcome.error is not None:
         err(f"push failed: {outcome.error}")
-        if outcome.rolled_back:
-            err("rolled back: " + ("updated items have their previous text and run state, created items are "
-                                   "removed; nothing was deleted" if not outcome.rollback_errors else
-                                   "with errors: " + "; ".join(outcome.rollback_errors)))
+        if outcome.rolled_back and not outcome.rollback_errors:
+            err("rolled back: updated items have their previous text and run state, created items are removed; "
+                "nothing was deleted")
+        elif outcome.rolled_back:
+            err(f"the rollback failed for {len(outcome.rollback_errors)} item(s), which may still hold the pushed "
+                "text: " + "; ".join(outcome.rollback_errors))
+            err("once the viewer answers again, push again, or `slfs restore` them; nothing was deleted")
         elif outcome.failed is not None and outcome.failed.action == "delete":
             err("the pushed items stay as pushed (deletes come last and are not rolled back)")
         else:

@@ -172,6 +172,11 @@ class PushRequests:
             if data is None:
                 raise FsError(errno.ENOENT, f"{p.path}: the text to restore ({p.restore[:12]}) is neither kept "
                               "nor in the history")
+        if p.restore is not None and item.readable:
+            # A rollback: what the item holds now is read from the viewer, not taken from the cache
+            # (a save cut off may have landed); a viewer that is away fails the restore, and the
+            # push says the item was not restored.
+            await self.ws.read_content(item, fresh=True)
         expect: bytes | None = None
         before: str | None = None
         if p.expect is not None and item.readable:

@@ -5,6 +5,7 @@ states, created items gone); `--no-rollback` leaves what was saved."""
 from __future__ import annotations
 
 import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -159,3 +160,50 @@ async def test_progress_bar_on_a_terminal(mount_factory: MountFactory, tmp_path:
     assert "\r\x1b[K[" in text and "\ufffd" not in text  # drawn in place, not shown as replacement characters
     await settled(m)
     assert inworld(m, A).content == lsl("a-tty")
+
+
+@pytest.mark.allow_log(r"not connected to the viewer|dropped")
+async def test_a_dropped_session_fails_and_says_what_it_could_not_restore(mount_factory: MountFactory,
+                                                                          tmp_path: Path) -> None:
+    """The viewer goes away mid-push: the push fails (exit 1); the rollback cannot reach it either,
+    and says which items it could not restore. Once the viewer is back, every item holds its old
+    text or is one of those named: nothing is claimed that did not happen."""
+    m = await push_mount(mount_factory, options=["reconnect_wait=1"],
+                         sim_kwargs={"method_latency_ms": {"object.content.save": 300}})
+    files = site_files()
+    files["A.lsl"] = lsl("a2")
+    files["B.lsl"] = lsl("b2")
+    files[f"{DOOR_DIR}/Hinge.lsl"] = lsl("hinge2")
+    src = make_src(tmp_path / "src", files)
+    world = m.sim.world  # type: ignore[union-attr]
+    at = mark(m)
+    argv = [sys.executable, "-m", "slfs", "push", str(src), str(m.path("Site"))]
+    proc = await trio.lowlevel.open_process(argv, env=m.env, stderr=subprocess.PIPE)
+    err = bytearray()
+    try:
+        async with trio.open_nursery() as nursery:
+            async def read_err() -> None:
+                assert proc.stderr is not None
+                async for chunk in proc.stderr:
+                    err.extend(chunk)
+            nursery.start_soon(read_err)
+
+            async def saving() -> bool:
+                return bool(calls(m, at, ("object.content.save",)))
+            await m.wait_for(saving, 30, "the push's first save")
+            m.stop_sim()
+            with trio.fail_after(90):
+                rc = await proc.wait()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+    text = bytes(err).decode()
+    assert rc == 1, text
+    assert "push failed:" in text and "the rollback failed for" in text, text
+    await m.start_sim(world)
+    await m.wait_live("connected", 30)
+    await m.explore_published()
+    await settled(m)
+    for item_id, rel in ((A, "A.lsl"), (B, "B.lsl"), (HINGE, f"{DOOR_DIR}/Hinge.lsl")):
+        if inworld(m, item_id).content != BEFORE[item_id][0]:
+            assert f"{rel}: not restored" in text, (rel, text)
