@@ -193,7 +193,7 @@ def report(args: argparse.Namespace, out: Out, plan: Plan, outcome: Outcome | No
             err(f"the rollback failed for {len(outcome.rollback_errors)} item(s), which may still hold the pushed "
                 "text: " + "; ".join(outcome.rollback_errors))
             err("once the viewer answers again, push again, or `slfs restore` them; nothing was deleted")
-        elif outcome.failed is not None and outcome.failed.action == "delete":
+        elif outcome.deleting:
             err("the pushed items stay as pushed (deletes come last and are not rolled back)")
         else:
             err("not rolled back (--no-rollback): the items saved so far stay")

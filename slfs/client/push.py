@@ -310,6 +310,7 @@ class Outcome:
     rollback_errors: list[str] = attrs.field(factory=list)
     warnings: list[str] = attrs.field(factory=list)
     interrupted: bool = False
+    deleting: bool = False  # the deletes have begun: no rollback
 
 
 Progress = Callable[[Step, str], None]  # (step, phase) as each step moves on
@@ -396,7 +397,7 @@ class Pusher:
             self._apply(plan, out, stopped=stopped)
         except _DeleteFailed:
             return out  # the pushed items stay (started): deletes come last and are not rolled back
-        except Interrupted:
+        except (Interrupted, KeyboardInterrupt):
             out.interrupted = True
             out.error = out.error or "interrupted"
         except ClientError as exc:
@@ -404,6 +405,10 @@ class Pusher:
         if out.error is None:
             return out
         out.exit = 130 if out.interrupted else 1
+        if out.deleting:
+            # Deletes come last and are not rolled back: the pushed items stay as pushed.
+            out.error = f"{out.error} during the deletes; the pushed items stay as pushed"
+            return out
         if rollback:
             with _no_interrupts():
                 self._rollback(plan, out)
@@ -482,6 +487,7 @@ class Pusher:
                 if problems:
                     out.error = "; ".join(problems)
                     return
+        out.deleting = True
         for s in plan.of("delete"):
             try:
                 self.request("push_delete", path=s.mount_path)
