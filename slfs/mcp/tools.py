@@ -8,6 +8,7 @@ does."""
 from __future__ import annotations
 
 import os
+import re
 from typing import Annotated, Any
 
 from mcp.server.mcpserver.exceptions import ToolError
@@ -269,10 +270,19 @@ class Tools:
         data = await self._call(client, client.viewer_command, command, params or {}, folder, what=command)
         return done(f"{command}: ok", relativize(client.mountpoint, data))
 
+    async def _folder_or_uuid(self, client: MountClient, dest: str) -> str:
+        """An object or prim folder relative to the mount, or an object's UUID (published if need be)."""
+        from ..client import push as pushing
+
+        if re.fullmatch(r"[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}", dest):
+            return str(await self._call(client, pushing.resolve_dest, client, dest, what=f"find {dest}"))
+        return await self._path(client, dest)
+
     async def slfs_push(self, src: Annotated[str, Field(description="a local directory (absolute path) laid out as "
                                                         "an object's folder: the root prim's items as files, child "
                                                         "prims as subfolders named as on the mount")],
-                        dest: Annotated[str, Field(description="the object or prim folder, relative to the mount")],
+                        dest: Annotated[str, Field(description="the object or prim folder, relative to the mount, "
+                                                   "or an object's UUID")],
                         plan: Annotated[bool, Field(description="only the plan: nothing changes (as slfs push "
                                                     "--plan)")] = False,
                         delete: Annotated[bool, Field(description="delete in-world items with no local file")] = False,
@@ -295,7 +305,7 @@ class Tools:
 
         src = _local_dir(src, "src")
         client = await self.client()
-        folder = await self._path(client, dest)
+        folder = await self._folder_or_uuid(client, dest)
 
         def run() -> tuple[Any, Any]:
             return pushing.run(client, folder, src, plan_only=plan, delete=delete, force=force,
@@ -328,7 +338,7 @@ class Tools:
 
         local = _local_dir(local_dir, "local_dir", exist=False)
         client = await self.client()
-        folder = await self._path(client, object)
+        folder = await self._folder_or_uuid(client, object)
         if os.path.realpath(local).startswith(os.path.realpath(client.mountpoint).rstrip("/") + "/"):
             raise ToolError("local_dir: a directory outside the mount")
 

@@ -15,7 +15,7 @@ import pytest
 import trio
 from mcp import Client
 from support.mount import Mount, MountFactory
-from support.push import A, calls, inworld, lsl, make_src, mark, names, push_mount, settled, site_files
+from support.push import SITE, A, calls, inworld, lsl, make_src, mark, names, push_mount, settled, site_files
 
 from slfs.mcp.server import build_server
 
@@ -50,7 +50,9 @@ async def test_mcp_push_and_pull(mount_factory: MountFactory, tmp_path: Path,
         ok, plan = await call(client, "slfs_push", src=str(src), dest="Site", plan=True)
         assert ok, plan
         assert {"action": "update", "path": "A.lsl", "item_id": A, "reason": None} in plan["items"]
-        assert plan["summary"]["update"] == 1 and plan["summary"]["unchanged"] == 5 and plan["exit"] == 0
+        assert plan["summary"]["update"] == 1 and plan["summary"]["unchanged"] == 5
+        ok, by_id = await call(client, "slfs_push", src=str(src), dest=SITE, plan=True)  # DEST by UUID
+        assert ok and by_id["items"] == plan["items"], by_id and plan["exit"] == 0
         await settled(m)
         assert not [c for c in calls(m, at) if c[0] == "object.content.save"]
         ok, done = await call(client, "slfs_push", src=str(src), dest="Site")
