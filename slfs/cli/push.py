@@ -197,6 +197,10 @@ def report(args: argparse.Namespace, out: Out, plan: Plan, outcome: Outcome | No
             err("the pushed items stay as pushed (deletes come last and are not rolled back)")
         else:
             err("not rolled back (--no-rollback): the items saved so far stay")
+    if outcome.error is None and not out.json:
+        counts = ", ".join(f"{n} {a}" for a, n in plan.summary().items() if n and a != "unchanged") or "nothing"
+        started = sum(1 for st in plan.steps if st.phase == "started")
+        err(f"pushed onto {plan.dest}: {counts}" + (f"; {started} script(s) started" if started else ""))
     out.summary(last)
     return status
 
