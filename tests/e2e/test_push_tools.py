@@ -80,14 +80,15 @@ async def test_mcp_push_and_pull(mount_factory: MountFactory, tmp_path: Path,
 async def test_watch_with_exec_pushes_on_each_edit_and_skips_a_failing_build(mount_factory: MountFactory,
                                                                              tmp_path: Path) -> None:
     m = await push_mount(mount_factory)
-    work = tmp_path / "work"
-    work.mkdir()
+    proj = tmp_path / "proj"  # the build's directory: its sources and its output, nothing else
+    work = proj / "work"
+    work.mkdir(parents=True)
     (work / "A.lsl").write_text(lsl("a"))
-    make_src(tmp_path / "src", site_files())
+    make_src(proj / "src", site_files())
     # The build copies work/A.lsl into the tree (no shell: cp's own arguments).
     argv = [sys.executable, "-m", "slfs", "push", "--watch", "--exec", "cp work/A.lsl src/A.lsl",
             "--delay", "0.2", "src", str(m.path("Site"))]
-    proc = await trio.lowlevel.open_process(argv, env=m.env, cwd=str(tmp_path), stderr=subprocess.PIPE)
+    proc = await trio.lowlevel.open_process(argv, env=m.env, cwd=str(proj), stderr=subprocess.PIPE)
     assert proc.stderr is not None
     err = bytearray()
 
@@ -123,7 +124,10 @@ async def test_watch_with_exec_pushes_on_each_edit_and_skips_a_failing_build(mou
     finally:
         if proc.returncode is None:
             proc.kill()
-    assert rc == 0, bytes(err).decode()
+    text = bytes(err).decode()
+    assert rc == 0, text
+    # Two edits and the failing build: three rounds, no more (the build's own copies push nothing).
+    assert text.count("pushing again") == 3, text
 
 
 async def _asaid(buf: bytearray, what: bytes) -> bool:
