@@ -7,7 +7,7 @@ _slfs() {
     cur=${COMP_WORDS[COMP_CWORD]}
     prev=${COMP_WORDS[COMP_CWORD-1]}
     local verbs="mount umount demo sim status stats diag edit live build run stop reset events open close teleport
-        focus save-back reset-all recompile exec commands open-uri mcp history restore resend"
+        focus save-back reset-all recompile exec commands open-uri mcp history restore resend push pull"
     local opts="prefetch= attr_timeout= delete_grace= vm= save_retries= shutdown_grace= open_cmd=
         history_max= history_days=
         allow_other allow_root default_permissions ro rw noatime auto_unmount"
@@ -40,7 +40,7 @@ _slfs() {
         --target) COMPREPLY=($(compgen -W "luau lsl2 mono auto" -- "$cur")); return ;;
         --viewer-version) COMPREPLY=($(compgen -W "1 2" -- "$cur")); return ;;
         --world|--mount) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-        --host|--port|--latency-ms|--since) return ;;
+        --host|--port|--latency-ms|--since|--exec|--delay) return ;;
     esac
 
     local flags=
@@ -53,6 +53,8 @@ _slfs() {
         diag|edit) flags="--wait --json --mount" ;;
         history) flags="--deleted --json --mount" ;;
         resend) flags="--force --json --mount" ;;
+        push) flags="--plan --delete --stopped --force --no-rollback --verbose -v --watch --exec --delay --json --mount" ;;
+        pull) flags="--delete --json --mount" ;;
         umount) flags= ;;
         mcp) flags="--mount --auto-mount" ;;
         *) flags="--json --mount" ;;
@@ -62,7 +64,7 @@ _slfs() {
         return
     fi
     case $verb in
-        mount|umount|demo|status|stats|close|teleport|focus|save-back|reset-all|recompile)
+        mount|umount|demo|status|stats|close|teleport|focus|save-back|reset-all|recompile|push|pull)
             COMPREPLY=($(compgen -d -- "$cur")) ;;
         diag|edit|build|run|stop|reset|history|restore|resend)
             COMPREPLY=($(compgen -f -- "$cur")) ;;

@@ -24,6 +24,8 @@ from ..protocol.constants import RECOMPILE_TARGETS
 from ..stats import render as render_stats
 from ..status_text import status_values
 from .output import PrintableStream, VerbError, emit_json, err
+from .push import add_parsers as add_push_parsers
+from .push import cmd_pull, cmd_push
 
 VIEWER_VERBS = {
     "teleport": ("viewer.teleport", "teleport to the object of DIR"),
@@ -134,6 +136,8 @@ def add_verb_parsers(sub: Any) -> None:
                    help="send it even though the item changed in-world since the text was based on it")
     p.add_argument("path", metavar="FILE")
 
+    add_push_parsers(sub, _common)
+
     p = sub.add_parser("open-uri", help="handle the viewer's launch URI (vscode://lindenlab.sl-vscode-plugin/...)")
     _common(p)
     p.add_argument("-o", dest="options", action="append", default=[], metavar="OPTIONS",
@@ -144,7 +148,7 @@ def add_verb_parsers(sub: Any) -> None:
 
 VERBS = ("status", "stats", "diag", "edit", "live", "build", "run", "stop", "reset", "events", "open", "close",
          *VIEWER_VERBS, "recompile", "exec", "commands", "open-uri", "history", "restore",
-         "resend")
+         "resend", "push", "pull")
 
 
 def run_verb(args: argparse.Namespace) -> int:
@@ -509,4 +513,6 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "history": cmd_history,
     "restore": cmd_restore,
     "resend": cmd_resend,
+    "push": cmd_push,
+    "pull": cmd_pull,
 }

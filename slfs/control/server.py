@@ -17,7 +17,8 @@ Protocol (version 1), modelled on a robust NDJSON RPC host:
 Commands: status, stats, diag {path}, run/stop/reset {path}, events {since, seconds}, subscribe,
 open {object_id}, close {path}, viewer_command {command, params, path}, commands,
 find {uuid}, resolve {path}, list {path, recursive}, history {path, deleted},
-restore {path, version} (control/history.py), resend {path, force}.
+restore {path, version} (control/history.py), resend {path, force}, push_state, push_create,
+push_save, push_delete, push_run (control/push.py).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from ..protocol.types import (
 )
 from ..stats import Stats
 from .history import HistoryParams, HistoryRequests, RestoreParams
+from .push import PushRequests
 from .requests import (
     DiagParams,
     EventsParams,
@@ -125,6 +127,7 @@ class ControlServer:
         }
         history = HistoryRequests(self)  # control/history.py
         self.commands.update(history=(HistoryParams, history.history), restore=(RestoreParams, history.restore))
+        PushRequests(self).register(self.commands)  # control/push.py: slfs push and pull
         self._streams: list[trio.SocketStream] = []
 
     # --- transport ---------------------------------------------------------------------------

@@ -8,6 +8,7 @@ does."""
 from __future__ import annotations
 
 import os
+import re
 from typing import Annotated, Any
 
 from mcp.server.mcpserver.exceptions import ToolError
@@ -26,6 +27,7 @@ WAITED = ("compile", *RUNTIME)
 MAX_TAIL = 10.0
 MAX_WAIT = 300.0
 MAX_LOGS = 1000
+PUSH_TIMEOUT = 600.0  # a push: every save waits for its compile (at most 8 in flight), then the starts
 
 Path = Annotated[str, Field(description="a path relative to the mount, e.g. 'Hello Cube/Hello.lsl' "
                             "(objects are folders, child prims subfolders 'Name@1a2b3c4d', items files)")]
@@ -268,12 +270,109 @@ class Tools:
         data = await self._call(client, client.viewer_command, command, params or {}, folder, what=command)
         return done(f"{command}: ok", relativize(client.mountpoint, data))
 
+    async def _folder_or_uuid(self, client: MountClient, dest: str) -> str:
+        """An object or prim folder relative to the mount, or an object's UUID (published if need be)."""
+        from ..client import push as pushing
+
+        if re.fullmatch(r"[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}", dest):
+            return str(await self._call(client, pushing.resolve_dest, client, dest, what=f"find {dest}"))
+        return await self._path(client, dest)
+
+    async def slfs_push(self, src: Annotated[str, Field(description="a local directory (absolute path) laid out as "
+                                                        "an object's folder: the root prim's items as files, child "
+                                                        "prims as subfolders named as on the mount")],
+                        dest: Annotated[str, Field(description="the object or prim folder, relative to the mount, "
+                                                   "or an object's UUID")],
+                        plan: Annotated[bool, Field(description="only the plan: nothing changes (as slfs push "
+                                                    "--plan)")] = False,
+                        delete: Annotated[bool, Field(description="delete in-world items with no local file")] = False,
+                        stopped: Annotated[bool, Field(description="leave every script the push saves "
+                                                       "stopped")] = False,
+                        force: Annotated[bool, Field(description="overwrite items changed in-world since the "
+                                                     "last push/pull from src")] = False,
+                        no_rollback: Annotated[bool, Field(description="on a failure, leave what was saved "
+                                                           "(default: put everything back)")] = False
+                        ) -> CallToolResult:
+        """Deploy a local tree onto an object as one step (as `slfs push`; plan=true first to see
+        what would change): the plan (create, update, unchanged, delete, skip with why, conflict),
+        then every new or changed item saved with its scripts stopped, the scripts that ran before
+        and the new ones started together, deletes last; any failure (a compile error, a refused
+        save) rolls all of it back, and the failing item's diagnostics name the local files. Items
+        changed in-world since the last push/pull from src are conflicts: nothing is pushed unless
+        force=true. Answers {"items": [...], "summary", "exit", ...} as `slfs push --json` prints
+        (an error result when exit is not 0)."""
+        from ..client import push as pushing
+
+        src = _local_dir(src, "src")
+        client = await self.client()
+        folder = await self._folder_or_uuid(client, dest)
+
+        def run() -> tuple[Any, Any]:
+            return pushing.run(client, folder, src, plan_only=plan, delete=delete, force=force,
+                               stopped=stopped, rollback=not no_rollback)
+
+        planned, outcome = await self._call(client, run, timeout=PUSH_TIMEOUT, what=f"push {src} onto {dest}")
+        data = {"items": [s.as_json() for s in planned.steps], **pushing.summary_json(planned, outcome, src)}
+        counts = ", ".join(f"{n} {a}" for a, n in planned.summary().items() if n) or "nothing to do"
+        if outcome is None:
+            return done(f"plan for {dest}: {counts}", data)
+        if data["exit"]:
+            lines = "".join("\n" + pushing.diagnostic_line(d) for d in data.get("diagnostics", []))
+            why = "conflicts (force=true overwrites)" if outcome.error == "conflicts" else outcome.error
+            result = done(f"push onto {dest} failed: {why}" + ("; rolled back" if outcome.rolled_back else "")
+                          + lines, data)
+            result.is_error = True
+            return result
+        return done(f"pushed onto {dest}: {counts}", data)
+
+    async def slfs_pull(self, object: Annotated[str, Field(description="the object or prim folder, relative to "
+                                                           "the mount")],
+                        local_dir: Annotated[str, Field(description="a local directory (absolute path) to copy "
+                                                        "the items into")],
+                        delete: Annotated[bool, Field(description="remove local files with no in-world "
+                                                      "item")] = False) -> CallToolResult:
+        """Copy an object's readable items into a local directory in the form the mount shows
+        them (as `slfs pull`), leaving identical files untouched, and record the base later pushes
+        from that directory check conflicts against. Answers {"items": [...], "summary", "exit"}."""
+        from ..client import push as pushing
+
+        local = _local_dir(local_dir, "local_dir", exist=False)
+        client = await self.client()
+        folder = await self._folder_or_uuid(client, object)
+        if os.path.realpath(local).startswith(os.path.realpath(client.mountpoint).rstrip("/") + "/"):
+            raise ToolError("local_dir: a directory outside the mount")
+
+        def run() -> Any:
+            state = pushing.Pusher(client.entry).state(folder)
+            return pushing.pull(state, local, pushing.Bases(local), delete=delete)
+
+        pulled = await self._call(client, run, timeout=PUSH_TIMEOUT, what=f"pull {object}")
+        data = {"items": [s.as_json() for s in pulled.steps], "summary": pulled.summary(), "exit": pulled.exit}
+        counts = ", ".join(f"{n} {a}" for a, n in pulled.summary().items() if n) or "nothing"
+        return done(f"pulled {object} into {local}: {counts}", data)
+
+
+def _local_dir(path: str, what: str, *, exist: bool = True) -> str:
+    """A local directory named by a tool's argument: absolute, inside the directory the server
+    runs in (the agent's project: a push never sends, and a pull never writes, anything of the
+    user's elsewhere, such as ~/.ssh), and (for src) existing."""
+    if not isinstance(path, str) or not os.path.isabs(path) or "\0" in path:
+        raise ToolError(f"{what}: give an absolute path of a local directory")
+    project = os.path.realpath(os.getcwd())
+    real = os.path.realpath(path)
+    if real != project and not real.startswith(project.rstrip(os.sep) + os.sep):
+        raise ToolError(f"{what}: {path} is outside the directory this server runs in ({project}); "
+                        "slfs_push and slfs_pull work on local trees inside it")
+    if exist and not os.path.isdir(path):
+        raise ToolError(f"{what}: {path} is not a directory")
+    return os.path.normpath(path)
+
 
 READ_ONLY = ("slfs_status", "slfs_list", "slfs_read", "slfs_diagnostics", "slfs_logs", "slfs_wait")
 DESTRUCTIVE = ("slfs_delete",)
 NAMES = ("slfs_status", "slfs_list", "slfs_read", "slfs_write", "slfs_diagnostics", "slfs_logs", "slfs_wait",
          "slfs_set_running", "slfs_reset", "slfs_rename", "slfs_delete", "slfs_build", "slfs_resend",
-         "slfs_command")
+         "slfs_command", "slfs_push", "slfs_pull")
 
 
 def tool_annotations(name: str) -> ToolAnnotations:

@@ -120,6 +120,37 @@ class Deletes(Saver):
         finally:
             self._end()
 
+    async def delete_now(self, folder: Folder, item: Item) -> None:
+        """`slfs push --delete` and its rollback (control/push.py): the delete reaches the viewer now,
+        with no grace period, after the copy to the trash and a version in the history (a trash
+        that cannot take it keeps the item: EIO)."""
+        shown = self.tree.path_of(item)
+        if not item.writable:
+            raise FsError(errno.EACCES, f"{shown}: no modify permission")
+        if not self.ws.connected:
+            raise FsError(errno.EIO, f"{shown}: not connected to the viewer; not deleted")
+        self._begin()
+        try:
+            data: bytes | None = None
+            if item.readable and item.edit.buffer is None:
+                try:
+                    data = await self.ws.read_content(item)
+                except FsError as exc:
+                    log.info("%s: no copy in the trash (%s)", shown, exc.message)
+            elif item.edit.buffer is not None:
+                data = bytes(item.edit.buffer)
+            if data is not None:
+                self.ws.history.record(item, DELETED, data)
+                if await self.keeper.keep(TRASH, shown, data, "deleted") is None:
+                    raise FsError(errno.EIO, f"{shown} was not deleted: its trash copy failed "
+                                  f"({self.keeper.last_failure})")
+            await self.ws.call(f"delete {shown}", "object.item.delete",
+                               ItemDeleteParams(prim_id=folder.uuid, item_id=item.uuid))
+            self.ws.emit("delete", path=shown, item_id=item.uuid)
+            log.info("deleted %s (item %s)", shown, item.uuid)
+        finally:
+            self._end()
+
     def hurry_deletes(self) -> None:
         """Shutdown: deletes whose grace period has not passed are carried out now (wait_idle
         then waits for them), rather than dropped with the daemon."""

@@ -109,12 +109,63 @@ class Saver:
             finally:
                 self._end()
 
+    async def push_save(self, item: Item, data: bytes, *, running: bool | None, expect: bytes | None,
+                        main: str | None = None, local_root: str | None = None, verbatim: bytes | None = None) -> bool:
+        """`slfs push` (control/push.py): save `data` into `item` with the run state `running`
+        (None: as it runs now), when it still holds `expect` (None: anything; ESTALE otherwise:
+        the push planned on another text). A built source's quoted includes are searched from the
+        local file `main` inside `local_root` (the pushed tree); `verbatim`: the in-world text to
+        store as it is for the source `data` (a rollback puts back the envelope it replaced, not a
+        new build of it). Returns whether anything was sent.
+        Nothing goes to the recovery folder: the text is in the pushed tree."""
+        async with self._save_locks[item.uuid]:
+            path = self.tree.path_of(item)
+            if item.edit.buffer is not None and item.edit.dirty:
+                raise FsError(errno.EBUSY, f"{path}: has unsaved writes on the mount; save or close it first")
+            self._refuse_unsaveable(item)
+            if expect is not None:
+                current = await self.ws.read_content(item, current=True)
+                if current != expect:
+                    raise FsError(errno.ESTALE, f"{path}: changed in-world since the push planned it")
+                item.take_base(current)
+            self._begin()
+            try:
+                self.check_size(item.info.type, len(data), path)
+                text = self._decode(data, path)
+                build: Build | None = None
+                if verbatim is not None:
+                    held = item.cache.inworld if item.cache.inworld is not None else item.cache.content
+                    if held == verbatim:
+                        self._nothing_to_save(item, path)
+                        return False
+                    sent = await self._save(item, data, path, running=running,
+                                            verbatim=self._decode(verbatim, path))
+                    if sent:
+                        self.unsent.saved(item)
+                    return sent
+                if item.is_script and self.sources.wants_build(item, text):
+                    build = await self.sources.build_pushed(item, text, path, main, local_root)
+                    if build is not None and self.sources.unchanged(item, build):
+                        self._nothing_to_save(item, path)
+                        return False
+                sent = await self._save(item, data, path, build=build, running=running)
+            finally:
+                self._end()
+            if sent:
+                self.unsent.saved(item)
+            return sent
+
+    def _refuse_unsaveable(self, item: Item) -> None:
+        why = item.save_refusal()
+        if why is not None:
+            raise FsError(errno.EACCES, f"{self.tree.path_of(item)}: {why}")
+
     async def _save(self, item: Item, data: bytes, path: str, *, build: Build | None = None,
-                    force: bool = False) -> bool:
+                    force: bool = False, running: bool | None = None, verbatim: str | None = None) -> bool:
         """Whether anything was sent (nothing when the text is in-world already)."""
         self.check_size(item.info.type, len(data), path)
         text = self._decode(data, path)
-        if build is None:
+        if build is None and verbatim is None:
             if not force and await self._inworld_already(item, data, text):
                 # An editor's :w without a change, a cp or rsync of the same text, a restore of
                 # what is in-world: saving again would recompile and reset the script, and make a
@@ -125,11 +176,13 @@ class Saver:
                 build = await self.sources.build(item, text, path)  # awaits: includes may be fetched
         await self._check_conflict(item, data, path)
         assert item.folder is not None
-        inworld = build.inworld if build is not None else text
+        inworld = verbatim if verbatim is not None else build.inworld if build is not None else text
         # `running` always, as the item runs now: G1 uploads a save without it as stopped
         # (viewer-source.md §2, object.content.save), later viewers keep the state.
+        if running is None:
+            running = item.info.running
         params = ContentSaveParams(prim_id=item.folder.uuid, item_id=item.uuid, content=inworld,
-                                   running=item.info.running if item.is_script else None)
+                                   running=running if item.is_script else None)
         revision_before = item.info.revision
         try:
             res, revision_before = await self._send_save(item, params, data, path)
@@ -152,7 +205,7 @@ class Saver:
         # (Item.content_current); one that has told it already: the revision it confirmed.
         confirmed = item.content_current and item.cache.content == data
         self.ws.set_content(item, data, valid=True, revision=None if confirmed else revision_before,
-                            inworld=inworld.encode("utf-8") if build is not None else None)
+                            inworld=inworld.encode("utf-8") if build is not None or verbatim is not None else None)
         self.ws.history.record(item, SAVED, data, inworld=item.cache.inworld)
         if build is not None:
             item.cache.inworld_places = build.places()

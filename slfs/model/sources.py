@@ -124,11 +124,17 @@ class Sources:
         places = [] if angle else [posixpath.dirname(including)]
         return places + self.include_dirs()
 
-    async def find(self, name: str, including: str, angle: bool) -> Source | None:
-        found = await self._find(name, including, angle)
-        return attrs.evolve(found, shown=self.inworld_name(found.path)) if found is not None else None
+    async def find(self, name: str, including: str, angle: bool, local_root: str | None = None) -> Source | None:
+        found = await self._find(name, including, angle, local_root)
+        if found is None:
+            return None
+        if local_root is not None and _within(found.path, local_root):
+            # A pushed tree's file (slfs push): named relative to the tree, never by its local path.
+            relative = os.path.relpath(os.path.realpath(found.path), os.path.realpath(local_root))
+            return attrs.evolve(found, shown=relative)
+        return attrs.evolve(found, shown=self.inworld_name(found.path))
 
-    async def _find(self, name: str, including: str, angle: bool) -> Source | None:
+    async def _find(self, name: str, including: str, angle: bool, local_root: str | None = None) -> Source | None:
         # The source may be a peer's (an enveloped script the viewer sent): an include never
         # reaches outside the places the search order names, so no other file of the user's can
         # end up in-world through one. Absolute names and names that climb out are not found.
@@ -141,6 +147,8 @@ class Sources:
                 found = await self._in_folder(folder, name) if folder is not None else None
             else:
                 root = self._include_root_of(including)
+                if root is None and local_root is not None and _within(including, local_root):
+                    root = local_root  # slfs push: a source tree's quoted includes stay inside it
                 found = await _local(posixpath.join(posixpath.dirname(including), name), root) if root else None
             if found is not None:
                 return found
@@ -208,19 +216,35 @@ class Sources:
             self.ws.record_compile(item, exc.report, tree_path)
             raise exc.error from None
 
+    async def build_pushed(self, item: Item, source: str, tree_path: str, main: str | None,
+                           local_root: str | None) -> Build | None:
+        """`build` for a pushed source: the local file `main` of the tree `local_root` (slfs push);
+        its diagnostics name the local files."""
+        if main is None or local_root is None:
+            return await self.build(item, source, tree_path)
+        try:
+            return await self.build_text(source, main, luau=item.info.is_luau, enveloped=item.cache.inworld is not None,
+                                         vm=item.info.vm or self.options.vm, local_root=local_root)
+        except BuildFailed as exc:
+            self.ws.record_compile(item, exc.report, tree_path)
+            raise exc.error from None
+
     async def build_text(self, source: str, main: str, *, luau: bool, enveloped: bool, vm: str,
-                         search_dir: str | None = None) -> Build | None:
+                         search_dir: str | None = None, local_root: str | None = None) -> Build | None:
         """Expand `source` (the file at the absolute path `main`; its quoted includes are searched
         from `search_dir`, by default main's folder) and wrap it. None when a Luau source has no
-        require that resolves and no envelope yet. Raises BuildFailed."""
+        require that resolves and no envelope yet. Raises BuildFailed. `local_root`: a local source
+        tree `main` is in (slfs push), whose files quoted includes find, never outside it."""
         size = len(source.encode("utf-8"))
         if size > SCRIPT_LIMIT:  # the envelope holds the source: too big before any expansion
             message = f"the source is {size} bytes; scripts hold at most {SCRIPT_LIMIT} bytes (the in-world limit)"
             raise BuildFailed(_failure(Place(main, 1), 1, message),
                               FsError(errno.EFBIG, f"{main}: source of {size} bytes exceeds {SCRIPT_LIMIT}"))
         token = trio.lowlevel.current_trio_token()
-        resolver = _ThreadResolver(self, token, main, search_dir)
+        resolver = _ThreadResolver(self, token, main, search_dir, local_root)
         name = self.inworld_name(main)
+        if local_root is not None and _within(main, local_root):
+            name = os.path.relpath(os.path.realpath(main), os.path.realpath(local_root))
         info = self.ws.info
         macros = AgentMacros(agent_id=info.agent_id, agent_name=info.agent_name) if info else AgentMacros()
         now = datetime.datetime.now(datetime.UTC)
@@ -318,6 +342,7 @@ class _ThreadResolver:
     token: trio.lowlevel.TrioToken
     main: str
     search_dir: str | None = None
+    local_root: str | None = None
 
     def _from(self, including: str) -> str:
         if including == self.main and self.search_dir is not None:
@@ -327,7 +352,7 @@ class _ThreadResolver:
     def find(self, name: str, including: str, angle: bool) -> Source | None:
         async def find() -> Source | None:
             try:
-                return await self.sources.find(name, self._from(including), angle)
+                return await self.sources.find(name, self._from(including), angle, self.local_root)
             except FsError as exc:
                 raise _ResolveFailed(exc) from None
         return trio.from_thread.run(find, trio_token=self.token)

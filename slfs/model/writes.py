@@ -492,6 +492,32 @@ class Writer(Deletes):
             item.take_base(data)
         return item
 
+    async def push_create(self, folder: Folder, file_name: str, data: bytes) -> Item:
+        """`slfs push` (control/push.py): a new item named `file_name`. A notecard holds `data`
+        at once; a script holds the viewer's default text until push_save stores `data` (stopped),
+        so its item_id is known even when that save fails (the push then removes it)."""
+        want = parse_remote_name(file_name)
+        shown = f"{self.tree.path_of(folder)}/{file_name}".lstrip("/")
+        if not folder.writable:
+            raise FsError(errno.EACCES, f"{shown}: no modify permission on the prim")
+        if file_name in folder.entries or file_name in folder.new_files or file_name in folder.tombstones:
+            raise FsError(errno.EEXIST, f"{shown}: an item of that name exists")
+        self.check_size(want.type, len(data), shown)
+        text = self._decode(data, shown)
+        self._begin()
+        try:
+            item = await self._create(folder, want, "" if want.type == "script" else text,
+                                      self.tree.fresh_inode(), shown)
+        finally:
+            self._end()
+        if want.type != "script":
+            self.ws.set_content(item, data, valid=True)
+            self.ws.history.record(item, SAVED, data)
+            item.take_base(data)
+        else:
+            item.take_base(None)
+        return item
+
     async def _create(self, folder: Folder, want: RemoteName, text: str, inode: int, shown: str) -> Item:
         if want.type == "script":
             vm = "luau" if want.subtype == 1 else self.ws.options.vm

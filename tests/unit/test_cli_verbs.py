@@ -94,6 +94,8 @@ def test_every_verb_parses_with_json_and_mount() -> None:
         "recompile": ["--target", "luau", "d"], "exec": ["viewer.teleport", "object_id=x"], "commands": [],
         "open-uri": ["vscode://x"], "history": ["--deleted", "d"], "restore": ["f", "2026-12-02T14:03:07Z.saved.lsl"],
         "resend": ["--force", "f"],
+        "push": ["--plan", "--delete", "--stopped", "--force", "--no-rollback", "--verbose", "src", "d"],
+        "pull": ["--delete", "d", "local"],
     }
     assert set(samples) == set(verbs.VERBS) == set(verbs.HANDLERS)
     for verb, args in samples.items():
