@@ -148,7 +148,7 @@ async def test_reconnect_keeps_paths_and_inodes(mounted: Mount) -> None:
     assert (await m.run("cat", m.path("Hello Cube/Hello.lsl"))).stdout == hello
 
 
-@pytest.mark.allow_log(r"WARNING slfs\.fs\.operations: lookup: .*: not connected to the viewer")
+@pytest.mark.allow_log(r"WARNING slfs\.fs\.operations: \w+: .*not connected to the viewer")
 async def test_disconnected_cached_reads_uncached_eio_fast(mount_factory: MountFactory) -> None:
     # Right after a drop a call waits up to reconnect_wait for the session; past it, EIO at once.
     m = await mount_factory(options=["reconnect_wait=0.5"])

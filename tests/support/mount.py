@@ -100,6 +100,15 @@ def sweep() -> list[str]:
     return done
 
 
+def viewer_tmpdir(beside: Path) -> Path:
+    """The simulated viewer's temp dir (its live-sync files): one per mount, not /tmp, because a
+    script's temp file name is the same in every test (`sl_script_<name>_<md5>`) and tests run in
+    parallel (a test that is about the temp dir itself gives its own)."""
+    path = beside.parent / f"{beside.name}-viewer-tmp"
+    path.mkdir(mode=0o700, exist_ok=True)
+    return path
+
+
 def parse_status(text: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for line in text.splitlines():
@@ -165,6 +174,8 @@ class Mount:
         kwargs.setdefault("latency_ms", 0)
         kwargs.setdefault("publish_delay", 0.01)
         kwargs.setdefault("apply_delay", 0.01)
+        if kwargs.get("windows_paths") is None:
+            kwargs.setdefault("tmpdir", str(viewer_tmpdir(self.logdir)))
         sim = SimViewer(world or sample_world(), **kwargs)
 
         async def serve(task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:

@@ -40,6 +40,7 @@ from support.mount import (
     is_mounted,
     new_mountpoint,
     parse_status,
+    viewer_tmpdir,
 )
 from support.simthread import SimBridge, SimThread
 
@@ -74,7 +75,7 @@ class SharedMount(Mount):
 
     def _start_sim(self) -> None:
         self.simthread = SimThread(world_from_json(self.world_json), self.port, viewer_version=self.viewer_version,
-                                   generation=self.generation, **SIM_DEFAULTS)
+                                   generation=self.generation, tmpdir=str(viewer_tmpdir(self.logdir)), **SIM_DEFAULTS)
         self.simthread.start()
         self.sim = SimBridge(self.simthread)  # type: ignore[assignment]
 
