@@ -10,6 +10,7 @@ fails with NotConnected.
 
 from __future__ import annotations
 
+import collections
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -43,6 +44,7 @@ log = logging.getLogger("slfs.session.session")
 
 # Our timeouts sit above the viewer's own (content.save allows 60 s for a script upload).
 DEFAULT_TIMEOUT = 30.0
+ABANDONED_KEPT = 1024  # the calls given up on whose late answers are told apart (Connection.abandoned)
 METHOD_TIMEOUTS: dict[str, float] = {
     "object.content.get": 40.0,
     "object.item.create": 40.0,
@@ -95,6 +97,10 @@ class Connection:
         self.incoming = incoming
         self.stats = stats  # the mount's (`slfs stats`)
         self.pending: dict[int, _Pending] = {}
+        # Calls given up on (timed out, or cancelled by their caller or a shutdown): their late
+        # answers are expected, not a stranger's. Ids only grow (session/ids.py), so the newest
+        # ABANDONED_KEPT are enough to tell them apart.
+        self.abandoned: collections.OrderedDict[int, str] = collections.OrderedDict()
         self.send_lock = trio.Lock()
         self.closed = False
         self.close_reason = ""
@@ -167,6 +173,8 @@ class Connection:
         finally:
             if self.pending.get(rid) is waiter:
                 del self.pending[rid]
+                if not waiter.arrived:
+                    self._abandon(rid, method)
             # `slfs stats`: send to answer handled (on_response included), by method.
             self.stats.rpc_done(method, time.perf_counter_ns() - start,
                                 waiter.error is not None or not waiter.event.is_set())
@@ -261,8 +269,16 @@ class Connection:
             self.incoming.hear(self, msg)
         return None
 
+    def _abandon(self, rid: int, method: str) -> None:
+        self.abandoned[rid] = method
+        while len(self.abandoned) > ABANDONED_KEPT:
+            self.abandoned.popitem(last=False)
+
     def handle_response(self, msg: Response) -> Awaitable[None] | None:
         waiter = self.pending.pop(msg.id, None) if isinstance(msg.id, int) else None
+        if waiter is None and isinstance(msg.id, int) and msg.id in self.abandoned:
+            log.debug("late answer to %s id=%s, a call given up on: ignored", self.abandoned.pop(msg.id), msg.id)
+            return None
         if waiter is None:
             if msg.error is not None:
                 log.warning("viewer sent an error for unknown id %r: %s", msg.id, msg.error)

@@ -110,12 +110,15 @@ async def stat_inodes(m: Mount, paths: list[str]) -> dict[str, int]:
     return dict(zip(paths, map(int, out.split()), strict=True))
 
 
-async def wait_reconnected(m: Mount, timeout: float = 15.0) -> None:
+async def wait_reconnected(m: Mount, timeout: float = 15.0, handshakes: int = 0) -> None:
+    """Connected again: the viewer has had more than `handshakes` handshakes (a new session, not
+    the old one seen before its drop) and the daemon says connected."""
     assert m.sim is not None
     sim = m.sim
 
     async def ok() -> bool:
-        return sim.connections == 1 and (await m.status())["state"] == "connected"
+        return (len(sim.client_handshakes) > handshakes and sim.connections == 1
+                and (await m.status())["state"] == "connected")
 
     await m.wait_for(ok, timeout, "reconnected")
 
@@ -133,15 +136,15 @@ async def test_reconnect_keeps_paths_and_inodes(mounted: Mount) -> None:
     ]
     before = await stat_inodes(m, paths)
     hello = (await m.run("cat", m.path("Hello Cube/Hello.lsl"))).stdout
+    seen = len(m.sim.client_handshakes)
     await m.sim.disconnect_all()
-    await trio.sleep(0.2)
-    await wait_reconnected(m)
+    await wait_reconnected(m, handshakes=seen)
     assert await stat_inodes(m, paths) == before
     assert (await m.run("find", m.mnt)).returncode == 0
     assert (await m.run("cat", m.path("Hello Cube/Hello.lsl"))).stdout == hello
     # the viewer restarts on the same port (a new world state, same UUIDs)
     m.stop_sim()
-    await trio.sleep(0.3)
+    await trio.sleep(0.3)  # the viewer is away for a moment: the daemon sees it gone, not a blip
     await m.start_sim()
     await wait_reconnected(m)
     assert await stat_inodes(m, paths) == before

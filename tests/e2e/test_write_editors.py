@@ -120,16 +120,18 @@ async def test_nano_through_tmux(wm: Mount) -> None:
     try:
         # Keys sent before nano has the terminal in raw mode reach it as ^J (justify), not Enter:
         # wait until it shows the file.
-        with trio.fail_after(10):
-            while "line one" not in await tmux(m, "-L", sock, "capture-pane", "-p", "-t", "ed"):
-                await trio.sleep(0.1)
-        await trio.sleep(0.2)
+        async def shows(text: str) -> None:
+            with trio.fail_after(10):
+                while text not in await tmux(m, "-L", sock, "capture-pane", "-p", "-t", "ed"):
+                    await trio.sleep(0.05)
+
+        await shows("line one")
         await tmux(m, "-L", sock, "send-keys", "-t", "ed", "zero", "Enter")
-        await trio.sleep(0.2)
+        await shows("zero")
         await tmux(m, "-L", sock, "send-keys", "-t", "ed", "C-o")
-        await trio.sleep(0.3)
+        await shows("File Name to Write")
         await tmux(m, "-L", sock, "send-keys", "-t", "ed", "Enter")
-        await trio.sleep(0.5)
+        await shows("Wrote")
         await tmux(m, "-L", sock, "send-keys", "-t", "ed", "C-x")
         with trio.fail_after(10):
             while (await m.run("tmux", "-L", sock, "has-session", "-t", "ed", check=False)).returncode == 0:

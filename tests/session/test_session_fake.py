@@ -343,7 +343,9 @@ async def test_pings_answered_keep_session() -> None:
             assert all(isinstance(p["timestamp"], int) for p in pings)
 
 
-async def test_call_timeout_and_late_answer() -> None:
+async def test_call_timeout_and_late_answer(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="slfs.session")
+
     async def slow(conn: FakeConn, params: Any) -> Any:
         await trio.sleep(0.3)
         return {"success": True}
@@ -356,7 +358,10 @@ async def test_call_timeout_and_late_answer() -> None:
                 await session.call("object.request", {"object_id": "x"}, timeout=0.05)
             assert info.value.code == -32001
             assert isinstance(info.value, RpcError)
-            await trio.sleep(0.4)  # the late answer arrives for an id nobody waits for
+            # The late answer arrives for an id nobody waits for: a call given up on, not a stranger's.
+            while "late answer to object.request" not in caplog.text:
+                await trio.sleep(0.02)
+            assert "unknown id" not in caplog.text
             assert session.state == "connected"
             assert await session.call_typed("object.request", {"object_id": "x"}, SuccessResponse) == \
                 SuccessResponse(success=True)
