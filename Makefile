@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # workers on a 2-core machine took 404 s where 3 took 463 s (tests/README.md). A module's tests stay
 # on one worker (--dist loadfile): they share the module's mounts. PYTEST_WORKERS=0 runs serially.
 PYTEST_WORKERS ?= 4
-PYTEST := $(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile
+PYTEST := $(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile --max-worker-restart=0
 export SLFS_VENV := $(abspath $(VENV))
 
 .PHONY: setup demo test lint typecheck pytest bench clean

@@ -48,14 +48,26 @@ def _unfrozen() -> Iterator[None]:
 def _interrupt(signum: int, _frame: object) -> None:
     """SIGTERM (`timeout`, CI's cancel) stops the suite as Ctrl-C does: pytest tears every fixture
     down, so each mount is unmounted and each daemon and simulated viewer ends. Under trio the
-    SIGINT becomes a KeyboardInterrupt in the running test, whose teardown is shielded."""
+    SIGINT becomes a KeyboardInterrupt in the running test, whose teardown is shielded.
+
+    An xdist worker runs its tests in a thread that no signal reaches, and its controller may kill
+    it before a teardown ends: it stops what it started itself, at once (each daemon gets SIGTERM,
+    which unmounts it), and exits; its simulated viewers are threads and end with it."""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: the group's later TERMs are the same stop
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        from support import mount
+
+        mount.STOPPING = True
+        mount.sweep(grace=10)
+        os._exit(128 + signum)
     os.kill(os.getpid(), signal.SIGINT)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _interrupt)
+        if os.environ.get("PYTEST_XDIST_WORKER"):
+            signal.signal(signal.SIGINT, _interrupt)  # Ctrl-C reaches the workers too
     config.addinivalue_line(
         "markers",
         "viewer(*versions, reason): the test depends on a difference between simulated viewer versions and "

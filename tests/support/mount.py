@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -64,31 +65,52 @@ MADE_MOUNTPOINTS: list[Path] = []
 DAEMON_PIDS: set[int] = set()
 
 
+def _reaped(pid: int) -> bool:
+    """Collect `pid` if it is our child and has exited (a zombie still has its /proc entry)."""
+    try:
+        return os.waitpid(pid, os.WNOHANG)[0] == pid
+    except ChildProcessError:
+        return not _our_daemon(pid)
+
+
 def new_mountpoint() -> Path:
     """A fresh empty directory outside /tmp (editors treat /tmp specially)."""
+    if STOPPING:
+        raise RuntimeError("the test run is stopping: no new mount")
     path = MOUNT_BASE / uuid.uuid4().hex[:12] / "mnt"
     path.mkdir(parents=True)
     MADE_MOUNTPOINTS.append(path)
     return path
 
 
-def sweep() -> list[str]:
-    """Kill the daemons this process started that still run, detach its mounts that are still
-    mounted, remove its mountpoints: what a teardown interrupted by a second signal left. Returns
-    what it had to do."""
+STOPPING = False  # set by a stop signal: no new mount starts (tests/conftest.py)
+
+
+def _our_daemon(pid: int) -> bool:
+    """Still our daemon, not a process that reused its number."""
+    try:
+        return b"slfs\0mount" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def sweep(grace: float = 0.0) -> list[str]:
+    """Stop the daemons this process started that still run (SIGTERM, which unmounts, then after
+    `grace` seconds SIGKILL), detach its mounts that are still mounted, remove its mountpoints:
+    what an interrupted teardown left. Returns what it had to do."""
     done = []
-    for pid in sorted(DAEMON_PIDS):
-        try:  # still our daemon, not a process that reused its number
-            if b"slfs\0mount" not in Path(f"/proc/{pid}/cmdline").read_bytes():
-                continue
+    pids = [pid for pid in sorted(DAEMON_PIDS) if _our_daemon(pid)]
+    if grace > 0:
+        for pid in pids:
+            os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and any(_our_daemon(pid) and not _reaped(pid) for pid in pids):
+            time.sleep(0.05)
+    for pid in pids:
+        if _our_daemon(pid) and not _reaped(pid):
             os.kill(pid, signal.SIGKILL)
             done.append(f"killed daemon {pid}")
-        except (OSError, ProcessLookupError):
-            continue
-        try:
-            os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            pass
+            _reaped(pid)
     DAEMON_PIDS.clear()
     for path in MADE_MOUNTPOINTS:
         if is_mounted(path):
