@@ -105,5 +105,7 @@ async def mounted(request: pytest.FixtureRequest, mount_factory: MountFactory, s
 
 @pytest.fixture
 async def wm(mount_factory: MountFactory) -> Mount:
-    """The write world (support.writes.write_world), mounted for the write tests."""
+    """The write world (support.writes.write_world), mounted for the write tests: the test's own
+    mount, because a write leaves daemon state a reset of the viewer does not undo (history
+    versions, recovery copies, the overlay, kept times), which the write tests assert on."""
     return await write_mount(mount_factory)
