@@ -469,7 +469,7 @@ async def test_sixteen_writers_through_five_drops(mount_factory: MountFactory) -
                 n.start_soon(m.thread, writer, f)
             try:
                 for _ in range(5):
-                    await trio.sleep(0.4)
+                    await trio.sleep(0.4)  # the scenario: the writers write for 0.4 s between drops
                     await sim.disconnect_all()
                     await sim.wait_connections(1)
                 await trio.sleep(0.4)

@@ -33,6 +33,15 @@ from slfs.mcp.server import build_server
 
 pytestmark = pytest.mark.generations("G1", "G2", "G3", "G4")
 
+# What a save while the viewer is stopped logs: the failed save, its fsync or flush, the refused
+# unlink, and on G1 the publish asked again after the reconnect (viewer-source.md §2).
+VIEWER_STOPPED = (
+    r"^WARNING slfs\.fs\.operations: (flush|fsync): save",
+    r"^WARNING slfs\.fs\.operations: unlink:",
+    r"^WARNING slfs\.model\.workspace: could not ask the viewer",
+    r"^WARNING slfs\.model\.workspace: saving",
+)
+
 MINE = NOTE_TEXT.replace("one", "ONE")
 
 
@@ -88,13 +97,7 @@ async def listed(m: Mount) -> list[dict[str, Any]]:
     return list(data["unsent"])
 
 
-@pytest.mark.allow_log(
-    r"^WARNING slfs\.fs\.operations: flush: save",
-    r"^WARNING slfs\.fs\.operations: fsync: save",
-    r"^WARNING slfs\.fs\.operations: unlink:",
-    r"^WARNING slfs\.model\.workspace: could not ask the viewer",
-    r"^WARNING slfs\.model\.workspace: saving",
-)
+@pytest.mark.allow_log(*VIEWER_STOPPED)
 async def test_vim_save_while_the_viewer_is_stopped_is_resent_once(mount_factory: MountFactory) -> None:
     m, copy = await vim_save_while_the_viewer_is_stopped(mount_factory)
     note = str(m.path("Box", "Note"))
@@ -131,14 +134,7 @@ async def test_vim_save_while_the_viewer_is_stopped_is_resent_once(mount_factory
     assert len(recovery_files(m)) == 1
 
 
-@pytest.mark.allow_log(
-    r"^WARNING slfs\.fs\.operations: flush: save",
-    r"^WARNING slfs\.fs\.operations: fsync: save",
-    r"^WARNING slfs\.fs\.operations: unlink:",
-    r"^WARNING slfs\.model\.unsent:",
-    r"^WARNING slfs\.model\.workspace: could not ask the viewer",
-    r"^WARNING slfs\.model\.workspace: saving",
-)
+@pytest.mark.allow_log(*VIEWER_STOPPED, r"^WARNING slfs\.model\.unsent:")
 async def test_resend_over_an_in_world_change_is_estale(mount_factory: MountFactory) -> None:
     m, _copy = await vim_save_while_the_viewer_is_stopped(mount_factory)
     note = str(m.path("Box", "Note"))
@@ -163,14 +159,7 @@ async def test_resend_over_an_in_world_change_is_estale(mount_factory: MountFact
     assert len(recovery_files(m)) == 1
 
 
-@pytest.mark.allow_log(
-    r"^WARNING slfs\.fs\.operations: flush: save",
-    r"^WARNING slfs\.fs\.operations: fsync: save",
-    r"^WARNING slfs\.fs\.operations: unlink:",
-    r"^WARNING slfs\.model\.unsent:",
-    r"^WARNING slfs\.model\.workspace: could not ask the viewer",
-    r"^WARNING slfs\.model\.workspace: saving",
-)
+@pytest.mark.allow_log(*VIEWER_STOPPED, r"^WARNING slfs\.model\.unsent:")
 async def test_the_mcp_tools_list_and_resend(mount_factory: MountFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """slfs_status names the file not in-world; slfs_resend is refused with ESTALE over an in-world
     change, and sends it with force=true."""
@@ -197,13 +186,7 @@ async def test_the_mcp_tools_list_and_resend(mount_factory: MountFactory, monkey
     assert await listed(m) == []
 
 
-@pytest.mark.allow_log(
-    r"^WARNING slfs\.fs\.operations: flush: save",
-    r"^WARNING slfs\.fs\.operations: fsync: save",
-    r"^WARNING slfs\.fs\.operations: unlink:",
-    r"^WARNING slfs\.model\.workspace: could not ask the viewer",
-    r"^WARNING slfs\.model\.workspace: saving",
-)
+@pytest.mark.allow_log(*VIEWER_STOPPED)
 async def test_a_later_save_through_the_file_clears_the_entry(mount_factory: MountFactory) -> None:
     m, copy = await vim_save_while_the_viewer_is_stopped(mount_factory)
     assert [e["recovery"] for e in await listed(m)] == [str(copy)]
