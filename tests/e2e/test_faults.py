@@ -472,7 +472,7 @@ async def test_sixteen_writers_through_five_drops(mount_factory: MountFactory) -
                     await trio.sleep(0.4)  # the scenario: the writers write for 0.4 s between drops
                     await sim.disconnect_all()
                     await sim.wait_connections(1)
-                await trio.sleep(0.4)
+                await trio.sleep(0.4)  # and for 0.4 s after the last one
             finally:
                 stop.set()
     ok, failed = check_outcomes(m, outcomes)

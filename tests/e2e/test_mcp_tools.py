@@ -276,7 +276,7 @@ async def test_wait_and_cancel(mounted: Mount, monkeypatch: pytest.MonkeyPatch) 
 
         # the next compile after the cursor
         async def save() -> None:
-            await trio.sleep(0.3)
+            await trio.sleep(0.3)  # the scenario: the compile comes while the wait is already waiting
             await m.thread(m.path(CUBE, "Hello.lsl").write_text, GOOD_LSL % "waited for")
 
         async with trio.open_nursery() as nursery:

@@ -71,7 +71,7 @@ async def newer_mount(mount_factory: MountFactory, **sim: Any) -> Mount:
     sim.setdefault("properties_delay", None)  # the test delivers them
     m = await mount_factory(newer_world(), sim_kwargs=sim, options=["delete_grace=0.5"])
     await m.thread(os.listdir, m.mnt)
-    await trio.sleep(0.2)
+    await trio.sleep(0.2)  # the connect's entry invalidations drain (support/writes.py write_mount says why)
     return m
 
 
@@ -254,7 +254,7 @@ async def test_region_down_is_eagain_then_recovers(mount_factory: MountFactory) 
     sim.set_region_connected(BOX, False)
 
     async def back_soon() -> None:
-        await trio.sleep(0.25)
+        await trio.sleep(0.25)  # the scenario: the region is down for a moment while slfs retries
         sim.set_region_connected(BOX, True)
 
     m.nursery.start_soon(back_soon)

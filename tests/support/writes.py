@@ -78,7 +78,7 @@ async def write_mount(mount_factory: MountFactory, *options: str, **kw: Any) -> 
     # program chdir'd into an object dir unhashes that dentry and getcwd() fails (git: "unable to
     # get current working directory"). Let them drain first.
     await m.thread(os.listdir, m.mnt)
-    await trio.sleep(0.3)
+    await trio.sleep(0.3)  # no signal says pyfuse3's queued invalidations are done: a bounded wait
     return m
 
 
