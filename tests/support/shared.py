@@ -17,6 +17,7 @@ A test that restarts, stops or reconfigures the mount, or depends on state only 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -30,6 +31,7 @@ import trio
 
 from slfs.sim import World
 from slfs.sim.world import world_from_json
+from support import logcheck
 from support.mount import (
     DAEMON_PIDS,
     READY_TIMEOUT,
@@ -45,6 +47,14 @@ from support.mount import (
 from support.simthread import SimBridge, SimThread
 
 SIM_DEFAULTS: dict[str, Any] = {"latency_ms": 0, "publish_delay": 0.01, "apply_delay": 0.01}
+
+# What a daemon may log while its viewer restarts under it (a reset), each with its reason.
+RESET_LOG = (
+    # G1 lists nothing (viewer-source.md §2): the daemon asks for each object shown again, and a
+    # viewer refuses object.request for an object the user may not modify; it is explored instead.
+    (r"^WARNING slfs\.model\.workspace: could not ask the viewer to publish .* again: .*Permission denied",
+     "G1: a no-modify object is not published on request"),
+)
 
 
 class SharedMount(Mount):
@@ -130,8 +140,10 @@ class SharedMount(Mount):
                 time.sleep(0.02)
 
     def close(self) -> list[str]:
-        """Stop the daemon and the sim; the problems found (still mounted, exit status)."""
+        """Stop the daemon and the sim; the problems found (still mounted, a record at WARNING or
+        above logged after the last test: the shutdown's, which no test declares)."""
         problems = []
+        self.log_from = self._log_size()
         popen = self.popen
         if popen is not None and popen.poll() is None:
             popen.send_signal(signal.SIGTERM)
@@ -146,6 +158,10 @@ class SharedMount(Mount):
             DAEMON_PIDS.discard(popen.pid)
         force_unmount(self.mnt)
         self._stop_sim()
+        if self.logs:
+            bad = logcheck.unexpected(self.new_log_text(), [re.compile(p) for p, _why in logcheck.ALWAYS])
+            if bad:
+                problems.append(f"the shared daemon's shutdown logged: {bad}")
         if is_mounted(self.mnt):
             problems.append(f"{self.mnt} still mounted")
         else:
@@ -178,12 +194,27 @@ class SharedMount(Mount):
         assert self.simthread is not None
         return bool(self.simthread.call_sync(lambda: self.simthread.sim.world.to_json() != self.world_json))  # type: ignore[union-attr]
 
-    def reset(self) -> None:
-        """The viewer restarts with the original world; the daemon reconnects and reloads it."""
+    def settle(self, timeout: float = 30.0) -> None:
+        """Until the daemon has nothing pending (saves, creates, deletes in their grace period) and
+        the viewer has handled what it sent (the sim's sync point)."""
+        deadline = time.monotonic() + timeout
+        while parse_status((self.mnt / ".slfs" / "status").read_text()).get("pending_saves") != "0":
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the shared daemon still had saves pending after {timeout} s")
+            time.sleep(0.02)
+        assert self.simthread is not None
+        trio.run(self.simthread.call_async, self.simthread.sim.quiesce)
+
+    def reset(self) -> list[str]:
+        """The viewer restarts with the original world; the daemon reconnects and reloads it. The
+        problems its log shows (what a reconnect may log is in RESET_LOG)."""
+        self.log_from = self._log_size()
         self._stop_sim()
         self._start_sim()
         self._wait_reconnected()
         self._explore()
+        bad = logcheck.unexpected(self.new_log_text(), [re.compile(p) for p, _why in (*logcheck.ALWAYS, *RESET_LOG)])
+        return [f"the shared daemon logged while its viewer was reset: {bad}"] if bad else []
 
     def _wait_reconnected(self, timeout: float = READY_TIMEOUT) -> None:
         """Connected to the new sim: it has seen the daemon's handshake and the daemon says so."""
