@@ -65,6 +65,14 @@ MADE_MOUNTPOINTS: list[Path] = []
 DAEMON_PIDS: set[int] = set()
 
 
+def _signal(pid: int, sig: int) -> bool:
+    try:
+        os.kill(pid, sig)
+        return True
+    except ProcessLookupError:  # it ended meanwhile
+        return False
+
+
 def _reaped(pid: int) -> bool:
     """Collect `pid` if it is our child and has exited (a zombie still has its /proc entry)."""
     try:
@@ -102,13 +110,12 @@ def sweep(grace: float = 0.0) -> list[str]:
     pids = [pid for pid in sorted(DAEMON_PIDS) if _our_daemon(pid)]
     if grace > 0:
         for pid in pids:
-            os.kill(pid, signal.SIGTERM)
+            _signal(pid, signal.SIGTERM)
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline and any(_our_daemon(pid) and not _reaped(pid) for pid in pids):
             time.sleep(0.05)
     for pid in pids:
-        if _our_daemon(pid) and not _reaped(pid):
-            os.kill(pid, signal.SIGKILL)
+        if _our_daemon(pid) and not _reaped(pid) and _signal(pid, signal.SIGKILL):
             done.append(f"killed daemon {pid}")
             _reaped(pid)
     DAEMON_PIDS.clear()
