@@ -133,11 +133,11 @@ complete -c slfs -n '_shtab_slfs_using reset' -s h -l help -d 'show this help me
 complete -c slfs -n '_shtab_slfs_using reset' -l json -d 'print only JSON on standard output'
 complete -c slfs -n '_shtab_slfs_using reset' -l mount -xka "(__fish_complete_directories)" -d 'the mount to use (default: from the path, the current directory, or the only running mount)'
 complete -c slfs -n '_shtab_slfs_using reset; and test $_shtab_slfs_npos -ge 0' -ka "(__fish_complete_path (commandline -ct))" -d FILE
-complete -c slfs -n '_shtab_slfs_using; and test $_shtab_slfs_npos -eq 0' -a events -d 'print (or follow) the mount'"'"'s events, one JSON object per line'
+complete -c slfs -n '_shtab_slfs_using; and test $_shtab_slfs_npos -eq 0' -a events -d 'print (or follow) the mount'"'"'s events: a line each (--json: a JSON object each)'
 complete -c slfs -n '_shtab_slfs_using events' -s h -l help -d 'show this help message and exit'
 complete -c slfs -n '_shtab_slfs_using events' -l json -d 'print only JSON on standard output'
 complete -c slfs -n '_shtab_slfs_using events' -l mount -xka "(__fish_complete_directories)" -d 'the mount to use (default: from the path, the current directory, or the only running mount)'
-complete -c slfs -n '_shtab_slfs_using events' -s f -l follow -d 'follow new events until interrupted'
+complete -c slfs -n '_shtab_slfs_using events' -s f -l follow -d 'follow new events from now on (with --since: from then) until interrupted or the mount goes away'
 complete -c slfs -n '_shtab_slfs_using events' -l since -x -d 'events after the cursor (an event'"'"'s seq) or within the duration (30s, 10m, 2h, 1d)'
 complete -c slfs -n '_shtab_slfs_using; and test $_shtab_slfs_npos -eq 0' -a open -d 'ask the viewer to publish an object and print its path'
 complete -c slfs -n '_shtab_slfs_using open' -s h -l help -d 'show this help message and exit'
