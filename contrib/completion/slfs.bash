@@ -10,7 +10,7 @@ _shtab_slfs_subparsers=(mount umount demo sim status stats diag edit live build 
 _shtab_slfs_mount_option_strings=(-h --help -f --foreground --host --port -o)
 _shtab_slfs_umount_option_strings=(-h --help)
 _shtab_slfs_demo_option_strings=(-h --help -o)
-_shtab_slfs_sim_option_strings=()
+_shtab_slfs_sim_option_strings=(-h --help --port --world --latency-ms --viewer-version --viewer-generation --handshake-timeout --windows-paths --wine-prefix --windows-mount --windows-user --compile-failure --deferred-properties --properties-delay --deferred-owner-id --external-editor --open-editor -v --verbose)
 _shtab_slfs_status_option_strings=(-h --help --json --mount)
 _shtab_slfs_stats_option_strings=(-h --help --json --mount)
 _shtab_slfs_diag_option_strings=(-h --help --json --mount --wait)
@@ -45,6 +45,7 @@ _shtab_slfs_mount__o_COMPGEN=_slfs_mount_options
 _shtab_slfs_umount_pos_0_COMPGEN=_slfs_compgen_dir
 _shtab_slfs_demo_pos_0_COMPGEN=_slfs_compgen_dir
 _shtab_slfs_demo__o_COMPGEN=_slfs_mount_options
+_shtab_slfs_sim___world_COMPGEN=_slfs_compgen_file
 _shtab_slfs_status_pos_0_COMPGEN=_slfs_compgen_dir
 _shtab_slfs_status___mount_COMPGEN=_slfs_compgen_dir
 _shtab_slfs_stats_pos_0_COMPGEN=_slfs_compgen_dir
@@ -91,9 +92,14 @@ _shtab_slfs_pull_pos_0_COMPGEN=_slfs_compgen_file
 _shtab_slfs_pull_pos_1_COMPGEN=_slfs_compgen_file
 _shtab_slfs_pull___mount_COMPGEN=_slfs_compgen_dir
 _shtab_slfs_open_uri___mount_COMPGEN=_slfs_compgen_dir
-_shtab_slfs_open_uri__o_COMPGEN=_slfs_mount_options
+_shtab_slfs_open_uri__o_COMPGEN=_slfs_uri_options
 _shtab_slfs_mcp___mount_COMPGEN=_slfs_compgen_dir
 
+_shtab_slfs_sim___viewer_version_choices=(1 2)
+_shtab_slfs_sim___viewer_generation_choices=(G1 G2 G3 G4)
+_shtab_slfs_sim___windows_paths_choices=(wine wsl)
+_shtab_slfs_sim___compile_failure_choices=(stoi nul)
+_shtab_slfs_sim___deferred_owner_id_choices=(absent null)
 _shtab_slfs_recompile___target_choices=(luau lsl2 mono auto)
 _shtab_slfs_completion_pos_0_choices=(bash zsh fish)
 _shtab_slfs_pos_0_choices=(mount umount demo sim status stats diag edit live build run stop reset events open close teleport focus save-back reset-all recompile exec commands history restore resend push pull open-uri mcp completion)
@@ -106,6 +112,11 @@ _shtab_slfs_umount__h_nargs=0
 _shtab_slfs_umount___help_nargs=0
 _shtab_slfs_demo__h_nargs=0
 _shtab_slfs_demo___help_nargs=0
+_shtab_slfs_sim__h_nargs=0
+_shtab_slfs_sim___help_nargs=0
+_shtab_slfs_sim___deferred_properties_nargs=0
+_shtab_slfs_sim__v_nargs=0
+_shtab_slfs_sim___verbose_nargs=0
 _shtab_slfs_status__h_nargs=0
 _shtab_slfs_status___help_nargs=0
 _shtab_slfs_status___json_nargs=0
@@ -233,12 +244,18 @@ _slfs_compgen_file() {
 _slfs_compgen_dir() {
   compgen -d -- "$(_slfs_dequote "$1")"
 }
-_slfs_mount_options() {
+_slfs_comma_list() {
   local cur=$1 head last
   last=${cur##*,}
   head=${cur%"$last"}
   compopt -o nospace 2>/dev/null
-  compgen -P "$head" -W "prefetch= attr_timeout= delete_grace= vm= save_retries= reconnect_wait= shutdown_grace= open_cmd= lazy_lists= switch= include= windows_paths= wine_prefix= windows_mount= allow_remote_viewer connect_wait= uri_ports= history_max= history_days= allow_other allow_root auto_unmount default_permissions noatime ro rw" -- "$last"
+  compgen -P "$head" -W "$2" -- "$last"
+}
+_slfs_mount_options() {
+  _slfs_comma_list "$1" "prefetch= attr_timeout= delete_grace= vm= save_retries= reconnect_wait= shutdown_grace= open_cmd= lazy_lists= switch= include= windows_paths= wine_prefix= windows_mount= allow_remote_viewer connect_wait= uri_ports= history_max= history_days= allow_other allow_root auto_unmount default_permissions noatime ro rw"
+}
+_slfs_uri_options() {
+  _slfs_comma_list "$1" "connect_wait= uri_ports="
 }
 
 # End Custom Preamble

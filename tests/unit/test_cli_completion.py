@@ -140,3 +140,9 @@ def test_man_pages_are_found_for_slfs_on_path() -> None:
         res = subprocess.run([man, "-w", *args], capture_output=True, text=True, env=env, timeout=30)
         assert res.returncode == 0, res.stderr
         assert Path(res.stdout.strip()).resolve() == (REPO / "man" / page).resolve()
+
+
+def test_bash_completes_open_uri_options_and_sim_flags(tmp_path: Path, tree: Path) -> None:
+    assert sorted(_bash_complete(tmp_path, tree, "slfs", "open-uri", "-o", "")) == ["connect_wait=", "uri_ports="]
+    assert _bash_complete(tmp_path, tree, "slfs", "sim", "--viewer-ver") == ["--viewer-version"]
+    assert _bash_complete(tmp_path, tree, "slfs", "sim", "--world", "My\\ O") == ["My Obj"]
