@@ -121,3 +121,13 @@ def test_slfs5_documents_every_control_command() -> None:
 
 class _Stub:
     tree = None
+
+
+@pytest.mark.parametrize("shell,name", [("bash", "slfs.bash"), ("zsh", "_slfs"), ("fish", "slfs.fish")])
+def test_contrib_completion_is_generated_from_the_parser(shell: str, name: str) -> None:
+    """contrib/completion holds what `slfs completion SHELL` prints, never a hand-written script:
+    regenerate with `slfs completion SHELL > contrib/completion/NAME` after changing the parser."""
+    from slfs.cli.completion import script
+
+    assert (ROOT / "contrib" / "completion" / name).read_text() == script(shell), (
+        f"contrib/completion/{name} is stale: .venv/bin/slfs completion {shell} > contrib/completion/{name}")

@@ -1,6 +1,6 @@
 """The `slfs` command line: the parser and main(). The verbs are in mount.py (mount, umount, demo),
 verbs.py (the control verbs, over slfs/client), edit.py (slfs edit), uri.py (slfs open-uri) and
-mcp.py (slfs mcp);
+mcp.py (slfs mcp) and completion.py (slfs completion);
 `slfs sim` is the simulator's own (slfs/sim/cli.py)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 
 from .. import __version__, paths
 from ..protocol.text import printable
-from . import mcp, mount
+from . import completion, mcp, mount
 from .verbs import VERBS, add_verb_parsers, run_verb
 
 log = logging.getLogger("slfs")
@@ -44,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("sim", help="run the simulated viewer (slfs sim --help)", add_help=False)
     add_verb_parsers(sub)
     mcp.add_parser(sub)
+    completion.add_parser(sub)
     return p
 
 
@@ -74,5 +75,7 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: l
         return run_verb(args)
     if args.command == "mcp":
         return mcp.cmd_mcp(args)
+    if args.command == "completion":
+        return completion.cmd_completion(args)
     parser.print_help()
     return 2

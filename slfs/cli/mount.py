@@ -13,7 +13,7 @@ from typing import Any
 
 from .. import paths
 from ..client.mounts import default_port
-from ..model.options import Debug, Options, parse_options
+from ..model.options import OPTION_TABLE, Debug, Options, parse_options
 
 
 def _port(text: str) -> int:
@@ -35,20 +35,46 @@ def _host(text: str) -> str:
 
 def add_parsers(sub: Any) -> None:
     """Add mount, umount and demo to the `slfs` subparsers."""
-    m = sub.add_parser("mount", help="mount the viewer's published objects")
-    m.add_argument("mountpoint")
+    m = sub.add_parser("mount", help="mount the viewer's published objects",
+                       description="Mount what the Second Life viewer at HOST:PORT publishes at MOUNTPOINT.",
+                       epilog=options_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    m.add_argument("mountpoint", metavar="MOUNTPOINT", help="an empty directory to mount on")
     m.add_argument("-f", "--foreground", action="store_true", help="stay in the foreground")
-    m.add_argument("--host", type=_host, default="127.0.0.1")
-    m.add_argument("--port", type=_port, default=default_port())
-    m.add_argument("-o", dest="options", action="append", default=[], metavar="OPT[,OPT...]")
+    m.add_argument("--host", type=_host, default="127.0.0.1",
+                   help="the viewer's address (default: %(default)s; another than loopback needs "
+                        "-o allow_remote_viewer)")
+    m.add_argument("--port", type=_port, default=default_port(),
+                   help="the viewer's external-editor port (default: %(default)s, or $SLFS_PORT)")
+    m.add_argument("-o", dest="options", action="append", default=[], metavar="OPT[,OPT...]",
+                   help="mount options, comma-separated (listed below; slfs(5) says more)")
     m.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)
 
     u = sub.add_parser("umount", help="unmount")
-    u.add_argument("mountpoint")
+    u.add_argument("mountpoint", metavar="MOUNTPOINT", help="the mount to unmount (after its pending saves)")
 
-    d = sub.add_parser("demo", help="mount the built-in simulated viewer's sample world")
-    d.add_argument("mountpoint", nargs="?")
-    d.add_argument("-o", dest="options", action="append", default=[], metavar="OPT[,OPT...]")
+    d = sub.add_parser("demo", help="mount the built-in simulated viewer's sample world",
+                       epilog=options_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    d.add_argument("mountpoint", nargs="?", metavar="MOUNTPOINT", help="where to mount (default: ~/slfs-demo)")
+    d.add_argument("-o", dest="options", action="append", default=[], metavar="OPT[,OPT...]",
+                   help="mount options, comma-separated (as slfs mount takes them)")
+
+
+def options_epilog() -> str:
+    """The `-o` options, from the one table model/options.py keeps (OPTION_TABLE)."""
+    defaults = Options()
+
+    def shown(name: str, text: str) -> str:
+        value = getattr(defaults, name, None)
+        if value is None or value is False or value == () or name in ("include", "fuse"):
+            return text
+        return f"{text} (default {value:g})" if isinstance(value, float) else f"{text} (default {value})"
+
+    rows = [(name if form is None else f"{name}={form}", shown(name, text))
+            for name, (form, text) in OPTION_TABLE.items()]
+    width = min(30, max(len(left) for left, _ in rows))
+    lines = [f"  {left:<{width}}  {text}" if len(left) <= width else f"  {left}\n  {'':<{width}}  {text}"
+             for left, text in rows]
+    return "mount options (-o):\n" + "\n".join(lines)
 
 
 def _options(raw: list[str]) -> Options | None:

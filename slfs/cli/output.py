@@ -22,7 +22,10 @@ def emit_json(data: Any) -> None:
 
 
 def err(message: str) -> None:
-    print(f"slfs: {message}", file=sys.stderr, flush=True)
+    """`slfs: MESSAGE` on standard error, each prefix said once ("stop X: stop X: why" never)."""
+    from .human import said_once
+
+    print(f"slfs: {said_once(message)}", file=sys.stderr, flush=True)
 
 
 class PrintableStream:

@@ -3,7 +3,8 @@ layer (slfs/client), which talks to a running mount's daemon through its control
 (slfs/control/server.py documents the protocol). `slfs edit` and `slfs open-uri` do more: edit.py, uri.py.
 
 Every verb takes `--json` (then stdout holds only JSON; errors go to stderr, exit status non-zero)
-and `--mount MOUNT`. `slfs events` prints one JSON object per line in both modes (JSON lines).
+and `--mount MOUNT`. `slfs events --json` prints one JSON object per line (JSON lines); without it,
+one line for people per event (human.py), as `slfs status` on a terminal adds a per-object summary.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from ..client.operations import DIAG_WAIT
 from ..protocol.constants import RECOMPILE_TARGETS
 from ..stats import render as render_stats
 from ..status_text import status_values
+from .human import event_line, is_terminal, object_summary, use_colour, write_raw
 from .output import PrintableStream, VerbError, emit_json, err
 from .push import add_parsers as add_push_parsers
 from .push import cmd_pull, cmd_push
@@ -81,9 +83,11 @@ def add_verb_parsers(sub: Any) -> None:
         _common(p)
         p.add_argument("files", nargs="+", metavar="FILE")
 
-    p = sub.add_parser("events", help="print (or follow) the mount's events, one JSON object per line")
+    p = sub.add_parser("events", help="print (or follow) the mount's events: a line each (--json: a JSON object each)")
     _common(p)
-    p.add_argument("-f", "--follow", action="store_true", help="follow new events until interrupted")
+    p.add_argument("-f", "--follow", action="store_true",
+                   help="follow new events from now on (with --since: from then) until interrupted or the mount "
+                        "goes away")
     p.add_argument("--since", metavar="CURSOR|DURATION",
                    help="events after the cursor (an event's seq) or within the duration (30s, 10m, 2h, 1d)")
 
@@ -189,14 +193,32 @@ def _run_verb(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    data = MountClient.find(args.mount or args.mountpoint).status()
+    client = MountClient.find(args.mount or args.mountpoint)
+    data = client.status()
     if args.json:
         emit_json(data)
-    else:
-        for key, value in data.items():
-            for shown in status_values(key, value):
-                print(f"{key}: {' '.join(shown.split())}")
+        return 0
+    for key, value in data.items():
+        for shown in status_values(key, value):
+            print(f"{key}: {' '.join(shown.split())}")
+    if is_terminal(sys.stdout):
+        _status_summary(client)
     return 0
+
+
+def _status_summary(client: MountClient) -> None:
+    """On a terminal: a line per published object, its scripts running/stopped/faulted and failing
+    compiles (a listing the daemon answers from what it knows; nothing is fetched)."""
+    try:
+        listing = client.listing(recursive=True)
+    except ClientError as exc:
+        err(f"no per-object summary: {exc.message}")
+        return
+    colour = use_colour(sys.stdout)
+    lines = object_summary(listing.get("entries", []), str(client.entry["mountpoint"]), colour)
+    sys.stdout.flush()
+    write_raw(sys.stdout, "\nscripts per object:\n" + "".join(line + "\n" for line in lines) if lines
+              else "\nscripts per object: no object is published\n")
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -294,18 +316,33 @@ def parse_since(text: str) -> tuple[int | None, float | None]:
 def cmd_events(args: argparse.Namespace) -> int:
     cursor, seconds = parse_since(args.since) if args.since is not None else (None, None)
     client = MountClient.find(args.mount)
-    if seconds is not None or not args.follow:
+    colour = use_colour(sys.stdout)
+
+    def show(event: dict[str, Any]) -> None:
+        if args.json:
+            emit_json(event)
+        else:
+            write_raw(sys.stdout, event_line(event, colour) + "\n")
+
+    if args.follow and args.since is None:
+        cursor = client.cursor()  # like tail -f: from the end (--since for the past)
+    elif seconds is not None or not args.follow:
         data = client.events(cursor, seconds)
         for event in data.get("events", []):
-            emit_json(event)
+            show(event)
         if not args.follow:
             return 0
         cursor = int(data.get("cursor", 0))
     try:
-        for event in client.follow(cursor if cursor is not None else 0):
-            emit_json(event)
+        for event in client.follow(cursor or 0):
+            show(event)
     except KeyboardInterrupt:
         return 0
+    except ClientError as exc:
+        if not exc.connection_lost:
+            raise
+    err(f"{client.entry['mountpoint']}: the mount went away (unmounted, or its daemon stopped); "
+        "no more events")
     return 0
 
 

@@ -1,0 +1,190 @@
+"""What `slfs events` and `slfs status` print for people (issue 36, item 2): one line per event
+(local time, mount-relative path, kind, message), a per-object summary of the scripts, colour on a
+terminal, and error messages whose prefixes are said once. The `--json` forms are elsewhere
+(verbs.py) and unchanged."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable
+from typing import Any, TextIO
+
+from ..protocol.text import printable
+
+RESET = "\x1b[0m"
+COLOURS = {"red": "\x1b[31m", "green": "\x1b[32m", "yellow": "\x1b[33m", "blue": "\x1b[34m",
+           "dim": "\x1b[2m", "bold": "\x1b[1m"}
+
+
+def is_terminal(stream: TextIO) -> bool:
+    raw = getattr(stream, "stream", stream)  # through cli/output.py's PrintableStream
+    try:
+        return bool(raw.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def use_colour(stream: TextIO) -> bool:
+    """Colour on a terminal only, and never with NO_COLOR set (no-color.org) or TERM=dumb."""
+    return is_terminal(stream) and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+
+
+def paint(text: str, colour: str | None, on: bool) -> str:
+    """`text` made printable (network text: no escape of its own reaches the terminal), then coloured."""
+    text = printable(text)
+    return f"{COLOURS[colour]}{text}{RESET}" if on and colour else text
+
+
+def write_raw(stream: TextIO, text: str) -> None:
+    """Write text already made printable, colour codes and all, past PrintableStream (which would
+    turn the codes' ESC into U+FFFD)."""
+    raw = getattr(stream, "stream", stream)
+    raw.write(text)
+    raw.flush()
+
+
+# --- events ---------------------------------------------------------------------------------------
+
+_KIND_COLOUR = {"runtime.error": "red", "error": "red", "refused": "red", "recovery": "red",
+                "disconnected": "yellow", "connected": "green", "runtime.debug": "blue",
+                "unpublish": "yellow", "publish": "green"}
+_SKIP = {"seq", "time", "type", "path", "item_id", "object_id", "prim_id", "script_id", "scope",
+         "object_name", "item_name", "channel", "diagnostics", "stack", "includes", "digest"}
+
+
+def _one_line(text: Any) -> str:
+    return " ".join(str(text).split())
+
+
+def event_message(e: dict[str, Any]) -> str:
+    """What an event says, in words, on one line."""
+    kind = e.get("type", "")
+    if kind == "connected":
+        viewer = " ".join(str(e[k]) for k in ("viewer", "version") if e.get(k))
+        return f"to {viewer}" if viewer else ""
+    if kind in ("disconnected", "unpublish"):
+        return _one_line(e.get("reason") or "")
+    if kind == "publish":
+        return _one_line(e.get("name") or "")
+    if kind == "runtime.debug":
+        return _one_line(e.get("message", ""))
+    if kind == "runtime.error":
+        where = f" (line {e['line']})" if e.get("line") else ""
+        parts = [p for p in (_one_line(e.get("message", "")), _one_line(e.get("error", ""))) if p]
+        return ": ".join(parts) + where
+    if kind == "compile":
+        diags = e.get("diagnostics") or []
+        errors = [d for d in diags if str(d.get("level", "")).lower() == "error"]
+        if e.get("compiled"):
+            return "ok" + (f", {len(diags)} warning{'s' if len(diags) != 1 else ''}" if diags else "")
+        first = errors[0] if errors else (diags[0] if diags else None)
+        n = len(errors)
+        head = f"failed, {n} error{'' if n == 1 else 's'}" if n else "failed"
+        if first is not None:
+            head += f": {first.get('row')}:{first.get('column')}: {_one_line(first.get('message', ''))}"
+        elif e.get("note"):
+            head += f": {_one_line(e['note'])}"
+        return head
+    if kind == "script.state_requested":
+        return str(e.get("action", ""))
+    if kind in ("refused", "error"):
+        parts = [str(e[k]) for k in ("operation", "errno") if e.get(k)]
+        return " ".join([*parts, _one_line(e.get("message", ""))]).strip()
+    rest = {k: v for k, v in e.items() if k not in _SKIP and v not in (None, "", [], {})}
+    if "message" in rest:
+        return _one_line(rest.pop("message")) + "".join(f" {k}={_one_line(v)}" for k, v in rest.items())
+    return " ".join(f"{k}={_one_line(v)}" for k, v in rest.items())
+
+
+def event_where(e: dict[str, Any]) -> str:
+    """The mount-relative path the event is about (the names as the mount shows them), else the
+    object's name, else nothing."""
+    path = e.get("path")
+    if path:
+        return str(path).lstrip("/")
+    return str(e.get("object_name") or e.get("name") or "") if e.get("type") != "publish" else ""
+
+
+def event_colour(e: dict[str, Any]) -> str | None:
+    kind = e.get("type", "")
+    if kind == "compile":
+        return "green" if e.get("compiled") else "red"
+    return _KIND_COLOUR.get(kind)
+
+
+def event_line(e: dict[str, Any], colour: bool = False) -> str:
+    """`HH:MM:SS  PATH  KIND  MESSAGE` in local time (its date too when not today)."""
+    at = float(e.get("time") or 0)
+    fmt = "%H:%M:%S" if time.localtime(at)[:3] == time.localtime()[:3] else "%Y-%m-%d %H:%M:%S"
+    stamp = paint(time.strftime(fmt, time.localtime(at)), "dim", colour)
+    kind = paint(str(e.get("type", "?")), event_colour(e), colour)
+    parts = [stamp]
+    where = event_where(e)
+    if where:
+        parts.append(paint(where, "bold", colour))
+    parts.append(kind)
+    message = event_message(e)
+    if message:
+        parts.append(paint(message, None, colour))
+    return "  ".join(parts)
+
+
+# --- status ---------------------------------------------------------------------------------------
+
+
+def object_summary(entries: Iterable[dict[str, Any]], mountpoint: str, colour: bool = False) -> list[str]:
+    """One line per published object: its scripts running, stopped and faulted, and the scripts whose
+    last compile failed (from the daemon's recursive listing)."""
+    root = mountpoint.rstrip("/") + "/"
+    objects: dict[str, dict[str, Any]] = {}
+    order: list[str] = []
+    for e in entries:
+        rel = str(e.get("path", "")).removeprefix(root)
+        top = rel.split("/", 1)[0]
+        if e.get("kind") == "object" and "/" not in rel:
+            objects.setdefault(top, {"running": 0, "stopped": 0, "faulted": 0, "failing": []})
+            order.append(top)
+            continue
+        if "state" not in e:  # not a script
+            continue
+        o = objects.setdefault(top, {"running": 0, "stopped": 0, "faulted": 0, "failing": []})
+        if top not in order:
+            order.append(top)
+        o[e["state"]] = o.get(e["state"], 0) + 1
+        last = e.get("last_compile") or {}
+        if last.get("compiled") is False:
+            o["failing"].append((rel.split("/", 1)[1] if "/" in rel else rel, int(last.get("errors") or 0)))
+    lines = []
+    width = min(40, max((len(name) for name in order), default=0))
+    for name in order:
+        o = objects[name]
+        total = o["running"] + o["stopped"] + o["faulted"]
+        if total == 0:
+            text = "no scripts"
+        else:
+            counts = [paint(f"{o['running']} running", "green" if o["running"] else None, colour),
+                      paint(f"{o['stopped']} stopped", None, colour),
+                      paint(f"{o['faulted']} faulted", "red" if o["faulted"] else None, colour)]
+            text = f"{total} script{'' if total == 1 else 's'}: " + ", ".join(counts)
+        if o["failing"]:
+            names = ", ".join(f"{p} ({n} error{'' if n == 1 else 's'})" if n else p for p, n in o["failing"])
+            text += "; " + paint(f"failing compile: {names}", "red", colour)
+        lines.append(f"  {paint(name.ljust(width), 'bold', colour)}  {text}")
+    return lines
+
+
+# --- errors ---------------------------------------------------------------------------------------
+
+
+def said_once(message: str) -> str:
+    """`message` without a prefix said twice: "stop X: stop X: why" and "stop X: X: why" become
+    "stop X: why", "slfs: slfs: ..." loses its inner "slfs: " (err() adds its own)."""
+    message = message.removeprefix("slfs: ")
+    parts = message.split(": ")
+    out: list[str] = []
+    for i, part in enumerate(parts):
+        if out and i < len(parts) - 1 and part and (part == out[-1] or out[-1].endswith(" " + part)):
+            continue
+        out.append(part)
+    return ": ".join(out)
