@@ -204,7 +204,9 @@ class ControlServer:
                         break
                 nursery.cancel_scope.cancel()  # EOF: the client is done
             ended = True
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
+        except* (trio.BrokenResourceError, trio.ClosedResourceError):
+            # The client went away (killed, or Ctrl-C on `slfs events -f`): its connection ends,
+            # never the daemon. The nursery hands it over in a group, from the read or a send.
             ended = True
         finally:
             self._streams.remove(stream)

@@ -8,6 +8,7 @@ import json
 import os
 import socket
 import stat
+import struct
 import sys
 import time
 from pathlib import Path
@@ -317,3 +318,21 @@ async def test_another_uid_is_refused_even_when_the_socket_is_opened_up(mounted:
         assert (await m.thread(r.frame))["type"] == "ready"
     finally:
         r.close()
+
+
+async def test_a_client_reset_mid_stream_ends_its_connection_not_the_daemon(mounted: Mount) -> None:
+    """A client killed while events stream to it (Ctrl-C on `slfs events -f`) resets its connection:
+    the daemon goes on serving (it once let the reset escape from the connection's nursery and stopped)."""
+    m = mounted
+    for _ in range(3):
+        r = await raw(m)
+        assert (await m.thread(r.frame) or {}).get("type") == "ready"
+        await m.thread(r.send, b'{"type":"subscribe","since":0}\n')
+        await m.thread(r.frame)  # events are on their way to it
+        # close with unread data pending and SO_LINGER 0: the kernel sends a reset, not a FIN
+        r.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        r.close()
+    assert (await m.status())["state"] == "connected"
+    r = await raw(m)
+    assert (await m.thread(r.frame) or {}).get("type") == "ready"
+    r.close()

@@ -125,7 +125,7 @@ async def test_vim_save_while_the_viewer_is_stopped_is_resent_once(mount_factory
     # Nothing left to send: ENOENT, exit status 1, the reason on stderr.
     rc, out, err = await slfs(m, "resend", note, check=False)
     assert rc == 1 and out == "" and "no recovered text to resend" in err, (rc, out, err)
-    _rc, out, _err = await slfs(m, "events", "--mount", m.mnt)
+    _rc, out, _err = await slfs(m, "events", "--json", "--mount", m.mnt)
     events = [json.loads(line) for line in out.splitlines()]
     recoveries = [e for e in events if e["type"] == "recovery"]
     assert (recoveries[0]["recovery"], recoveries[0]["made"]) == (str(copy), True)
