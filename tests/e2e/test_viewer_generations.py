@@ -219,10 +219,19 @@ async def test_the_editor_closed_disconnect_is_a_reconnect(mount_factory: MountF
         async def connected_again() -> bool:
             return "publish the 1 objects shown again" in m.log_text() and (await m.status())["state"] == "connected"
         await m.wait_for(connected_again, 15, "connected again, objects requested")
+        # The object asked for again is published again before its items are read: in the moment
+        # between, an item of the kept object can answer ENOENT under load (seen in CI; left open).
+        await m.wait_for(lambda: _requested(m), 10, "the object asked for again")
+        await m.sim.quiesce()
     assert await m.thread(os.listdir, m.mnt) == ["Box"]
     assert await m.read_bytes("Box", "Boxed.lsl") == GOOD.encode()
     assert await save(m, "Box", "Boxed.lsl", text=GOOD.replace("good", "again")) == 0
     assert m.sim.item(IN_OBJ).content == GOOD.replace("good", "again")
+
+
+async def _requested(m: Mount) -> bool:
+    assert m.sim is not None
+    return any(method == "object.request" for method, _params in m.sim.calls)
 
 
 async def _logged(m: Mount, text: str) -> bool:
