@@ -68,8 +68,10 @@ def _probe(mountpoint: str) -> int:
     return 0
 
 
-def prepare_mountpoint(mountpoint: str) -> None:
-    """Refuse an unusable mountpoint with a clear reason; clear a stale one left by a crash."""
+def prepare_mountpoint(mountpoint: str, *, nonempty: bool = False) -> None:
+    """Refuse an unusable mountpoint with a clear reason; clear a stale one left by a crash. A
+    directory that holds files is refused unless `nonempty` (the mount would hide them, as sshfs
+    says)."""
     error = _probe(mountpoint)
     if error == errno.ENOTCONN:
         log.warning("%s: stale mount of a crashed daemon (Transport endpoint is not connected); "
@@ -90,6 +92,11 @@ def prepare_mountpoint(mountpoint: str) -> None:
         raise MountError(f"{mountpoint}: not a directory")
     if is_mounted(mountpoint):
         raise MountError(f"{mountpoint}: something is already mounted here (slfs umount {mountpoint})")
+    if not nonempty:
+        with os.scandir(mountpoint) as entries:
+            if next(entries, None) is not None:
+                raise MountError(f"{mountpoint}: not empty, and the mount would hide what is in it; "
+                                 "use an empty directory, or mount anyway with -o nonempty")
 
 
 def unmount(mountpoint: str, *, lazy: bool = False) -> bool:
@@ -168,7 +175,7 @@ class Daemon:
         self.exit_code = 0
 
     async def serve(self, ready: Callable[[str | None], None] = lambda _e: None) -> None:
-        prepare_mountpoint(self.mountpoint)
+        prepare_mountpoint(self.mountpoint, nonempty=self.options.nonempty)
         # Everything that touches the mountpoint's path happens before init: once mounted, a stat of
         # it would wait for this very process to answer.
         reg = registry_path(self.mountpoint)

@@ -63,6 +63,7 @@ class Options:
     shutdown_grace: float = 20.0  # how long SIGTERM waits for pending saves
     reconnect_wait: float = 5.0  # how long after a drop a call waits for the session to come back
     allow_remote_viewer: bool = False  # --host other than loopback (the viewer is then not vetted)
+    nonempty: bool = False  # mount over a directory that holds files (hiding them), as sshfs's -o nonempty
     fuse: tuple[str, ...] = ()  # options passed through to the kernel (allow_other, ...)
     # The preprocessor: Firestorm's lazy lists and switch statements (on by default, as there), and
     # the include directories searched after the including file's folder (None: the default,
@@ -244,6 +245,7 @@ _RULES: dict[str, Callable[[str, Raw], object]] = {
     "vm": _choice(VM_CHOICES),
     "open_cmd": _open_cmd,
     "allow_remote_viewer": _flag,
+    "nonempty": _flag,
     "lazy_lists": _zero_one,
     "switch": _zero_one,
     "include": _include,
@@ -294,6 +296,7 @@ OPTION_TABLE: dict[str, tuple[str | None, str]] = {
     "wine_prefix": ("DIR", "the Wine prefix the viewer runs in"),
     "windows_mount": ("DIR", "where WSL2 mounts the Windows drives"),
     "allow_remote_viewer": (None, "let --host name a viewer not on a loopback address"),
+    "nonempty": (None, "mount over a directory that is not empty (what is in it is hidden meanwhile)"),
     "connect_wait": ("S", "unmount and exit when no viewer connected within S seconds (0: never)"),
     "uri_ports": ("P[:P...]", "ports besides the default a launch URI may mount for (slfs open-uri)"),
     "history_max": ("SIZE", "bound of the history store (256M, 1G; 0 disables it)"),

@@ -227,3 +227,20 @@ async def test_32_parallel_readers(mount_factory: MountFactory) -> None:
     # one fetch per item: concurrent reads of one file were coalesced
     gets = [p["item_id"] for meth, p in m.sim.calls if meth == "object.content.get"]
     assert len(gets) == len(set(gets)) == 32
+
+
+async def test_a_mountpoint_that_is_not_empty_is_refused_unless_nonempty(mount_factory: MountFactory) -> None:
+    """As sshfs: a mount over files would hide them, so it is refused with the reason on the
+    terminal, unless -o nonempty."""
+    m = await mount_factory(start=False)
+    await m.thread((m.mnt / "notes.txt").write_text, "mine\n")
+    res = await m.run(sys.executable, "-m", "slfs", "mount", "-f", "--port", str(m.port), m.mnt, check=False)
+    err = res.stderr.decode()
+    assert res.returncode == 1 and "not empty" in err and "-o nonempty" in err, (res.returncode, err)
+    assert not is_mounted(m.mnt)
+    await m.start_daemon(options=["nonempty"])
+    if m.generation == "G1":
+        await m.explore_published()
+    assert "Hello Cube" in await m.thread(os.listdir, m.mnt)
+    await m.stop_daemon()
+    assert await m.thread((m.mnt / "notes.txt").read_text) == "mine\n"  # there again, untouched

@@ -80,7 +80,7 @@ def test_option_table_names_every_option_parse_options_takes() -> None:
         if form is None:  # a flag: parse_options takes it bare
             options.parse_options([name])
     flags = {n for n, (form, _t) in options.OPTION_TABLE.items() if form is None}
-    assert flags == {"allow_remote_viewer"} | options._PASSTHROUGH
+    assert flags == {"allow_remote_viewer", "nonempty"} | options._PASSTHROUGH
 
 
 def _subparser(name: str) -> argparse.ArgumentParser:
