@@ -96,29 +96,40 @@ class Deletes(Saver):
             if item.uuid not in folder.items:
                 return
             try:
-                data = item.edit.buffer if item.edit.buffer is not None else await self.ws.read_content(item)
-            except FsError as exc:  # content the viewer does not give (no copy can exist): deleted anyway
-                log.warning("%s: no copy in the trash (%s)", shown, exc.message)
-            else:
-                self.ws.history.record(item, DELETED, bytes(data))
-                if await self.keeper.keep(TRASH, shown, bytes(data), "deleted") is None:
-                    # The disk refused the copy (logged, counted): deleting now would make the rm
-                    # unrecoverable, so the item stays, as when the viewer refuses the delete.
-                    self.ws.note_error(f"{shown} was not deleted: its trash copy failed ({self.keeper.last_failure})")
-                    self.tree.relayout(folder)
-                    return
-            try:
-                await self.ws.call(f"delete {shown}", "object.item.delete",
-                                   ItemDeleteParams(prim_id=folder.uuid, item_id=item.uuid))
+                await self._keep_then_delete(folder, item, shown)
             except FsError as exc:
-                self.ws.note_error(f"deleting {shown} failed: {exc.message}")
-                folder.tombstones.pop(name, None)
+                self.ws.note_error(exc.message)
                 self.tree.relayout(folder)  # it is still there: show it again
-                return
-            self.ws.emit("delete", path=shown, item_id=item.uuid)
-            log.info("deleted %s (item %s)", shown, item.uuid)
         finally:
             self._end()
+
+    async def _keep_then_delete(self, folder: Folder, item: Item, shown: str) -> None:
+        """The item's text to the history and the trash, then the delete in-world. Raises FsError
+        when the trash cannot take the copy (the item stays: an rm must stay recoverable, as when
+        the viewer refuses the delete) or the viewer refuses. Content the viewer does not give (no
+        copy can exist) is no reason to keep the item."""
+        data: bytes | None = None
+        if item.edit.buffer is not None:
+            data = bytes(item.edit.buffer)
+        elif item.readable:
+            try:
+                data = await self.ws.read_content(item)
+            except FsError as exc:
+                log.warning("%s: no copy in the trash (%s)", shown, exc.message)
+        else:
+            log.info("%s: no copy in the trash (not readable)", shown)
+        if data is not None:
+            self.ws.history.record(item, DELETED, data)
+            if await self.keeper.keep(TRASH, shown, data, "deleted") is None:
+                raise FsError(errno.EIO, f"{shown} was not deleted: its trash copy failed ({self.keeper.last_failure})")
+        try:
+            await self.ws.call(f"delete {shown}", "object.item.delete",
+                               ItemDeleteParams(prim_id=folder.uuid, item_id=item.uuid))
+        except FsError as exc:
+            exc.message = f"deleting {shown} failed: {exc.message}"
+            raise
+        self.ws.emit("delete", path=shown, item_id=item.uuid)
+        log.info("deleted %s (item %s)", shown, item.uuid)
 
     async def delete_now(self, folder: Folder, item: Item) -> None:
         """`slfs push --delete` and its rollback (control/push.py): the delete reaches the viewer now,
@@ -131,23 +142,7 @@ class Deletes(Saver):
             raise FsError(errno.EIO, f"{shown}: not connected to the viewer; not deleted")
         self._begin()
         try:
-            data: bytes | None = None
-            if item.readable and item.edit.buffer is None:
-                try:
-                    data = await self.ws.read_content(item)
-                except FsError as exc:
-                    log.info("%s: no copy in the trash (%s)", shown, exc.message)
-            elif item.edit.buffer is not None:
-                data = bytes(item.edit.buffer)
-            if data is not None:
-                self.ws.history.record(item, DELETED, data)
-                if await self.keeper.keep(TRASH, shown, data, "deleted") is None:
-                    raise FsError(errno.EIO, f"{shown} was not deleted: its trash copy failed "
-                                  f"({self.keeper.last_failure})")
-            await self.ws.call(f"delete {shown}", "object.item.delete",
-                               ItemDeleteParams(prim_id=folder.uuid, item_id=item.uuid))
-            self.ws.emit("delete", path=shown, item_id=item.uuid)
-            log.info("deleted %s (item %s)", shown, item.uuid)
+            await self._keep_then_delete(folder, item, shown)
         finally:
             self._end()
 
