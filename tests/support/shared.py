@@ -50,8 +50,9 @@ SIM_DEFAULTS: dict[str, Any] = {"latency_ms": 0, "publish_delay": 0.01, "apply_d
 
 # What a daemon may log while its viewer restarts under it (a reset), each with its reason.
 RESET_LOG = (
-    # G1 lists nothing (viewer-source.md §2): the daemon asks for each object shown again, and a
-    # viewer refuses object.request for an object the user may not modify; it is explored instead.
+    # G1 lists nothing (viewer-source.md §2): the daemon asks for each object shown again, and the
+    # viewer answers object.request for an object the user may not modify with -32003 "Permission
+    # denied" (viewer-source.md, object.request); the reset explores it instead.
     (r"^WARNING slfs\.model\.workspace: could not ask the viewer to publish .* again: .*Permission denied",
      "G1: a no-modify object is not published on request"),
 )
