@@ -298,10 +298,10 @@ async def restart(m: Mount, i: int, world: Any, sim_kwargs: dict[str, Any]) -> N
         await sim_of(m).disconnect_all()
 
 
-@pytest.mark.allow_log(
-    r"^WARNING slfs\.fs\.operations: flush: create",
+@pytest.mark.allow_log(  # which operation a restart cuts depends on timing: any may fail, each says so
+    r"^WARNING slfs\.fs\.operations: \w+: .*(not connected to the viewer|not created in-world)",
     r"^WARNING slfs\.model\.syntax: syntax files not refreshed: syntax",
-    r"^WARNING slfs\.model\.workspace: creating",
+    r"^WARNING slfs\.model\.workspace: (creating|saving) .* failed",
 )
 async def test_thirty_viewer_restarts(mount_factory: MountFactory) -> None:
     # Saves and creates take a moment, so a restart can also land while one is in flight.
