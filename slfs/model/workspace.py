@@ -59,7 +59,8 @@ log = logging.getLogger(__name__)
 STATUS_ORDER = (
     "state", "state_detail", "endpoint", "windows_paths", "viewer", "viewer_version", "viewer_features",
     "viewer_generation", "agent", "agent_id",
-    "objects", "items", "content_fetches", "last_error", "pending_saves", "last_recovery", "trash", "unsent",
+    "objects", "items", "content_fetches", "fetches_pending", "last_error", "pending_saves", "last_recovery",
+    "trash", "unsent",
     "region_unavailable",
     "background_errors", "disk_errors", "event_log_errors", "event_log_error", "kernel_refs",
 )
@@ -115,6 +116,7 @@ class Workspace:
         # reference, not a task (a find over 100,000 items would otherwise park 100,000 tasks).
         self._fetch_send, self._fetch_recv = trio.open_memory_channel[Item](math.inf)
         self.fetch_count = 0
+        self._fetching = 0  # background fetches a worker has taken and not finished
         # Set (and replaced) whenever the viewer's state is applied: confirmations wait on it.
         self._world_changed = trio.Event()
         self._dropped_at: float | None = None  # trio clock of the last drop of a ready session
@@ -545,6 +547,7 @@ class Workspace:
     async def _fetch_worker(self) -> None:
         async for item in self._fetch_recv:
             if item.attached and not item.content_current and item.readable and self.connected:
+                self._fetching += 1
                 try:
                     await self.read_content(item, current=True)
                 except FsError as exc:
@@ -553,6 +556,8 @@ class Workspace:
                     self.background_errors += 1
                     log.exception("background fetch of %s failed", item.uuid)
                     self.note_error(f"background fetch failed: {exc!r}")
+                finally:
+                    self._fetching -= 1
 
     def start_prefetch(self, folder: Folder) -> None:
         """The first listing of a prim fetches its items, `prefetch` at a time."""
@@ -580,7 +585,8 @@ class Workspace:
                        viewer_generation=generation_of(info.features, lists_objects=info.lists_objects),
                        agent=info.agent_name, agent_id=info.agent_id)
         out["windows_paths"] = self.paths.status()
-        out.update(objects=len(self.tree.objects), items=self.tree.item_count, content_fetches=self.fetch_count)
+        out.update(objects=len(self.tree.objects), items=self.tree.item_count, content_fetches=self.fetch_count,
+                   fetches_pending=self._fetch_send.statistics().current_buffer_used + self._fetching)
         out["last_error"] = self.last_error or "none"
         out["background_errors"] = self.background_errors
         out["region_unavailable"] = ", ".join(sorted(self.regions_down.values())) or "none"

@@ -22,7 +22,8 @@ async def test_slfs_hidden_but_reachable(mounted: Mount) -> None:
     assert list(status) == [
         "state", "state_detail", "endpoint", "windows_paths", "viewer", "viewer_version", "viewer_features",
         "viewer_generation", "agent", "agent_id",
-        "objects", "items", "content_fetches", "last_error", "pending_saves", "last_recovery", "trash", "unsent",
+        "objects", "items", "content_fetches", "fetches_pending", "last_error", "pending_saves", "last_recovery",
+        "trash", "unsent",
         "region_unavailable", "background_errors", "disk_errors", "event_log_errors", "event_log_error", "kernel_refs",
         "history", "history_errors"]
     assert status["state"] == "connected"

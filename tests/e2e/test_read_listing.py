@@ -65,6 +65,22 @@ async def test_ls_l_sizes_exact_before_any_read(mounted: Mount) -> None:
     assert set(sizes) == set(SAMPLE_FILES)
 
 
+async def test_listing_prefetch_shows_in_status(mount_factory: MountFactory) -> None:
+    """A prim's first listing fetches its items in the background; `fetches_pending` counts them
+    until the viewer has answered (the shared test mounts wait on it between tests)."""
+    m = await mount_factory(sim_kwargs={"method_latency_ms": {"object.content.get": 3000}})
+    assert (await m.status())["fetches_pending"] == "0"
+    await m.thread(os.listdir, m.path("Hello Cube"))  # readdir only: a stat could wait on the fetch
+    assert int((await m.status())["fetches_pending"]) > 0
+    await m.wait_for(lambda: _status_is(m, "fetches_pending", "0"), 30, "the prefetch done")
+    assert int((await m.status())["content_fetches"]) >= 1
+    assert len(set(content_gets(m))) == len([p for p in SAMPLE_FILES if p.startswith("Hello Cube/")])
+
+
+async def _status_is(m: Mount, key: str, value: str) -> bool:
+    return (await m.status()).get(key) == value
+
+
 async def test_ls_l_sizes_are_bytes_not_characters(mount_factory: MountFactory) -> None:
     m = await mount_factory(names_world())
     out = await m.out("stat", "-c", "%s", m.path("Names", "Ünïcödé ✓"))
