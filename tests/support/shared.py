@@ -205,7 +205,7 @@ class SharedMount(Mount):
             if status.get("pending_saves") == "0" and status.get("fetches_pending") == "0":
                 break
             if time.monotonic() > deadline:
-                raise AssertionError(f"the shared daemon still had saves or fetches pending after {timeout} s: {status}")
+                raise AssertionError(f"the shared daemon had saves or fetches pending after {timeout} s: {status}")
             time.sleep(0.02)
         assert self.simthread is not None
         trio.run(self.simthread.call_async, self.simthread.sim.quiesce)
