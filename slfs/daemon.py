@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import logging
 import os
@@ -10,6 +11,7 @@ import select
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
@@ -23,8 +25,9 @@ from .fs.control import Control
 from .fs.invalidator import KernelInvalidator
 from .fs.lookups import Lookups
 from .fs.operations import Operations
+from .holders import Holder, mount_holders
 from .model.events import EventLog
-from .model.keep import Keeper
+from .model.keep import RECOVERY, Keeper, folder_of
 from .model.options import Debug, Options
 from .model.overlay import Overlay
 from .model.scripts import Scripts
@@ -33,10 +36,16 @@ from .model.sources import Sources
 from .model.syntax import SyntaxFiles
 from .model.workspace import Workspace
 from .model.writes import Writer
-from .registry import registry_path
+from .registry import EndpointTaken, claim_endpoint, registry_path
 from .stats import Stats
 
 log = logging.getLogger(__name__)
+
+HOLDERS_POLL = 0.5  # seconds between unmount attempts while programs hold the mount
+
+
+def recovery_folder() -> str:
+    return str(folder_of(RECOVERY))
 
 
 class MountError(Exception):
@@ -97,6 +106,42 @@ def prepare_mountpoint(mountpoint: str, *, nonempty: bool = False) -> None:
             if next(entries, None) is not None:
                 raise MountError(f"{mountpoint}: not empty, and the mount would hide what is in it; "
                                  "use an empty directory, or mount anyway with -o nonempty")
+
+
+def check_fuse_device() -> None:
+    """The reason a mount cannot work, before libfuse says only that it failed: /dev/fuse must open."""
+    try:
+        os.close(os.open("/dev/fuse", os.O_RDWR | os.O_CLOEXEC))
+    except OSError as exc:
+        hint = {errno.ENOENT: " (no FUSE here: `modprobe fuse`, or give the container --device /dev/fuse)",
+                errno.EACCES: " (ask for access to /dev/fuse, e.g. membership of its group)",
+                errno.EPERM: " (ask for access to /dev/fuse, e.g. membership of its group)"}
+        raise MountError(f"/dev/fuse: {os.strerror(exc.errno or errno.EIO)}{hint.get(exc.errno or 0, '')}") from None
+
+
+def init_fuse(ops: Operations, mountpoint: str, options: set[str]) -> None:
+    """pyfuse3.init, with what libfuse prints on stderr (a failure's only reason: "fuse: ...") kept
+    for the error a background mount reports on the terminal, and still written to stderr."""
+    with tempfile.TemporaryFile() as said:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(said.fileno(), 2)
+        try:
+            pyfuse3.init(ops, mountpoint, options)
+        except RuntimeError as exc:
+            failed: RuntimeError | None = exc
+        else:
+            failed = None
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        said.seek(0)
+        text = said.read(4096).decode(errors="replace")
+    if text:
+        sys.stderr.write(text)
+    if failed is not None:
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        raise MountError(f"libfuse: {lines[-1].removeprefix('fuse: ')}" if lines else f"mount failed: {failed}")
 
 
 def unmount(mountpoint: str, *, lazy: bool = False) -> bool:
@@ -172,14 +217,28 @@ class Daemon:
         self.kernel_invalidator = svc.kernel_invalidator
         self.extra_tasks = tuple(extra_tasks)
         self._exit_prepared = False
+        self._signals = 0
+        self._detached = False  # lazily, by a second stop signal: the kernel has no mount to unmount
+        self._stopping: trio.CancelScope | None = None  # the first stop signal's shutdown
         self.exit_code = 0
 
     async def serve(self, ready: Callable[[str | None], None] = lambda _e: None) -> None:
         prepare_mountpoint(self.mountpoint, nonempty=self.options.nonempty)
+        check_fuse_device()
+        try:
+            endpoint_lock = claim_endpoint(self.ws.session.endpoint)
+        except EndpointTaken as exc:
+            raise MountError(str(exc)) from None
+        try:
+            await self._serve_mounted(ready)
+        finally:
+            os.close(endpoint_lock)
+
+    async def _serve_mounted(self, ready: Callable[[str | None], None]) -> None:
         # Everything that touches the mountpoint's path happens before init: once mounted, a stat of
         # it would wait for this very process to answer.
         reg = registry_path(self.mountpoint)
-        pyfuse3.init(self.ops, self.mountpoint, fuse_options(self.options))
+        init_fuse(self.ops, self.mountpoint, fuse_options(self.options))
         try:
             async with trio.open_nursery() as nursery:
                 for task in self.extra_tasks:
@@ -215,7 +274,7 @@ class Daemon:
                     await self.writer.keep_unsaved(0, save=False)
             reg.unlink(missing_ok=True)
             paths.release_socket_path(self.socket_path)
-            pyfuse3.close(unmount=True)
+            pyfuse3.close(unmount=not self._detached)
             # The kernel sends no forget for what it still holds at unmount: the unmount itself
             # releases those references. (Exactness is checked while mounted, after drop_caches.)
             log.info("unmounted %s; kernel references at unmount: %d (released by the unmount)",
@@ -223,20 +282,70 @@ class Daemon:
             self.events.close()  # the event log's pending lines, written by its own thread
 
     async def _watch_signals(self) -> None:
-        # The receiver stays open until the daemon ends: a second signal while the first one's
-        # shutdown runs (a busy mount detached lazily waits for its last close) is logged, and
-        # must not kill the daemon with the default action before it has kept what it holds.
+        # The receiver stays open until the daemon ends: a signal while the first one's shutdown
+        # runs must not kill the daemon with the default action before it has kept what it holds.
+        # SIGINT/SIGTERM: unmount when the programs holding the mount let go (which they are told);
+        # a second one detaches at once. SIGHUP (the terminal is gone: nobody to press Ctrl-C
+        # again) detaches a busy mount lazily after the pending saves.
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
-            stopping = False
-            async for signum in signals:
-                name = signal.Signals(signum).name
-                if stopping:
-                    log.info("%s received: already unmounting %s", name, self.mountpoint)
-                    continue
-                stopping = True
-                log.info("%s received: unmounting %s", name, self.mountpoint)
-                await self.before_exit()
-                await self._unmount()
+            async with trio.open_nursery() as nursery:
+                async for signum in signals:
+                    name = signal.Signals(signum).name
+                    self._signals += 1
+                    if self._signals == 1:
+                        log.info("%s received: unmounting %s", name, self.mountpoint)
+                        self._stopping = trio.CancelScope()
+                        nursery.start_soon(self._stop, self._stopping, signum == signal.SIGHUP)
+                    elif self._signals == 2 and self._stopping is not None:
+                        log.warning("%s received again: detaching %s now", name, self.mountpoint)
+                        self._stopping.cancel()
+                    else:
+                        log.info("%s received: already unmounting %s", name, self.mountpoint)
+
+    async def _stop(self, scope: trio.CancelScope, lazy_when_busy: bool) -> None:
+        """The first stop signal: say at once who holds the mount, wait for the pending saves, then
+        unmount once nobody holds it. `scope` is cancelled by a second signal: then detach at once."""
+        with scope:
+            holders = await self._say_holders()
+            await self.before_exit()
+            await self._unmount(wait_for_holders=not lazy_when_busy, shown=holders)
+            return
+        await self._detach_now()
+
+    async def _say_holders(self, shown: list[Holder] | None = None) -> list[Holder]:
+        holders = await trio.to_thread.run_sync(
+            functools.partial(mount_holders, self.mountpoint, exclude=frozenset({os.getpid()})))
+        if holders and holders != shown:
+            log.warning("%s is in use by %s: the unmount waits until they close their files and leave it "
+                        "(pending saves: %d); press Ctrl-C again (or send SIGTERM again) to detach it now",
+                        self.mountpoint, ", ".join(map(str, holders)), self.writer.pending_saves)
+        return holders
+
+    async def _detach_now(self) -> None:
+        """The second signal: what is unsaved goes to the recovery folder (said here, on the
+        terminal), the mount is detached lazily (programs still in it get errors) and the daemon
+        ends without waiting for them."""
+        with trio.CancelScope(shield=True):
+            self._exit_prepared = True
+            before = self.writer.keeper.kept
+            await self.writer.keep_unsaved(0, save=False)
+            await self.ws.history.flush(5.0)
+            kept = self.writer.keeper.kept - before
+            if kept:
+                log.warning("kept %d unsaved text(s) in the recovery folder %s (last: %s)", kept,
+                            recovery_folder(), self.writer.keeper.last_recovery)
+            elif self.writer.pending_saves:
+                log.warning("%d save(s) were still under way; see the recovery folder %s",
+                            self.writer.pending_saves, recovery_folder())
+            res = await self._fusermount("-u", "-z")  # not blocking the loop: it may ask us about the root
+            if res is None or res.returncode != 0:
+                log.error("could not detach %s lazily (%s); try: fusermount3 -u -z %s", self.mountpoint,
+                          "no fusermount3" if res is None else res.stderr.decode(errors="replace").strip(),
+                          self.mountpoint)
+            else:
+                self._detached = True
+                log.warning("detached %s lazily; programs that still use it now get errors", self.mountpoint)
+        pyfuse3.terminate()
 
     async def _first_connection_wait(self, wait: float) -> None:
         """-o connect_wait (what `slfs open-uri` starts a mount with): a daemon a browser's URI
@@ -254,18 +363,39 @@ class Daemon:
         await self.before_exit()
         await self._unmount()
 
-    async def _unmount(self) -> None:
+    async def _unmount(self, *, wait_for_holders: bool = False, shown: list[Holder] | None = None) -> None:
         # Unmount through the kernel while the loop still runs, so requests in flight finish and
-        # the session ends in order; a busy mount is detached lazily.
-        for argv in (["fusermount3", "-u", self.mountpoint], ["fusermount3", "-u", "-z", self.mountpoint]):
-            try:
-                res = await trio.run_process(argv, check=False, capture_stdout=True, capture_stderr=True)
-            except OSError:
+        # the session ends in order. A busy mount: with `wait_for_holders`, tried again while the
+        # holders are told (a process leaving a directory sends us nothing to wait on, so this
+        # polls); without, detached lazily. `shown`: the holders already named.
+        unseen = 0  # tries in a row that found the mount busy and no holder
+        while True:
+            res = await self._fusermount("-u")
+            if res is None or res.returncode == 0:
                 break
-            if res.returncode == 0:
-                return
-            log.warning("%s: %s", " ".join(argv), res.stderr.decode(errors="replace").strip())
+            why = res.stderr.decode(errors="replace").strip()
+            if not wait_for_holders or "busy" not in why:
+                log.warning("fusermount3 -u %s: %s", self.mountpoint, why)
+                lazy = await self._fusermount("-u", "-z")
+                if lazy is not None and lazy.returncode != 0:
+                    log.warning("fusermount3 -u -z %s: %s", self.mountpoint,
+                                lazy.stderr.decode(errors="replace").strip())
+                break
+            holders = await self._say_holders(shown)
+            unseen = unseen + 1 if not holders else 0
+            if unseen == 2:  # twice: once may be a holder that left just after the try
+                log.warning("%s is busy, but no process this user may see holds it; press Ctrl-C again "
+                            "(or send SIGTERM again) to detach it now", self.mountpoint)
+            shown = holders
+            await trio.sleep(HOLDERS_POLL)
         pyfuse3.terminate()
+
+    async def _fusermount(self, *flags: str) -> subprocess.CompletedProcess[bytes] | None:
+        try:
+            return await trio.run_process(["fusermount3", *flags, self.mountpoint], check=False,
+                                          capture_stdout=True, capture_stderr=True)
+        except OSError:
+            return None
 
     async def before_exit(self) -> None:
         """Wait (bounded) for pending saves and deletes, so nothing a program wrote is dropped."""

@@ -112,6 +112,7 @@ def cmd_mount(args: argparse.Namespace, argv: list[str]) -> int:
 
 def cmd_umount(mountpoint: str) -> int:
     from ..daemon import is_mounted, unmount
+    from ..holders import mount_holders
     from ..registry import daemon_alive, read_registry, registry_path, remove_dead_entry
 
     real = os.path.realpath(mountpoint)
@@ -120,7 +121,10 @@ def cmd_umount(mountpoint: str) -> int:
         print(f"slfs: {mountpoint}: not mounted", file=sys.stderr)
         return 1
     if not unmount(real):
-        print(f"slfs: could not unmount {mountpoint} (is it busy? see: fuser -m {mountpoint})", file=sys.stderr)
+        holders = mount_holders(real)
+        why = (f"it is in use by {', '.join(map(str, holders))}: close their files there (and leave it), then "
+               "try again" if holders else f"is it busy? see: fuser -m {mountpoint}")
+        print(f"slfs: could not unmount {mountpoint}: {why}", file=sys.stderr)
         return 1
     if entry is not None:
         # Wait for the daemon to finish its pending saves and exit.

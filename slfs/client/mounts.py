@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..protocol.constants import DEFAULT_PORT
-from ..registry import read_registry
+from ..registry import read_registry, stale_message, stale_mounts
 from .connection import CONNECT_TIMEOUT, ControlClient
 from .errors import ClientError, NoMount
 
@@ -67,6 +67,7 @@ def find_mount(mount: str | None = None, path: str | None = None,
     if mount is not None:
         hit = _lookup(mount, entries)
         if hit is None:
+            _refuse_stale(mount)
             raise NoMount(f"{mount}: not an slfs mount (running: "
                           f"{', '.join(str(e['mountpoint']) for e in entries) or 'none'})", "ENOENT")
         return hit
@@ -82,12 +83,26 @@ def find_mount(mount: str | None = None, path: str | None = None,
         hit = _containing(cwd, entries)
         if hit is not None:
             return hit
+    for where in (path, cwd):
+        if where is not None:
+            _refuse_stale(where)
     if not entries:
+        stale = stale_mounts()
+        if stale:
+            raise NoMount("no slfs mount is running; " + "; ".join(stale_message(e) for e in stale), "ENOTCONN")
         raise NoMount("no slfs mount is running", "ENOENT")
     if len(entries) > 1:
         raise NoMount(f"several mounts are running: {', '.join(str(e['mountpoint']) for e in entries)}; "
                       "use --mount", "EINVAL")
     return entries[0]
+
+
+def _refuse_stale(path: str) -> None:
+    """A path in a mount whose daemon was killed: say so, and how to clear it (not 'no mount')."""
+    stale = stale_mounts()
+    hit = _lookup(path, stale) if stale else None
+    if hit is not None:
+        raise NoMount(stale_message(hit), "ENOTCONN")
 
 
 def mount_path(entry: dict[str, Any], arg: str) -> str:

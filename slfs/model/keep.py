@@ -164,6 +164,7 @@ class TextCopy:
 class Keeper:
     def __init__(self) -> None:
         self.last_recovery = ""
+        self.kept = 0  # recovery copies made this run
         self.failures = 0
         self.last_failure = ""
         # The recovery copies made this run, by (item id or path, digest of the text): the same text
@@ -190,6 +191,7 @@ class Keeper:
             return None
         if kind == RECOVERY:
             self.last_recovery = str(target)
+            self.kept += 1
         log.info("%s: kept %d bytes of %s in %s (%s)", kind, len(data), item_path, target, why)
         return target
 
