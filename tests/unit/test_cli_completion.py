@@ -119,10 +119,41 @@ def test_completion_verb_prints_the_script(shell: str, capsys: pytest.CaptureFix
     assert "mount_options" in out  # the -o completer
     for verb in ("mount", "events", "status", "completion"):
         assert verb in out
-    exe = shutil.which(shell)
-    if exe is not None:  # the script parses in its shell (bash always; zsh and fish when installed)
-        res = subprocess.run([exe, "-n"], input=out, capture_output=True, text=True, timeout=30)
+    exe = _shell(shell)
+    res = subprocess.run([exe, "-n"], input=out, capture_output=True, text=True, timeout=30)
+    assert res.returncode == 0, res.stderr
+
+
+def _shell(name: str) -> str:
+    exe = shutil.which(name)
+    if exe is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{name} is missing (.ci/setup installs it)")
+        pytest.skip(f"{name} is not installed")
+    return exe
+
+
+def test_fish_completes_verbs_options_and_paths(tmp_path: Path, tree: Path) -> None:
+    """fish's own `complete -C` on the generated script, as fish completes a command line."""
+    fish = _shell("fish")
+    comp = tmp_path / "slfs.fish"
+    comp.write_text(script("fish"))
+
+    def complete(line: str) -> list[str]:
+        res = subprocess.run([fish, "--no-config", "-c", f"source {comp}; complete -C {_fish_quote(line)}"],
+                             cwd=tree, capture_output=True, text=True, timeout=30)
         assert res.returncode == 0, res.stderr
+        return [row.split("\t")[0] for row in res.stdout.splitlines()]
+
+    assert "events" in complete("slfs ev")
+    assert {"--follow", "--since", "--json"} <= set(complete("slfs events --"))
+    assert "My Obj/" in complete("slfs run My")
+    assert "prefetch=" in complete("slfs mount -o pre")
+    assert "ro,prefetch=" in complete("slfs mount -o ro,pre")  # each item of a comma-separated list
+
+
+def _fish_quote(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def test_man_pages_are_found_for_slfs_on_path() -> None:
