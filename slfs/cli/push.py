@@ -22,8 +22,11 @@ import sys
 from typing import Any
 
 from ..client import ClientError, MountClient
+from ..client import pull as pulling
 from ..client import push as pushing
-from ..client.push import Bases, Outcome, Plan, Pusher, Step
+from ..client import push_plan as planning
+from ..client.push import Outcome, Pusher
+from ..client.push_plan import Bases, Plan, Step
 from ..protocol.text import printable
 from .output import VerbError, emit_json, err
 
@@ -219,7 +222,7 @@ def _snapshot(paths: list[str]) -> dict[str, str | None]:
     for p in paths:
         try:
             with open(p, "rb") as f:
-                out[p] = pushing.digest_of(f.read(pushing.READ_LIMIT + 1))
+                out[p] = planning.digest_of(f.read(planning.READ_LIMIT + 1))
         except OSError:
             out[p] = None
     return out
@@ -243,7 +246,7 @@ def watch(args: argparse.Namespace, client: MountClient, dest: str, argv: list[s
 
     def note_tree() -> None:
         try:
-            known.update({f.path: pushing.digest_of(f.data) for f in pushing.scan_tree(src)})
+            known.update({f.path: planning.digest_of(f.data) for f in planning.scan_tree(src)})
         except (ClientError, OSError):
             pass
 
@@ -269,7 +272,7 @@ def watch(args: argparse.Namespace, client: MountClient, dest: str, argv: list[s
                 if not watching:  # the watcher runs now: anything changed since the first push is pushed
                     watching = True
                     err(f"watching {', '.join(roots)} (Ctrl-C ends)")
-                    files = {f.path: pushing.digest_of(f.data) for f in pushing.scan_tree(src)}
+                    files = {f.path: planning.digest_of(f.data) for f in planning.scan_tree(src)}
                     if any(known.get(p) != d for p, d in files.items()):
                         known.update(files)
                         round_()
@@ -315,7 +318,7 @@ def cmd_pull(args: argparse.Namespace) -> int:
     if os.path.exists(args.local_dir) and not os.path.isdir(args.local_dir):
         raise VerbError(f"{args.local_dir}: not a directory", 2)
     state = Pusher(client.entry).state(dest)
-    pulled = pushing.pull(state, args.local_dir, Bases(args.local_dir), delete=args.delete)
+    pulled = pulling.pull(state, args.local_dir, Bases(args.local_dir), delete=args.delete)
     out = Out(args)
     out.verbose = True
     for s in pulled.steps:

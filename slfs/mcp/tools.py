@@ -334,7 +334,9 @@ class Tools:
         """Copy an object's readable items into a local directory in the form the mount shows
         them (as `slfs pull`), leaving identical files untouched, and record the base later pushes
         from that directory check conflicts against. Answers {"items": [...], "summary", "exit"}."""
+        from ..client import pull as pulling
         from ..client import push as pushing
+        from ..client import push_plan as planning
 
         local = _local_dir(local_dir, "local_dir", exist=False)
         client = await self.client()
@@ -344,7 +346,7 @@ class Tools:
 
         def run() -> Any:
             state = pushing.Pusher(client.entry).state(folder)
-            return pushing.pull(state, local, pushing.Bases(local), delete=delete)
+            return pulling.pull(state, local, planning.Bases(local), delete=delete)
 
         pulled = await self._call(client, run, timeout=PUSH_TIMEOUT, what=f"pull {object}")
         data = {"items": [s.as_json() for s in pulled.steps], "summary": pulled.summary(), "exit": pulled.exit}

@@ -8,12 +8,13 @@ from typing import Any
 import pytest
 
 from slfs.client import push as pushing
+from slfs.client import push_plan as planning
 
 
 def entry(name: str, text: str, **kw: Any) -> dict[str, Any]:
     d = {"name": name, "item_id": f"id-{name}", "type": "script" if name.endswith((".lsl", ".luau")) else "notecard",
          "luau": name.endswith(".luau"), "running": True, "faulted": False, "readable": True, "writable": True,
-         "why_not": None, "digest": pushing.digest_of(text.encode()), "error": None}
+         "why_not": None, "digest": planning.digest_of(text.encode()), "error": None}
     d.update(kw)
     return d
 
@@ -26,11 +27,11 @@ def state(*items: dict[str, Any], door: list[dict[str, Any]] | None = None) -> d
     return {"path": "/mnt/Obj", "prims": prims}
 
 
-def tree(root: Path, files: dict[str, str]) -> list[pushing.LocalFile]:
+def tree(root: Path, files: dict[str, str]) -> list[planning.LocalFile]:
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
-    return pushing.scan_tree(str(root))
+    return planning.scan_tree(str(root))
 
 
 @pytest.fixture(autouse=True)
@@ -38,7 +39,7 @@ def _state_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
 
 
-def actions(plan: pushing.Plan) -> dict[str, str]:
+def actions(plan: planning.Plan) -> dict[str, str]:
     return {s.rel: s.action + (f": {s.reason}" if s.reason else "") for s in plan.steps}
 
 
@@ -50,7 +51,7 @@ def test_plan_kinds_libraries_skips(tmp_path: Path) -> None:
                        "Gone@00000000/g.lsl": "g\n", "a|b.lsl": "bad\n"})
     st = state(entry("main.lsl", "old main"), entry("x.lsl", "note\n", type="notecard"),
                entry("Locked", "l", writable=False), entry("Stale", "s"), door=[entry("h.lsl", "h\n")])
-    plan = pushing.make_plan(st, str(src), files, pushing.Bases(str(src)), delete=True, force=False)
+    plan = planning.make_plan(st, str(src), files, planning.Bases(str(src)), delete=True, force=False)
     got = actions(plan)
     assert got["main.lsl"] == "update" and got["x.lsl"] == "unchanged"
     assert "util.lsl" not in got and "lib/x.lsl" not in got  # libraries with no item
@@ -67,26 +68,26 @@ def test_plan_kinds_libraries_skips(tmp_path: Path) -> None:
 def test_conflicts_follow_the_bases(tmp_path: Path) -> None:
     src = tmp_path / "src"
     files = tree(src, {"a.lsl": "mine\n"})
-    bases = pushing.Bases(str(src))
+    bases = planning.Bases(str(src))
     st = state(entry("a.lsl", "theirs\n"))
-    assert actions(pushing.make_plan(st, str(src), files, bases, delete=False, force=False)) == {"a.lsl": "update"}
-    bases.note("id-a.lsl", "pushed", pushing.digest_of(b"pushed\n"))
+    assert actions(planning.make_plan(st, str(src), files, bases, delete=False, force=False)) == {"a.lsl": "update"}
+    bases.note("id-a.lsl", "pushed", planning.digest_of(b"pushed\n"))
     bases.save()
-    again = pushing.Bases(str(src))  # read back from the state dir, not SRC
+    again = planning.Bases(str(src))  # read back from the state dir, not SRC
     assert not list(src.glob(".*"))
-    plan = pushing.make_plan(st, str(src), files, again, delete=False, force=False)
-    assert actions(plan) == {"a.lsl": f"conflict: {pushing.CONFLICT}"}
-    assert actions(pushing.make_plan(st, str(src), files, again, delete=False, force=True)) == {"a.lsl": "update"}
-    again.note("id-a.lsl", "pulled", pushing.digest_of(b"theirs\n"))
-    assert actions(pushing.make_plan(st, str(src), files, again, delete=False, force=False)) == {"a.lsl": "update"}
+    plan = planning.make_plan(st, str(src), files, again, delete=False, force=False)
+    assert actions(plan) == {"a.lsl": f"conflict: {planning.CONFLICT}"}
+    assert actions(planning.make_plan(st, str(src), files, again, delete=False, force=True)) == {"a.lsl": "update"}
+    again.note("id-a.lsl", "pulled", planning.digest_of(b"theirs\n"))
+    assert actions(planning.make_plan(st, str(src), files, again, delete=False, force=False)) == {"a.lsl": "update"}
 
 
 def test_size_limit_and_diagnostic_lines(tmp_path: Path) -> None:
     src = tmp_path / "src"
     files = tree(src, {"Big": "x" * 70_000})
-    plan = pushing.make_plan(state(), str(src), files, pushing.Bases(str(src)), delete=False, force=False)
+    plan = planning.make_plan(state(), str(src), files, planning.Bases(str(src)), delete=False, force=False)
     assert actions(plan) == {"Big": "skip: over the size limit (notecards hold at most 65,536 bytes)"}
-    step = pushing.Step("update", "sub/a.lsl", prim_path="/mnt/Obj")
+    step = planning.Step("update", "sub/a.lsl", prim_path="/mnt/Obj")
     step.diagnostics = [{"path": str(src / "lib" / "x.lsl"), "row": 3, "column": 2, "level": "ERROR", "message": "m"},
                         {"path": "/mnt/Obj/a.lsl", "row": 1, "column": 1, "level": "WARNING", "message": "w"}]
     (src / "lib").mkdir()
