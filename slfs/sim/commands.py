@@ -16,12 +16,12 @@ from slfs.protocol.constants import RECOMPILE_TARGETS
 
 from .compiler import compile_source
 from .connection import CallContext, denied, id_param, invalid
-from .control import WorldControl
 from .generation import Generation
+from .runtime_output import ScriptOutput
 from .world import SUBTYPE_LUAU, SimObject
 
 
-class CommandMethods(WorldControl):
+class CommandMethods(ScriptOutput):
     """The commands half of SimViewer; the attributes annotated below are SimViewer's."""
 
     apply_delay: float

@@ -32,8 +32,9 @@ from . import syntax
 from .compile_output import parse_line, raw_lines
 from .compiler import compile_source
 from .connection import CallContext, Handler, denied, id_param, invalid
-from .control import NOTECARD_LIMIT, WorldControl, cut_bytes
+from .control import NOTECARD_LIMIT, cut_bytes
 from .generation import Generation
+from .runtime_output import ScriptOutput
 from .world import (
     SCRIPT_VMS,
     SUBTYPE_LSL,
@@ -83,7 +84,7 @@ def _apply_properties(target: Any, name: Any, description: Any) -> tuple[bool, b
     return name_changed, desc_changed
 
 
-class MethodHandlers(WorldControl):
+class MethodHandlers(ScriptOutput):
     """The methods half of SimViewer; the attributes annotated below are SimViewer's."""
 
     viewer_version_string: str
