@@ -20,8 +20,9 @@ from .commands import CommandMethods
 from .control import WorldControl
 from .generation import GENERATIONS, Generation, profile_for
 from .handshake import Handshake
+from .item_methods import COMPILE_FAILURES, DEFAULT_LSL, DEFAULT_LUAU, correct_name
 from .live import LIVE_POLL_INTERVAL, LiveSync
-from .methods import COMPILE_FAILURES, DEFAULT_LSL, DEFAULT_LUAU, MethodHandlers, correct_name
+from .methods import MethodHandlers
 from .transport import SyncError, Transport
 from .winpaths import WINDOWS_MODES, WindowsPaths
 from .world import World
