@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,13 +17,18 @@ StartSim = Callable[..., Awaitable[SimViewer]]
 
 
 @pytest.fixture
-async def start_sim(nursery: trio.Nursery) -> StartSim:
-    """Start a sim on a free port; it is cancelled with the test's nursery."""
+async def start_sim(nursery: trio.Nursery, tmp_path: Path) -> StartSim:
+    """Start a sim on a free port; it is cancelled with the test's nursery. Its temp files (live
+    sync) are the test's own: tests in other xdist workers use the same script names."""
 
     async def start(**kwargs: Any) -> SimViewer:
         world = kwargs.pop("world", None) or sample_world()
         kwargs.setdefault("publish_delay", 0.01)
         kwargs.setdefault("apply_delay", 0.01)
+        if "windows_paths" not in kwargs:
+            viewer_tmp = tmp_path / "viewer-tmp"
+            viewer_tmp.mkdir(exist_ok=True)
+            kwargs.setdefault("tmpdir", str(viewer_tmp))
         sim = SimViewer(world, **kwargs)
         await nursery.start(sim.serve, 0)
         return sim

@@ -122,6 +122,10 @@ async def fs_against_sim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, world:
         monkeypatch.setenv(var, str(d))
     sim_kw.setdefault("publish_delay", 0.01)
     sim_kw.setdefault("apply_delay", 0.01)
+    if "windows_paths" not in sim_kw:  # the viewer's temp files: this test's own (xdist workers run at once)
+        viewer_tmp = tmp_path / "viewer-tmp"
+        viewer_tmp.mkdir(exist_ok=True)
+        sim_kw.setdefault("tmpdir", str(viewer_tmp))
     sim = SimViewer(world or sample_world(), viewer_version=viewer_version, **sim_kw)
     with trio.fail_after(30):
         async with trio.open_nursery() as nursery:
