@@ -44,7 +44,7 @@ from slfs.protocol.constants import NULL_UUID
 
 from .connection import Connection
 from .live_entries import LiveEditor, LiveSubscriptions, log_text, write_text
-from .transport import SyncError
+from .sync_points import SyncError
 from .world import Item, Prim, SimObject, script_id_for
 
 log = logging.getLogger("slfs.sim")

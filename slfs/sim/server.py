@@ -23,7 +23,8 @@ from .handshake import Handshake
 from .item_methods import COMPILE_FAILURES, DEFAULT_LSL, DEFAULT_LUAU, correct_name
 from .live import LIVE_POLL_INTERVAL, LiveSync
 from .methods import MethodHandlers
-from .transport import SyncError, Transport
+from .sync_points import SyncError
+from .transport import Transport
 from .winpaths import WINDOWS_MODES, WindowsPaths
 from .world import World
 

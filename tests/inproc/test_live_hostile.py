@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -152,7 +153,8 @@ async def test_with_no_temp_dir_from_the_viewer_only_the_system_temp_dir(tmp_pat
         _sid, temp = await opened(fs)
         err = await refused(fs, temp)
         assert err.errno == errno.EPERM and "system temp dirs" in err.message
-    async with fs_against_sim(tmp_path, monkeypatch, world()) as fs:  # the sim's default: /tmp
+    # the sim's default, the system temp dir (the fixture's default is a temp dir of the test's own)
+    async with fs_against_sim(tmp_path, monkeypatch, world(), tmpdir=tempfile.gettempdir()) as fs:
         no_script_list(fs, monkeypatch)
         _sid, temp = await opened(fs)
         await fs.ws.live.subscribe(temp)
