@@ -1,4 +1,5 @@
-"""Firestorm's own steps after the C preprocessor: lazy lists and `switch`.
+"""Firestorm's own steps: multi-line strings before the C preprocessor (`multiline_strings`), lazy
+lists and `switch` after it.
 
 What Firestorm does (phoenix-firestorm, `indra/newview/fslslpreproc.cpp`: `reformat_lazy_lists`,
 `subst_lazy_references`, `reformat_switch_statements`, `start_process`), and what is done here:
@@ -65,7 +66,7 @@ from slfs.sources import Line
 from .firestorm_switch import switches
 from .firestorm_tokens import Text, Tok, bounded, closing, spend, tokens
 
-__all__ = ["HELPER", "lazy_lists", "switches"]
+__all__ = ["HELPER", "lazy_lists", "multiline_strings", "switches"]
 
 HELPER = (
     "list lazy_list_set(list target, integer index, list value)",
@@ -89,6 +90,53 @@ _CASTS: tuple[tuple[frozenset[str], str], ...] = (
     (frozenset({"rotation", "quaternion"}), "llList2Rot"),
     (frozenset({"list"}), "llList2List"),
 )
+
+
+# --- multi-line strings ------------------------------------------------------------------------
+
+
+def multiline_strings(text: str) -> str:
+    """Firestorm's first step: a newline inside a string literal becomes `\\n`, and the string's
+    newlines are added after its closing quote."""
+    out: list[str] = []
+    # 0 code, 1 string, 2 string after a backslash, 3 code after "/", 4 block comment,
+    # 5 block comment after "*", 6 line comment
+    state = 0
+    pending = 0
+    for ch in text:
+        if state == 1:
+            if ch == "\n":
+                out.append("\\n")
+                pending += 1
+                continue
+            if ch == "\\":
+                state = 2
+            elif ch == '"':
+                out.append('"' + "\n" * pending)
+                pending = 0
+                state = 0
+                continue
+        elif state == 2:
+            state = 1
+        elif state == 3:
+            state = 4 if ch == "*" else 6 if ch == "/" else 0
+        elif state == 4:
+            if ch == "*":
+                state = 5
+        elif state == 5:
+            if ch == "/":
+                state = 0
+            elif ch != "*":
+                state = 4
+        elif state == 6:
+            if ch == "\n":
+                state = 0
+        elif ch == '"':
+            state = 1
+        elif ch == "/":
+            state = 3
+        out.append(ch)
+    return "".join(out)
 
 
 # --- lazy lists ----------------------------------------------------------------------------------

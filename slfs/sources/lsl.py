@@ -75,6 +75,8 @@ from slfs.sources import (
     Source,
 )
 
+from .firestorm import multiline_strings
+
 MAX_INCLUDE_DEPTH = 100
 MAX_MACRO_DEPTH = 100  # macros expanding macros (well below Python's recursion limit)
 # Steps of the C step: tokens read, tokens scanned and produced by each macro expansion. A large
@@ -102,50 +104,6 @@ _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
 _CASTS = ("list", "float", "integer", "key", "rotation", "quaternion", "string", "vector")
 _LINE_NUMBER = re.compile(r"[0-9]+")
 _INCLUDE = "SLFS_INCLUDE"  # the type of the token an include yields first: where it starts
-
-
-def multiline_strings(text: str) -> str:
-    """Firestorm's first step: a newline inside a string literal becomes `\\n`, and the string's
-    newlines are added after its closing quote."""
-    out: list[str] = []
-    # 0 code, 1 string, 2 string after a backslash, 3 code after "/", 4 block comment,
-    # 5 block comment after "*", 6 line comment
-    state = 0
-    pending = 0
-    for ch in text:
-        if state == 1:
-            if ch == "\n":
-                out.append("\\n")
-                pending += 1
-                continue
-            if ch == "\\":
-                state = 2
-            elif ch == '"':
-                out.append('"' + "\n" * pending)
-                pending = 0
-                state = 0
-                continue
-        elif state == 2:
-            state = 1
-        elif state == 3:
-            state = 4 if ch == "*" else 6 if ch == "/" else 0
-        elif state == 4:
-            if ch == "*":
-                state = 5
-        elif state == 5:
-            if ch == "/":
-                state = 0
-            elif ch != "*":
-                state = 4
-        elif state == 6:
-            if ch == "\n":
-                state = 0
-        elif ch == '"':
-            state = 1
-        elif ch == "/":
-            state = 3
-        out.append(ch)
-    return "".join(out)
 
 
 def _c_string(value: str) -> str:
@@ -609,4 +567,4 @@ def expand_lsl(
     return Expansion(text, tuple(line.origin for line in lines), tuple(pp.includes))
 
 
-__all__ = ["MAX_INCLUDE_DEPTH", "MAX_MACRO_DEPTH", "WORK_LIMIT", "expand_lsl", "multiline_strings"]
+__all__ = ["MAX_INCLUDE_DEPTH", "MAX_MACRO_DEPTH", "WORK_LIMIT", "expand_lsl"]

@@ -10,7 +10,8 @@ import attrs
 import pytest
 
 from slfs.sources import AgentMacros, Expansion, Line, Origin, PreprocessError, Source, lsl
-from slfs.sources.lsl import expand_lsl, multiline_strings
+from slfs.sources.firestorm import multiline_strings
+from slfs.sources.lsl import expand_lsl
 
 MAIN = "/home/u/sl/Box/Main.lsl"
 AGENT = AgentMacros(agent_id="2d5ffdca-cd6a-4d0b-9b1a-0e0f8c7d6e5f", agent_name="Jane Doe")
