@@ -22,7 +22,7 @@ Decoding bends where it may and holds where it must:
   call. Types are checked, never coerced: an integer accepts an integral float, not a boolean.
 
 How that maps onto cattrs. Each payload class, at each place it sits in a payload (its index-free
-key, marked on the type as `Annotated[cls, _At(key)]`), gets one structure hook from a hook factory,
+key, marked on the type as `Annotated[cls, At(key)]`), gets one structure hook from a hook factory,
 built from two functions cattrs generates for it (`make_dict_structure_fn`):
 - the fast one, from a converter without detailed validation, with strict hooks for the scalars,
   lists and dicts: it decodes a well-formed object in one pass of generated code;
@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import gc
 import re
-import types
 import typing
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
@@ -57,6 +56,7 @@ from cattrs.errors import AttributeValidationNote, IterableValidationError, Iter
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, mapping_structure_factory, override
 
 from .errors import ProtocolError
+from .payload_types import DICT_KEY, At, default_of, has_payloads, is_marked, mark, strip_none, structural
 from .scalars import REQUIRED, SCALARS, Hook, Invalid, literal_hook, passthrough, scalar_hook
 
 T = TypeVar("T")
@@ -68,7 +68,6 @@ RequestParams: TypeAlias = "AttrsInstance | Mapping[str, Any] | None"
 
 UNKNOWN_FIELD = "unknown field"  # the `problem` on_ignored gets for a field no payload class declares
 _INDEX = re.compile(r"\[\d+\]")
-_DICT_KEY = "\0"  # in a static key: where the key of an enclosing mapping goes
 
 
 def field_key(path: str) -> str:
@@ -98,9 +97,9 @@ class _Call:
 
     def fill(self, key: str) -> str:
         """A static key with the keys of the enclosing mappings put in."""
-        if _DICT_KEY not in key:
+        if DICT_KEY not in key:
             return key
-        parts = key.split(_DICT_KEY)
+        parts = key.split(DICT_KEY)
         return "".join(p + str(k) for p, k in zip(parts, self.mapping_keys, strict=False)) + parts[-1]
 
     def report(self, key: str, problem: str) -> None:
@@ -126,65 +125,6 @@ class _Call:
 _CALL: ContextVar[_Call] = ContextVar("slfs_codec_call")
 
 
-# --- types marked with where they sit -------------------------------------------------------------
-
-
-@attrs.frozen
-class _At:
-    """Annotated metadata of a payload class: its index-free key in the payload, and whether null
-    stands for its (None) default there."""
-
-    key: str
-    nullable: bool = False
-
-
-def _is_marked(tp: Any) -> bool:
-    return typing.get_origin(tp) is Annotated and isinstance(tp.__metadata__[0], _At)
-
-
-def _strip_none(tp: Any) -> tuple[Any, bool]:
-    """(the type without None, whether None was in it)."""
-    if typing.get_origin(tp) in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
-        if len(args) != 1:
-            raise TypeError(f"unsupported payload type {tp!r}")  # a bug in a payload class, not input
-        return args[0], True
-    return tp, False
-
-
-def _mark(tp: Any, key: str) -> Any:
-    """`tp` with each payload class in it annotated with its key (list elements `key[]`)."""
-    if attrs.has(tp):
-        return Annotated[tp, _At(key)]
-    origin = typing.get_origin(tp)
-    if origin is list:
-        (item,) = typing.get_args(tp) or (Any,)
-        return types.GenericAlias(list, (_mark(item, f"{key}[]"),))
-    if origin is dict:
-        k, v = typing.get_args(tp) or (Any, Any)
-        return types.GenericAlias(dict, (k, _mark(v, f"{key}.{_DICT_KEY}")))
-    if tp in (Any, object, str, int, float, bool, list, dict) or origin is typing.Literal:
-        return tp
-    raise TypeError(f"unsupported payload type {tp!r}")  # a bug in a payload class, not input
-
-
-def _has_payloads(tp: Any) -> bool:
-    return _is_marked(tp) or any(_has_payloads(a) for a in typing.get_args(tp))
-
-
-def _structural(tp: Any) -> bool:
-    """A list of payload objects: its elements' failures fail the payload (see the module doc)."""
-    return typing.get_origin(tp) is list and bool(typing.get_args(tp)) and attrs.has(typing.get_args(tp)[0])
-
-
-def _default_of(field: attrs.Attribute) -> Callable[[], Any]:  # type: ignore[type-arg]
-    default: Any = field.default
-    if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
-        factory: Callable[[], Any] = default.factory
-        return factory
-    return lambda: default
-
-
 # --- the converters -----------------------------------------------------------------------------------
 
 
@@ -205,7 +145,7 @@ def _converter(lenient: bool) -> cattrs.Converter:
     @conv.register_structure_hook_factory(is_list)
     def strict_list(tp: Any, conv: cattrs.Converter) -> Hook:
         args = typing.get_args(tp)
-        if lenient and args and _is_marked(args[0]):
+        if lenient and args and is_marked(args[0]):
             return _payload_list_hook(args[0], conv)
         elements = list_structure_factory(tp, conv)
 
@@ -222,7 +162,7 @@ def _converter(lenient: bool) -> cattrs.Converter:
     @conv.register_structure_hook_factory(is_dict)
     def strict_dict(tp: Any, conv: cattrs.Converter) -> Hook:
         args = typing.get_args(tp)
-        if len(args) == 2 and _is_marked(args[1]):
+        if len(args) == 2 and is_marked(args[1]):
             return _payload_mapping_hook(args[1], conv)
         values = mapping_structure_factory(tp, conv, key_type=Any)  # keys are taken as they are
 
@@ -233,7 +173,7 @@ def _converter(lenient: bool) -> cattrs.Converter:
 
         return structure_dict
 
-    conv.register_structure_hook_factory(_is_marked, lambda t: _payload_hook(t.__origin__, t.__metadata__[0]))
+    conv.register_structure_hook_factory(is_marked, lambda t: _payload_hook(t.__origin__, t.__metadata__[0]))
     return conv
 
 
@@ -287,10 +227,10 @@ def _payload_mapping_hook(value_type: Any, conv: cattrs.Converter) -> Hook:
 
 _FAST = _converter(lenient=False)
 _LENIENT = _converter(lenient=True)
-_HOOKS: dict[tuple[type, _At], Hook] = {}
+_HOOKS: dict[tuple[type, At], Hook] = {}
 
 
-def _payload_hook(cls: type, at: _At) -> Hook:
+def _payload_hook(cls: type, at: At) -> Hook:
     hook = _HOOKS.get((cls, at))
     if hook is None:
         hook = _HOOKS[(cls, at)] = _make_payload_hook(cls, at)
@@ -305,7 +245,7 @@ def _field_hooks(cls: type, prefix: str, conv: cattrs.Converter, lenient: bool) 
     for field in attrs.fields(cls):
         if field.name in _BOOKKEEPING:
             continue
-        tp, nullable = _strip_none(field.type)
+        tp, nullable = strip_none(field.type)
         if tp is Any or tp is object:
             continue  # taken as it is
         optional = field.default is not NOTHING
@@ -316,22 +256,22 @@ def _field_hooks(cls: type, prefix: str, conv: cattrs.Converter, lenient: bool) 
         else:
             hook = scalar_hook(tp, None if nullable else REQUIRED)
             if hook is not None and factory:
-                hook = _or_default(hook, _default_of(field))
-        marked = _mark(tp, key)
+                hook = _or_default(hook, default_of(field))
+        marked = mark(tp, key)
         if hook is None:
             if attrs.has(tp):
                 null_default = nullable or (optional and field.default is None)
-                hook = conv.get_structure_hook(Annotated[tp, _At(key, null_default)])
+                hook = conv.get_structure_hook(Annotated[tp, At(key, null_default)])
                 if optional and field.default is not None:
-                    hook = _or_default(hook, _default_of(field))
+                    hook = _or_default(hook, default_of(field))
             else:
                 hook = conv.get_structure_hook(marked)
                 if optional:
-                    hook = _or_default(hook, _default_of(field))
+                    hook = _or_default(hook, default_of(field))
                 elif nullable:
                     hook = _or_default(hook, lambda: None)
-        if lenient and (optional or _has_payloads(marked)):
-            hook = _tracked(field.name, hook, key, optional, _structural(tp), _default_of(field))
+        if lenient and (optional or has_payloads(marked)):
+            hook = _tracked(field.name, hook, key, optional, structural(tp), default_of(field))
         out[field.name] = override(struct_hook=hook)
     return out
 
@@ -375,7 +315,7 @@ def _tracked(name: str, hook: Hook, key: str, optional: bool, structural: bool,
     return structure_leniently
 
 
-def _make_payload_hook(cls: type, at: _At) -> Hook:
+def _make_payload_hook(cls: type, at: At) -> Hook:
     attrs.resolve_types(cls)
     fields = [f for f in attrs.fields(cls) if f.name not in _BOOKKEEPING]
     if "extra" not in attrs.fields_dict(cls):
@@ -477,7 +417,7 @@ def _make_payload_hook(cls: type, at: _At) -> Hook:
         call = _CALL.get()
         return with_unknown_fields(o, call, len(call.reports))
 
-    if not any(_has_payloads(_mark(_strip_none(f.type)[0], "")) for f in fields):
+    if not any(has_payloads(mark(strip_none(f.type)[0], "")) for f in fields):
         return _shared(cls, structure_leaf_payload) if getattr(cls, "SHARED_VALUES", False) else structure_leaf_payload
     return structure_payload
 
@@ -553,7 +493,7 @@ def from_json(cls: type[T], data: Any, path: str = "", *, on_ignored: OnIgnored 
 
     The cycle collector is paused while it runs: a decode makes only acyclic objects, and on a
     100,000-item object.list the collector's passes over them cost as much as the decode itself."""
-    hook = _payload_hook(cls, _At(field_key(path)))
+    hook = _payload_hook(cls, At(field_key(path)))
     call = _Call(on_ignored)
     token = _CALL.set(call)
     failure: tuple[str, str] | None = None  # (reason, where)
