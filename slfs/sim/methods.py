@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from slfs.protocol.errors import (
@@ -23,26 +22,17 @@ from slfs.protocol.errors import (
 
 from . import syntax
 from .connection import CallContext, Handler, denied, id_param, invalid
-from .generation import Generation
 from .item_methods import ItemMethods, _int32
 
 
 class MethodHandlers(ItemMethods):
-    """The methods half of SimViewer; the attributes annotated below are SimViewer's."""
+    """The methods half of SimViewer; the attributes annotated below (and in ItemMethods) are
+    SimViewer's."""
 
     viewer_version_string: str
-    tmpdir: str
     publish_delay: float
-    apply_delay: float
-    create_delay: float
-    compile_failure: str | None
-    profile: Generation
-    internal_error: Callable[[str], RpcError]
-    _creating: set[str]
     _handlers: dict[str, Handler]
 
-    # Transport's (annotation only, no stub)
-    _later: Callable[[CallContext, float, Callable[[], Awaitable[None]]], None]
     # LiveSync's (live.py): script.subscribe, script.unsubscribe, script.list
     _m_subscribe: Handler
     _m_unsubscribe: Handler
