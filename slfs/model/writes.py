@@ -42,7 +42,7 @@ from ..protocol.types import (
 )
 from . import buffers, names
 from .deletes import Deletes
-from .errors import FsError, region_down
+from .errors import FsError, Refused, region_down
 from .history import SAVED
 from .keep import TRASH, Keeper, folder_of
 from .live_writes import LiveWriter
@@ -54,6 +54,13 @@ from .workspace import Workspace
 
 log = logging.getLogger(__name__)
 
+
+def language_change(shown: str, new_name: str) -> Refused:
+    """`mv x.lsl x.luau`: EPERM with the reason, never EXDEV (mv would then copy the text into a
+    new item and delete the old one)."""
+    return Refused(errno.EPERM, f"{shown} -> {new_name}: a script's language (LSL or Luau) cannot change in "
+                   "place: the viewer fixes it when the item is created; to have a Luau copy, copy the file "
+                   "to the new name (a new item) and remove the old one")
 
 class Writer(Deletes):
     def __init__(self, ws: Workspace, overlay: Overlay, keeper: Keeper, sources: Sources) -> None:
@@ -374,6 +381,9 @@ class Writer(Deletes):
         if isinstance(target, Item):
             # An item moved over another keeps its kind; temp and new files take the target's (a
             # notecard named `lib.lsl`, a library, is saved by `sed -i` as any notecard is).
+            if isinstance(src, Item) and src.is_script and target.is_script \
+                    and (src.info.subtype or 0) != (target.info.subtype or 0):
+                raise language_change(self.tree.path_of(src), new)
             if isinstance(src, Item) and (src.info.type, src.info.subtype or 0) != (target.info.type,
                                                                                    target.info.subtype or 0):
                 raise FsError(errno.EXDEV, f"{new}: would change the kind of item")
@@ -557,7 +567,9 @@ class Writer(Deletes):
         want = parse_remote_name(new_name)
         info = item.info
         shown = self.tree.path_of(item)
-        if want.type != info.type or (want.type == "script" and want.subtype != (info.subtype or 0)):
+        if want.type == "script" == info.type and want.subtype != (info.subtype or 0):
+            raise language_change(shown, new_name)
+        if want.type != info.type:
             raise FsError(errno.EXDEV, f"{shown} -> {new_name}: changes the kind of item")
         if not item.writable:
             raise FsError(errno.EACCES, f"{shown}: no modify permission")

@@ -166,7 +166,8 @@ async def test_renameat2_flags(wm: Mount) -> None:
     assert_writes(m, t, [("object.item.modify", NOTE)])
 
 
-@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: rename:")
+@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: rename:",
+                       r"^WARNING slfs\.model\.workspace: rename: .*cannot change in place")
 async def test_mv_inside_prim_across_prims_and_kinds(wm: Mount) -> None:
     m = wm
     box = m.path("Box")
@@ -175,7 +176,14 @@ async def test_mv_inside_prim_across_prims_and_kinds(wm: Mount) -> None:
     await settle(m)
     assert item_ids(m)["Renamed"] == NOTE and content(m, NOTE) == NOTE_TEXT
     assert_writes(m, t, [("object.item.modify", NOTE)])
-    assert await m.thread(errno_of, os.rename, box / "Main.lsl", box / "Main.luau") == errno.EXDEV
+    # A script's language cannot change in place: EPERM (not EXDEV, on which mv makes a new item)
+    # and the reason in the status.
+    t, before = mark(m), item_ids(m)
+    res = await m.run("mv", box / "Main.lsl", box / "Main.luau", check=False)
+    assert res.returncode != 0 and b"not permitted" in res.stderr, res
+    assert "language (LSL or Luau) cannot change in place" in (await m.status())["last_error"]
+    await settle(m)
+    assert writes(m, t) == [] and item_ids(m) == before
     assert await m.thread(errno_of, os.rename, box / "Main.lsl", box / "Main") == errno.EXDEV
     assert await m.thread(errno_of, os.rename, box / "Renamed", box / ARM_DIR / "Renamed") == errno.EXDEV
     # mv falls back to copy and delete
