@@ -19,7 +19,8 @@ from typing import Any
 import pyfuse3
 
 from ..model import names
-from ..model.errors import FsError
+from ..model import attribute_writes
+from ..model.errors import FsError, Refused
 from ..model.naming_rules import is_overlay_name
 from ..model.options import Debug
 from ..model.overlay import Overlay
@@ -503,6 +504,7 @@ class Operations(pyfuse3.Operations):
         elif not isinstance(parent, Folder) or parent.inode == ROOT_INODE:
             raise FsError(errno.EPERM, f"{sname}: objects cannot be created from the file system")
         else:
+            await self.writer.check_can_create(parent, sname)
             node = self.writer.new_file(parent, sname)
             # A new file (MemoryFile) is created in-world when it is written, or at its release if it
             # never is; an item re-created after an rm starts empty and is saved likewise. Flushes
@@ -562,6 +564,12 @@ class Operations(pyfuse3.Operations):
             await self._rename_to_local(src, src_parent, old, dst_parent, new, dst)
         else:
             assert isinstance(dst_parent, Folder)
+            if isinstance(src, OverlayNode) and src.sl_attributes and isinstance(dst, Item):
+                # rsync -aX: what it set on its temporary file must be what the item has.
+                why = attribute_writes.refusal_of_all(self.tree.path_of(dst), self.attributes.xattrs(dst),
+                                                      src.sl_attributes)
+                if why is not None:
+                    raise Refused(errno.EPERM, f"{old} -> {new}: {why}")
             await self._rename_to_remote(src, src_parent, old, dst_parent, new, dst)
 
     async def _rename_in_live(self, src: NewFile, src_parent: Node | Virtual, dst_parent: Node | Virtual, new: str,
@@ -616,9 +624,21 @@ class Operations(pyfuse3.Operations):
 
     @guarded
     async def setxattr(self, inode: int, name: bytes, value: bytes, ctx: pyfuse3.RequestContext) -> None:
-        if os.fsdecode(name).startswith("system.posix_acl_"):
+        sname = os.fsdecode(name)
+        if sname.startswith("system.posix_acl_"):
             raise FsError(errno.EOPNOTSUPP, "")
-        raise FsError(errno.ENOTSUP, "")
+        if not sname.startswith(XATTR_PREFIX):
+            raise FsError(errno.ENOTSUP, "")
+        node = self._node(inode)
+        if isinstance(node, OverlayNode):
+            node.sl_attributes[sname] = bytes(value)  # checked when it is renamed onto an item
+            return
+        if isinstance(node, NewFile):
+            return  # not in-world yet: the new item gets the viewer's ids and state, not a copy's
+        shown = self.tree.path_of(node) if isinstance(node, Node) else ".slfs"
+        why = attribute_writes.refusal(shown, self.attributes.xattrs(node), sname, bytes(value))
+        if why is not None:
+            raise Refused(errno.EPERM, why)
 
     @guarded
     async def removexattr(self, inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:

@@ -198,6 +198,18 @@ class Writer(Deletes):
 
     # --- new files, not yet in-world -------------------------------------------------------
 
+    async def check_can_create(self, folder: Folder, name: str) -> None:
+        """create(2) of an item name while no viewer is connected fails now, at open(): a new
+        file reaches the viewer only at its write or close, and `echo > F` ignores close's error.
+        A session that just dropped is waited for (reconnect_wait), as a call would. A name whose
+        item was renamed away or unlinked (vim's, git's write) comes back as that item: its save
+        fails at close as any save does, with the text kept in the recovery folder."""
+        if name in folder.tombstones:
+            return
+        if not await self.ws.await_viewer():
+            raise Refused(errno.EIO, f"{self.tree.path_of(folder)}/{name}: cannot create a file while not "
+                          f"connected to the viewer ({self.ws.session.state_detail})")
+
     def new_file(self, folder: Folder, name: str) -> Item | NewFile:
         """create(2) of an item name: the item unlinked or renamed away under it comes back, else a
         new file that becomes an item when it is written, or at its release if it never is."""
