@@ -300,7 +300,8 @@ def cmd_run_stop(args: argparse.Namespace) -> int:
 
 
 def cmd_reset(args: argparse.Namespace) -> int:
-    return _per_file(args, "reset", lambda r: f"{r['path']}: reset (state: {r['state']})")
+    return _per_file(args, "reset", lambda r: f"{r['path']}: reset (state: {r['state']}"
+                     + ("" if r.get("confirmed") else ", not yet confirmed by the viewer") + ")")
 
 
 DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|d)?\s*$")
