@@ -18,8 +18,7 @@ from typing import Any
 
 import pyfuse3
 
-from ..model import names
-from ..model import attribute_writes
+from ..model import attribute_writes, names
 from ..model.errors import FsError, Refused
 from ..model.naming_rules import is_overlay_name
 from ..model.options import Debug

@@ -59,7 +59,8 @@ log = logging.getLogger(__name__)
 STATUS_ORDER = (
     "state", "state_detail", "endpoint", "windows_paths", "viewer", "viewer_version", "viewer_features",
     "viewer_generation", "agent", "agent_id",
-    "objects", "publish_hint", "items", "content_fetches", "fetches_pending", "last_error", "pending_saves", "last_recovery",
+    "objects", "publish_hint", "items", "content_fetches", "fetches_pending", "last_error", "pending_saves",
+    "last_recovery",
     "trash", "unsent",
     "region_unavailable",
     "background_errors", "disk_errors", "event_log_errors", "event_log_error", "kernel_refs",

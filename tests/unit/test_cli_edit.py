@@ -4,6 +4,7 @@ with `script=`, against a fake control client; the editors are tiny scripts in t
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import re
@@ -460,7 +461,7 @@ def test_a_terminal_editor_without_a_terminal_says_to_set_open_cmd(daemon: Any, 
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     monkeypatch.delenv("VISUAL", raising=False)
     monkeypatch.setenv("EDITOR", "vim -u NONE")
-    monkeypatch.setattr(sys, "stdin", open(os.devnull))  # no terminal, as the viewer runs it
+    monkeypatch.setattr(sys, "stdin", io.StringIO())  # no terminal, as the viewer runs it
     for argv in (["edit", str(temp_file(tmp_path))], ["edit", "--wait", str(temp_file(tmp_path))]):
         assert cli.main(argv) == 1
         err = capsys.readouterr().err
