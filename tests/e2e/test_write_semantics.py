@@ -350,6 +350,7 @@ async def test_save_during_a_one_second_drop_lands(wm: Mount) -> None:
     r"^WARNING slfs\.fs\.operations: lookup:",
     r"^WARNING slfs\.model\.workspace: creating",
     r"^WARNING slfs\.model\.workspace: saving",
+    r"^WARNING slfs\.model\.workspace: create: Box/Newer: cannot create a file while not connected",
 )
 async def test_save_while_viewer_down(mount_factory: MountFactory) -> None:
     # A call waits up to reconnect_wait after a drop for the session to come back; then it fails.
@@ -373,7 +374,7 @@ async def test_save_while_viewer_down(mount_factory: MountFactory) -> None:
     assert rec.read_bytes() == b"written offline\n"
     assert "recovery" in (await m.status()).get("last_recovery", "") or rec.name in str(await m.status())
     start = time.monotonic()
-    assert await m.thread(errno_of, write_file, m.path("Box", "Newer"), b"x\n") == errno.EIO
+    assert await m.thread(errno_of, write_file, m.path("Box", "Newer"), b"x\n") == errno.EIO  # at open()
     assert await m.thread(errno_of, os.unlink, m.path("Box", "Main.lsl")) == errno.EIO
     assert time.monotonic() - start < 10
     # the viewer comes back; the file is still dirty: a second close sends it
