@@ -17,7 +17,7 @@ from .confine import relative
 
 # What each errno name means to an agent that gets it back from a tool.
 MEANINGS = {
-    "EACCES": "the in-world permissions of this item or its prim do not allow it",
+    "EACCES": "no modify permission on this item or its prim, or no permission to read it",
     "EPERM": "not allowed here",
     "ESTALE": "changed in-world since you read it; re-read first",
     "ENOENT": "no such object, prim or item",
