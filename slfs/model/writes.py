@@ -393,9 +393,6 @@ class Writer(Deletes):
         if isinstance(target, Item):
             # An item moved over another keeps its kind; temp and new files take the target's (a
             # notecard named `lib.lsl`, a library, is saved by `sed -i` as any notecard is).
-            if isinstance(src, Item) and src.is_script and target.is_script \
-                    and (src.info.subtype or 0) != (target.info.subtype or 0):
-                raise language_change(self.tree.path_of(src), new)
             if isinstance(src, Item) and (src.info.type, src.info.subtype or 0) != (target.info.type,
                                                                                    target.info.subtype or 0):
                 raise FsError(errno.EXDEV, f"{new}: would change the kind of item")
