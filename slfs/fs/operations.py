@@ -19,7 +19,7 @@ from typing import Any
 import pyfuse3
 
 from ..model import attribute_writes, names
-from ..model.errors import FsError, Refused
+from ..model.errors import FsError
 from ..model.naming_rules import is_overlay_name
 from ..model.options import Debug
 from ..model.overlay import Overlay
@@ -563,12 +563,8 @@ class Operations(pyfuse3.Operations):
             await self._rename_to_local(src, src_parent, old, dst_parent, new, dst)
         else:
             assert isinstance(dst_parent, Folder)
-            if isinstance(src, OverlayNode) and src.sl_attributes and isinstance(dst, Item):
-                # rsync -aX: what it set on its temporary file must be what the item has.
-                why = attribute_writes.refusal_of_all(self.tree.path_of(dst), self.attributes.xattrs(dst),
-                                                      src.sl_attributes)
-                if why is not None:
-                    raise Refused(errno.EPERM, f"{old} -> {new}: {why}")
+            if isinstance(dst, Item):  # rsync -aX: its temporary file's attributes must be the item's
+                attribute_writes.check_rename(src, old, new, self.tree.path_of(dst), self.attributes.xattrs(dst))
             await self._rename_to_remote(src, src_parent, old, dst_parent, new, dst)
 
     async def _rename_in_live(self, src: NewFile, src_parent: Node | Virtual, dst_parent: Node | Virtual, new: str,
@@ -629,15 +625,8 @@ class Operations(pyfuse3.Operations):
         if not sname.startswith(XATTR_PREFIX):
             raise FsError(errno.ENOTSUP, "")
         node = self._node(inode)
-        if isinstance(node, OverlayNode):
-            node.sl_attributes[sname] = bytes(value)  # checked when it is renamed onto an item
-            return
-        if isinstance(node, NewFile):
-            return  # not in-world yet: the new item gets the viewer's ids and state, not a copy's
         shown = self.tree.path_of(node) if isinstance(node, Node) else ".slfs"
-        why = attribute_writes.refusal(shown, self.attributes.xattrs(node), sname, bytes(value))
-        if why is not None:
-            raise Refused(errno.EPERM, why)
+        attribute_writes.set_attribute(node, shown, self.attributes.xattrs(node), sname, bytes(value))
 
     @guarded
     async def removexattr(self, inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:

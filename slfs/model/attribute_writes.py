@@ -7,12 +7,39 @@ viewer gives: they are dropped then)."""
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Mapping
 
 from ..protocol.text import one_line
+from .errors import Refused
+from .nodes import NewFile, Node, OverlayNode
 
 REVISION = "user.sl.revision"
 READ_ONLY = "the user.sl.* attributes are the viewer's and read-only (only their current values can be set)"
+
+
+def set_attribute(node: object, path: str, current: Mapping[str, bytes], name: str, value: bytes) -> None:
+    """setxattr of a user.sl.* `name` on `node` (whose attributes are `current`): kept on an overlay
+    file (checked at its rename onto an item), dropped on a file not in-world yet (the new item
+    gets the viewer's ids and state, not a copy's), else accepted when it is what the file has;
+    Refused (EPERM, with the reason) otherwise."""
+    if isinstance(node, OverlayNode):
+        node.sl_attributes[name] = value
+        return
+    if isinstance(node, NewFile):
+        return
+    why = refusal(path, current, name, value)
+    if why is not None:
+        raise Refused(errno.EPERM, why)
+
+
+def check_rename(src: Node, old: str, new: str, path: str, current: Mapping[str, bytes]) -> None:
+    """An overlay file renamed onto an item (`path`, whose attributes are `current`): what was set
+    on it (rsync -aX's temporary file) must be what the item has, or the rename is refused."""
+    if isinstance(src, OverlayNode) and src.sl_attributes:
+        why = refusal_of_all(path, current, src.sl_attributes)
+        if why is not None:
+            raise Refused(errno.EPERM, f"{old} -> {new}: {why}")
 
 
 def refusal(path: str, current: Mapping[str, bytes], name: str, value: bytes) -> str | None:

@@ -62,6 +62,7 @@ def language_change(shown: str, new_name: str) -> Refused:
                    "place: the viewer fixes it when the item is created; to have a Luau copy, copy the file "
                    "to the new name (a new item) and remove the old one")
 
+
 class Writer(Deletes):
     def __init__(self, ws: Workspace, overlay: Overlay, keeper: Keeper, sources: Sources) -> None:
         super().__init__(ws, keeper, sources)
