@@ -35,7 +35,8 @@ def test_an_earlier_revision_is_what_a_copy_taken_before_a_save_holds() -> None:
 def test_several_at_a_rename_say_the_first_and_how_many_more() -> None:
     assert refusal_of_all("A", CURRENT, dict(CURRENT)) is None
     why = refusal_of_all("A", CURRENT, {**CURRENT, "user.sl.running": b"0", "user.sl.item_id": b"other"})
-    assert why is not None and why.startswith("A: user.sl.item_id is") and why.endswith("(and 1 more attribute(s) differ)")
+    assert why is not None and why.startswith("A: user.sl.item_id is")
+    assert why.endswith("(and 1 more attribute(s) differ)")
 
 
 def test_an_overlay_file_keeps_them_for_its_rename_a_new_file_drops_them() -> None:
