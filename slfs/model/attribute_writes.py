@@ -22,7 +22,7 @@ def set_attribute(node: object, path: str, current: Mapping[str, bytes], name: s
     """setxattr of a user.sl.* `name` on `node` (whose attributes are `current`): kept on an overlay
     file (checked at its rename onto an item), dropped on a file not in-world yet (the new item
     gets the viewer's ids and state, not a copy's), else accepted when it is what the file has;
-    Refused (EPERM, with the reason) otherwise."""
+    Refused (ENOTSUP, with the reason) otherwise."""
     if isinstance(node, OverlayNode):
         node.sl_attributes[name] = value
         return
@@ -30,7 +30,7 @@ def set_attribute(node: object, path: str, current: Mapping[str, bytes], name: s
         return
     why = refusal(path, current, name, value)
     if why is not None:
-        raise Refused(errno.EPERM, why)
+        raise Refused(errno.ENOTSUP, why)  # read-only, as ever (slfs(5) ERRORS); now with the reason
 
 
 def check_rename(src: Node, old: str, new: str, path: str, current: Mapping[str, bytes]) -> None:

@@ -50,6 +50,7 @@ def test_an_overlay_file_keeps_them_for_its_rename_a_new_file_drops_them() -> No
     temp.sl_attributes["user.sl.running"] = b"1"
     check_rename(temp, ".A.lsl.XyZ123", "A.lsl", "Cube/A.lsl", CURRENT)
     set_attribute(NewFile(inode=101, uuid="", name="B.lsl"), "Cube/B.lsl", {}, "user.sl.item_id", b"x")
-    with pytest.raises(Refused):
+    with pytest.raises(Refused) as refused:
         set_attribute(object(), "Cube/A.lsl", CURRENT, "user.sl.running", b"0")
+    assert refused.value.errno == errno.ENOTSUP
     set_attribute(object(), "Cube/A.lsl", CURRENT, "user.sl.running", b"1")
