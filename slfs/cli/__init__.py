@@ -71,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
-        if exc.code == 2 and argv and argv[0] in VERBS and "--json" in argv:
+        verb = next((a for a in argv if not a.startswith("-")), None)  # after -v, if given
+        if exc.code == 2 and verb in VERBS and "--json" in argv:
             begin_run()
             emit_json_error(Parser.last_error, None, 2)
         raise

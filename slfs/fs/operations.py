@@ -630,6 +630,6 @@ class Operations(pyfuse3.Operations):
 
     @guarded
     async def removexattr(self, inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
-        if os.fsdecode(name) in self.attributes.xattrs(self._node(inode)):
-            raise FsError(errno.ENOTSUP, "")  # there, and read-only, as for setxattr
-        raise FsError(errno.ENODATA, "")
+        node = self._node(inode)
+        shown = self.tree.path_of(node) if isinstance(node, Node) else ".slfs"
+        attribute_writes.remove_attribute(node, shown, self.attributes.xattrs(node), os.fsdecode(name))

@@ -11,7 +11,7 @@ import errno
 from collections.abc import Mapping
 
 from ..protocol.text import one_line
-from .errors import Refused
+from .errors import FsError, Refused
 from .nodes import NewFile, Node, OverlayNode
 
 REVISION = "user.sl.revision"
@@ -31,6 +31,16 @@ def set_attribute(node: object, path: str, current: Mapping[str, bytes], name: s
     why = refusal(path, current, name, value)
     if why is not None:
         raise Refused(errno.ENOTSUP, why)  # read-only, as ever (slfs(5) ERRORS); now with the reason
+
+
+def remove_attribute(node: object, path: str, current: Mapping[str, bytes], name: str) -> None:
+    """removexattr: one set on an overlay file goes; one the file has is refused (ENOTSUP, with
+    the reason: rsync -aX removes what its source lacks); any other is not there (ENODATA)."""
+    if isinstance(node, OverlayNode) and node.sl_attributes.pop(name, None) is not None:
+        return
+    if name in current:
+        raise Refused(errno.ENOTSUP, f"{path}: {name} cannot be removed; {READ_ONLY}")
+    raise FsError(errno.ENODATA, "")
 
 
 def check_rename(src: Node, old: str, new: str, path: str, current: Mapping[str, bytes]) -> None:

@@ -7,8 +7,8 @@ import errno
 
 import pytest
 
-from slfs.model.attribute_writes import check_rename, refusal, refusal_of_all, set_attribute
-from slfs.model.errors import Refused
+from slfs.model.attribute_writes import check_rename, refusal, refusal_of_all, remove_attribute, set_attribute
+from slfs.model.errors import FsError, Refused
 from slfs.model.nodes import NewFile, OverlayNode
 
 CURRENT = {"user.sl.item_id": b"50f550c1-7f14-5ac6-be04-f121557806dc", "user.sl.description": b"",
@@ -54,3 +54,15 @@ def test_an_overlay_file_keeps_them_for_its_rename_a_new_file_drops_them() -> No
         set_attribute(object(), "Cube/A.lsl", CURRENT, "user.sl.running", b"0")
     assert refused.value.errno == errno.ENOTSUP
     set_attribute(object(), "Cube/A.lsl", CURRENT, "user.sl.running", b"1")
+
+
+def test_removing_one_is_refused_with_the_reason_one_not_there_is_enodata() -> None:
+    with pytest.raises(Refused) as refused:
+        remove_attribute(object(), "Cube/A.lsl", CURRENT, "user.sl.running")
+    assert refused.value.errno == errno.ENOTSUP and "user.sl.running cannot be removed" in refused.value.message
+    with pytest.raises(FsError) as absent:
+        remove_attribute(object(), "Cube/A.lsl", CURRENT, "user.sl.nope")
+    assert absent.value.errno == errno.ENODATA and not absent.value.explain
+    temp = OverlayNode(inode=100, uuid="k", name=".A.lsl.XyZ123", sl_attributes={"user.sl.running": b"1"})
+    remove_attribute(temp, ".A.lsl.XyZ123", {}, "user.sl.running")
+    assert temp.sl_attributes == {}
