@@ -8,10 +8,12 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from typing import NoReturn
 
 from .. import __version__, paths
 from ..protocol.text import printable
 from . import completion, mcp, mount
+from .output import begin_run, emit_json_error
 from .verbs import VERBS, add_verb_parsers, run_verb
 
 log = logging.getLogger("slfs")
@@ -34,8 +36,19 @@ def setup_logging(verbose: bool) -> None:
             logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, keeping its last usage error for main() (a `--json` verb prints it as
+    its JSON error object too)."""
+
+    last_error = ""
+
+    def error(self, message: str) -> NoReturn:
+        Parser.last_error = f"{self.prog}: {message}"
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="slfs", description="Mount what the Second Life viewer publishes.")
+    p = Parser(prog="slfs", description="Mount what the Second Life viewer publishes.")
     p.add_argument("--version", action="version", version=f"slfs {__version__}")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
@@ -55,7 +68,14 @@ def main(argv: list[str] | None = None) -> int:
 
         return sim_main(argv[1:])
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        verb = next((a for a in argv if not a.startswith("-")), None)  # after -v, if given
+        if exc.code == 2 and verb in VERBS and "--json" in argv:
+            begin_run()
+            emit_json_error(Parser.last_error, None, 2)
+        raise
     setup_logging(args.verbose)
     try:
         return _dispatch(parser, args, argv)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -93,6 +94,46 @@ def editor_argv(path: str, open_cmd: str | None, env: dict[str, str] | None = No
     return ["xdg-open", path], "xdg-open"
 
 
+# Editors that draw in the terminal they are started in: without one they hang or quit.
+TERMINAL_EDITORS = frozenset({
+    "vi", "vim", "vim.basic", "vim.tiny", "view", "nvim", "nvi", "elvis", "vis", "nano", "pico",
+    "micro", "joe", "jmacs", "jstar", "jpico", "jed", "ne", "mg", "zile", "hx", "helix", "kak", "mcedit",
+    "tilde", "dte", "amp",
+})
+# (program, how it runs a command): the first installed makes the example.
+TERMINALS = (("x-terminal-emulator", "-e"), ("gnome-terminal", "--"), ("konsole", "-e"),
+             ("xfce4-terminal", "-x"), ("xterm", "-e"))
+
+
+def is_terminal_editor(argv: list[str]) -> bool:
+    name = os.path.basename(argv[0])
+    if name in TERMINAL_EDITORS:
+        return True
+    # emacs opens a window unless told not to; emacsclient likewise
+    return name in ("emacs", "emacsclient") and any(a in ("-nw", "-t", "--tty", "--no-window-system")
+                                                     for a in argv[1:])
+
+
+def terminal_editor_refusal(argv: list[str], source: str, mountpoint: str | None, *, wait: bool) -> str | None:
+    """Why the editor from $VISUAL/$EDITOR cannot run here: a terminal editor, and slfs edit has no
+    terminal to give it (the viewer starts it without one; without --wait the editor is detached).
+    The message says to set the mount's open_cmd and shows one that works: the same editor in a
+    terminal window of its own."""
+    if source not in ("$VISUAL", "$EDITOR") or not is_terminal_editor(argv):
+        return None
+    has_terminal = sys.stdin.isatty()
+    if wait and has_terminal:
+        return None
+    terminal, run = next(((t, r) for t, r in TERMINALS if shutil.which(t)), TERMINALS[0])
+    example = f"{terminal} {run} {shlex.join(argv[:-1])} {{path}}"
+    mount = shlex.quote(mountpoint or os.path.expanduser("~/sl"))
+    where = "slfs edit runs without a terminal" if not has_terminal else "slfs edit without --wait detaches it"
+    return (f"{source} is {shlex.join(argv[:-1])}, a terminal editor, and {where} (the viewer starts it "
+            "without one), so it cannot run: set the mount's open_cmd to start it in a window of its own, "
+            f"for example: slfs umount {mount}; slfs mount -o open_cmd={shlex.quote(example)} {mount}"
+            + (" (or run slfs edit --wait in a terminal)" if has_terminal else ""))
+
+
 def _exit_status(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
@@ -116,6 +157,9 @@ def run_editor(live: dict[str, Any], out: dict[str, Any], *, wait: bool, json_ou
     when the editor is not found or exits non-zero within EDITOR_GRACE seconds; with `wait` it runs
     on our terminal and its exit status is returned."""
     argv, source = editor_argv(str(live["path"]), live.get("open_cmd"))
+    why = terminal_editor_refusal(argv, source, out.get("mount"), wait=wait)
+    if why is not None:
+        raise VerbError(why)
     edit_note(f"starting the editor ({source}): {shlex.join(argv)}")
     log = edit_log_path()
     offset: int | None = None  # where the editor's output starts in edit.log

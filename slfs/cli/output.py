@@ -16,9 +16,28 @@ class VerbError(Exception):
         self.status = status
 
 
+# Whether this run printed a JSON document already: a failure after it (`events -f`) adds none.
+_emitted = False
+
+
+def begin_run() -> None:
+    """A new run of a verb (main() runs many in one process in the tests): nothing printed yet."""
+    global _emitted
+    _emitted = False
+
+
 def emit_json(data: Any) -> None:
+    global _emitted
+    _emitted = True
     sys.stdout.write(json.dumps(data, default=str) + "\n")
     sys.stdout.flush()
+
+
+def emit_json_error(message: str, code: str | None, status: int) -> None:
+    """A `--json` verb that fails still prints one JSON object: the control socket's shape of a
+    failure ("error" the message, "code" the errno name or null) and the exit status."""
+    if not _emitted:
+        emit_json({"error": message, "code": code, "exit": status})
 
 
 def err(message: str) -> None:

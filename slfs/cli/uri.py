@@ -38,7 +38,8 @@ def parse_uri(uri: str) -> dict[str, Any]:
         if key:
             fields[key.strip().lower()] = value.strip()
     port_text = fields.get("port", "")
-    if not port_text.isdigit() or not 1024 <= int(port_text) <= 65535:
+    # ASCII digits only: str.isdigit() also takes superscripts, which int() then refuses.
+    if not re.fullmatch(r"[0-9]{1,5}", port_text) or not 1024 <= int(port_text) <= 65535:
         raise VerbError(f"{uri}: the port must be a number from 1024 to 65535 (got {port_text or 'none'!r})", 2)
     uuid_re = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
     md5_re = re.compile(r"^[0-9a-fA-F]{32}$")  # a live-synced script's script_id

@@ -25,7 +25,7 @@ from ..protocol.constants import RECOMPILE_TARGETS
 from ..stats import render as render_stats
 from ..status_text import status_values
 from .human import event_line, is_terminal, object_summary, use_colour, write_raw
-from .output import PrintableStream, VerbError, emit_json, err
+from .output import PrintableStream, VerbError, begin_run, emit_json, emit_json_error, err
 from .push import add_parsers as add_push_parsers
 from .push import cmd_pull, cmd_push
 
@@ -169,13 +169,18 @@ def run_verb(args: argparse.Namespace) -> int:
 
 def _run_verb(args: argparse.Namespace) -> int:
     handler = HANDLERS[args.command]
+    begin_run()
     try:
         return handler(args)
     except VerbError as exc:
         err(str(exc))
+        if getattr(args, "json", False):
+            emit_json_error(str(exc), None, exc.status)
         return exc.status
     except ClientError as exc:
         err(exc.message)
+        if getattr(args, "json", False):
+            emit_json_error(exc.message, exc.code, 1)
         return 1
     except BrokenPipeError:
         # The reader went away (`slfs events -f | head`): quietly stop.
@@ -295,7 +300,8 @@ def cmd_run_stop(args: argparse.Namespace) -> int:
 
 
 def cmd_reset(args: argparse.Namespace) -> int:
-    return _per_file(args, "reset", lambda r: f"{r['path']}: reset (state: {r['state']})")
+    return _per_file(args, "reset", lambda r: f"{r['path']}: reset (state: {r['state']}"
+                     + ("" if r.get("confirmed") else ", not yet confirmed by the viewer") + ")")
 
 
 DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|d)?\s*$")

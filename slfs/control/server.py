@@ -474,7 +474,10 @@ class ControlServer:
         if not item.is_script:
             raise FsError(errno.EINVAL, f"{p.path}: not a script")
         faulted = bool(item.info.faulted)
+        record = item.record
         await self.scripts.set_state(item, word)
+        if word == "reset":
+            return await self._reset_confirmed(item, record, faulted)
         want = {"run": True, "stop": False}.get(word)
         if want is not None:
             # set_running answers "dispatched": wait for the viewer's object.update to confirm.
@@ -489,9 +492,17 @@ class ControlServer:
             if want and item.info.faulted:
                 raise FsError(errno.EIO, f"{p.path}: the viewer accepted run, but the script is still faulted "
                               "(stopped by a run-time error); a reset clears that: reset it to start it again")
-            raise FsError(errno.ETIMEDOUT, f"{p.path}: the viewer accepted {word} but has not "
-                          f"confirmed it (state: {self.scripts.state_word(item)})")
+            raise FsError(errno.ETIMEDOUT, f"{p.path}: the viewer accepted {word} but has not yet confirmed it "
+                          f"(last known state: {self.scripts.state_word(item)})")
         return {**self._describe(item), "state": self.scripts.state_word(item), "confirmed": False}
+
+    async def _reset_confirmed(self, item: Item, record: object, faulted: bool) -> Any:
+        """A reset's answer. The viewer says nothing of a reset, except that a faulted script's
+        fault is cleared (an update of the item, after which it may fault again): that one is
+        waited for, briefly; any other reset is reported as not yet confirmed, with the state
+        last known."""
+        confirmed = faulted and await self.ws.wait_for_world(lambda: item.record is not record, FAULTED_WAIT)
+        return {**self._describe(item), "state": self.scripts.state_word(item), "confirmed": confirmed}
 
     async def _events(self, p: EventsParams) -> Any:
         events = self.events.since(p.since or 0, p.seconds)

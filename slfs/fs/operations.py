@@ -18,7 +18,7 @@ from typing import Any
 
 import pyfuse3
 
-from ..model import names
+from ..model import attribute_writes, names
 from ..model.errors import FsError
 from ..model.naming_rules import is_overlay_name
 from ..model.options import Debug
@@ -503,6 +503,7 @@ class Operations(pyfuse3.Operations):
         elif not isinstance(parent, Folder) or parent.inode == ROOT_INODE:
             raise FsError(errno.EPERM, f"{sname}: objects cannot be created from the file system")
         else:
+            await self.writer.check_can_create(parent, sname)
             node = self.writer.new_file(parent, sname)
             # A new file (MemoryFile) is created in-world when it is written, or at its release if it
             # never is; an item re-created after an rm starts empty and is saved likewise. Flushes
@@ -562,6 +563,8 @@ class Operations(pyfuse3.Operations):
             await self._rename_to_local(src, src_parent, old, dst_parent, new, dst)
         else:
             assert isinstance(dst_parent, Folder)
+            if isinstance(dst, Item):  # rsync -aX: its temporary file's attributes must be the item's
+                attribute_writes.check_rename(src, old, new, self.tree.path_of(dst), self.attributes.xattrs(dst))
             await self._rename_to_remote(src, src_parent, old, dst_parent, new, dst)
 
     async def _rename_in_live(self, src: NewFile, src_parent: Node | Virtual, dst_parent: Node | Virtual, new: str,
@@ -616,12 +619,17 @@ class Operations(pyfuse3.Operations):
 
     @guarded
     async def setxattr(self, inode: int, name: bytes, value: bytes, ctx: pyfuse3.RequestContext) -> None:
-        if os.fsdecode(name).startswith("system.posix_acl_"):
+        sname = os.fsdecode(name)
+        if sname.startswith("system.posix_acl_"):
             raise FsError(errno.EOPNOTSUPP, "")
-        raise FsError(errno.ENOTSUP, "")
+        if not sname.startswith(XATTR_PREFIX):
+            raise FsError(errno.ENOTSUP, "")
+        node = self._node(inode)
+        shown = self.tree.path_of(node) if isinstance(node, Node) else ".slfs"
+        attribute_writes.set_attribute(node, shown, self.attributes.xattrs(node), sname, bytes(value))
 
     @guarded
     async def removexattr(self, inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
-        if os.fsdecode(name) in self.attributes.xattrs(self._node(inode)):
-            raise FsError(errno.ENOTSUP, "")  # there, and read-only, as for setxattr
-        raise FsError(errno.ENODATA, "")
+        node = self._node(inode)
+        shown = self.tree.path_of(node) if isinstance(node, Node) else ".slfs"
+        attribute_writes.remove_attribute(node, shown, self.attributes.xattrs(node), os.fsdecode(name))

@@ -5,6 +5,7 @@ as agents name them."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
@@ -16,7 +17,7 @@ from .confine import relative
 
 # What each errno name means to an agent that gets it back from a tool.
 MEANINGS = {
-    "EACCES": "no modify permission on this item (a script needs copy and modify permission to be read)",
+    "EACCES": "no modify permission on this item or its prim, or no permission to read it",
     "EPERM": "not allowed here",
     "ESTALE": "changed in-world since you read it; re-read first",
     "ENOENT": "no such object, prim or item",
@@ -39,6 +40,9 @@ MEANINGS = {
     "ESHUTDOWN": "the mount is shutting down",
 }
 
+# A script's file name in a message (an error on a notecard never speaks of scripts).
+SCRIPT_NAME = re.compile(r"\.(lsl|luau)(?=[:\s,)]|$)")
+
 
 def fail(exc: ClientError, mountpoint: str | None = None) -> ToolError:
     """A ClientError as the tool error an agent reads: the reason, then the errno and its meaning."""
@@ -46,6 +50,8 @@ def fail(exc: ClientError, mountpoint: str | None = None) -> ToolError:
     if mountpoint:
         message = message.replace(mountpoint.rstrip("/") + "/", "")
     meaning = MEANINGS.get(exc.code or "")
+    if exc.code == "EACCES" and SCRIPT_NAME.search(message):
+        meaning = f"{meaning} (a script needs copy and modify permission to be read)"
     if exc.code:
         message += f" [{exc.code}" + (f": {meaning}]" if meaning else "]")
     return ToolError(printable(message))

@@ -200,7 +200,8 @@ class Tools:
             f = done_.failures[0]
             raise fail(ClientError(f.error, f.code), client.mountpoint)
         data = relativize(client.mountpoint, done_.results[0])
-        return done(f"{path}: {data.get('state')}", data)
+        confirmed = "" if data.get("confirmed") else " (not yet confirmed by the viewer)"
+        return done(f"{path}: {data.get('state')}{confirmed}", data)
 
     async def slfs_set_running(self, path: Path, on: bool) -> CallToolResult:
         """Start (on=true) or stop a script, and wait for the viewer to confirm it. A faulted

@@ -30,6 +30,13 @@ class NameRefused(FsError):
     explain = True
 
 
+class Refused(FsError):
+    """A refusal whose errno says too little (mv prints only "Operation not permitted"): the fs
+    layer puts the reason in the status, the log and an event, as for NameRefused."""
+
+    explain = True
+
+
 class CallCut(FsError):
     """The link to the viewer dropped with the call sent or about to be: whether the viewer acted
     on it is unknown (EIO unless the caller finds out: Writer._resend_cut_save)."""

@@ -281,6 +281,9 @@ class OverlayNode(Node):
 
     path: str = ""
     overlay_parent: Node | None = None  # the folder or overlay directory it lives in
+    # user.sl.* attributes set on it (rsync -aX's temporary file), checked at its rename onto an
+    # item (model/attribute_writes.py); in memory only.
+    sl_attributes: dict[str, bytes] = attrs.field(factory=dict)
 
 
 class _BuiltOnRead(Generic[T]):

@@ -59,11 +59,16 @@ log = logging.getLogger(__name__)
 STATUS_ORDER = (
     "state", "state_detail", "endpoint", "windows_paths", "viewer", "viewer_version", "viewer_features",
     "viewer_generation", "agent", "agent_id",
-    "objects", "items", "content_fetches", "fetches_pending", "last_error", "pending_saves", "last_recovery",
+    "objects", "publish_hint", "items", "content_fetches", "fetches_pending", "last_error", "pending_saves",
+    "last_recovery",
     "trash", "unsent",
     "region_unavailable",
     "background_errors", "disk_errors", "event_log_errors", "event_log_error", "kernel_refs",
 )
+
+# An older viewer (G1) has no object.list: an empty mount there is one nothing was published to yet.
+PUBLISH_HINT = ("this viewer publishes nothing until asked: in the viewer, right-click an object and choose "
+                "\"Explore in IDE\" (or use its object explorer), or run: slfs open OBJECT_UUID")
 
 # Runtime output is other residents' text: each message is bounded (a script can say 16 MB in one
 # event on viewers with no frame limit) and kept terminal-safe.
@@ -587,6 +592,8 @@ class Workspace:
         out["windows_paths"] = self.paths.status()
         out.update(objects=len(self.tree.objects), items=self.tree.item_count, content_fetches=self.fetch_count,
                    fetches_pending=self._fetch_send.statistics().current_buffer_used + self._fetching)
+        if info is not None and not info.lists_objects and self.connected and not self.tree.objects:
+            out["publish_hint"] = PUBLISH_HINT
         out["last_error"] = self.last_error or "none"
         out["background_errors"] = self.background_errors
         out["region_unavailable"] = ", ".join(sorted(self.regions_down.values())) or "none"

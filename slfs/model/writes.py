@@ -42,7 +42,7 @@ from ..protocol.types import (
 )
 from . import buffers, names
 from .deletes import Deletes
-from .errors import FsError, region_down
+from .errors import FsError, Refused, region_down
 from .history import SAVED
 from .keep import TRASH, Keeper, folder_of
 from .live_writes import LiveWriter
@@ -53,6 +53,14 @@ from .tree import Folder, Item, MemoryFile, NewFile, Node, OverlayNode
 from .workspace import Workspace
 
 log = logging.getLogger(__name__)
+
+
+def language_change(shown: str, new_name: str) -> Refused:
+    """`mv x.lsl x.luau`: EPERM with the reason, never EXDEV (mv would then copy the text into a
+    new item and delete the old one)."""
+    return Refused(errno.EPERM, f"{shown} -> {new_name}: a script's language (LSL or Luau) cannot change in "
+                   "place: the viewer fixes it when the item is created; to have a Luau copy, copy the file "
+                   "to the new name (a new item) and remove the old one")
 
 
 class Writer(Deletes):
@@ -190,6 +198,18 @@ class Writer(Deletes):
         await self.save(item)
 
     # --- new files, not yet in-world -------------------------------------------------------
+
+    async def check_can_create(self, folder: Folder, name: str) -> None:
+        """create(2) of an item name while no viewer is connected fails now, at open(): a new
+        file reaches the viewer only at its write or close, and `echo > F` ignores close's error.
+        A session that just dropped is waited for (reconnect_wait), as a call would. A name whose
+        item was renamed away or unlinked (vim's, git's write) comes back as that item: its save
+        fails at close as any save does, with the text kept in the recovery folder."""
+        if name in folder.tombstones:
+            return
+        if not await self.ws.await_viewer():
+            raise Refused(errno.EIO, f"{self.tree.path_of(folder)}/{name}: cannot create a file while not "
+                          f"connected to the viewer ({self.ws.session.state_detail})")
 
     def new_file(self, folder: Folder, name: str) -> Item | NewFile:
         """create(2) of an item name: the item unlinked or renamed away under it comes back, else a
@@ -557,7 +577,9 @@ class Writer(Deletes):
         want = parse_remote_name(new_name)
         info = item.info
         shown = self.tree.path_of(item)
-        if want.type != info.type or (want.type == "script" and want.subtype != (info.subtype or 0)):
+        if want.type == "script" == info.type and want.subtype != (info.subtype or 0):
+            raise language_change(shown, new_name)
+        if want.type != info.type:
             raise FsError(errno.EXDEV, f"{shown} -> {new_name}: changes the kind of item")
         if not item.writable:
             raise FsError(errno.EACCES, f"{shown}: no modify permission")

@@ -21,6 +21,13 @@ BAD_LSL = 'default\n{\n    state_entry()\n    {\n        llOwnerSay("oops" @);\n
 GOOD_LSL = 'default\n{\n    state_entry()\n    {\n        llOwnerSay("%s");\n    }\n}\n'
 
 
+def json_error(out: str, status: int) -> str:
+    """A failed `--json` verb's standard output: one JSON error object (slfs(1)); its message."""
+    data = json.loads(out)
+    assert set(data) == {"error", "code", "exit"} and data["exit"] == status and data["error"], data
+    return str(data["error"])
+
+
 async def save(m: Mount, rel: str, text: str) -> None:
     await m.run("sh", "-c", 'printf %s "$1" > "$2"', "sh", text, str(m.path(rel)))
 
@@ -48,12 +55,12 @@ async def test_mount_selection(mount_factory: MountFactory, tmp_path: Path) -> N
     assert data["results"][0]["path"] == str(m.path(CUBE, "Hello.lsl"))
     # --mount with a mount that is not one
     rc, out, err = await slfs(m, "status", "--json", "--mount", tmp_path, check=False)
-    assert rc != 0 and out == "" and "not an slfs mount" in err
+    assert rc == 1 and "not an slfs mount" in json_error(out, 1) and "not an slfs mount" in err
     # no mount at all
     empty = tmp_path / "norun"
     empty.mkdir()
     rc, out, err = await slfs(m, "status", "--json", check=False, env={"XDG_RUNTIME_DIR": str(empty)})
-    assert rc == 1 and out == "" and "no slfs mount is running" in err
+    assert rc == 1 and json_error(out, 1) == "no slfs mount is running" and "no slfs mount is running" in err
 
 
 async def test_several_mounts(mount_factory: MountFactory, tmp_path: Path) -> None:
@@ -69,7 +76,7 @@ async def test_several_mounts(mount_factory: MountFactory, tmp_path: Path) -> No
             (run / "slfs" / "mounts" / f.name).write_text(f.read_text())
     env = {"XDG_RUNTIME_DIR": str(run)}
     rc, out, err = await slfs(a, "status", "--json", check=False, env=env, cwd=tmp_path)
-    assert rc == 1 and out == "" and "several mounts are running" in err and "--mount" in err
+    assert rc == 1 and json_error(out, 1) and "several mounts are running" in err and "--mount" in err
     for m in (a, b):
         assert (await sj(m, "status", "--mount", m.mnt, env=env, cwd=tmp_path))["mount"] == str(m.mnt)
         assert (await sj(m, "status", env=env, cwd=m.path(CUBE)))["mount"] == str(m.mnt)
@@ -113,7 +120,7 @@ async def test_diag(mounted: Mount) -> None:
         assert rc != 0 and "diag --wait names one script" in err, (rc, out, err)
     # errors: no such path
     rc, out, err = await slfs(m, "diag", "--json", m.path(CUBE, "nope.lsl"), check=False)
-    assert rc == 1 and out == "" and "nope.lsl" in err
+    assert rc == 1 and "nope.lsl" in json_error(out, 1) and "nope.lsl" in err
 
 
 async def test_run_stop_reset(mounted: Mount) -> None:
@@ -162,7 +169,7 @@ async def test_events(mounted: Mount) -> None:
     _rc, out, _err = await slfs(m, "events")
     assert len(out.splitlines()) >= len(events) and not out.startswith("{")
     rc, out, err = await slfs(m, "events", "--since", "yesterday", check=False)
-    assert rc == 2 and out == "" and "duration" in err
+    assert rc == 2 and out == "" and "duration" in err  # not --json: no JSON
 
 
 @pytest.mark.own_mount("stops the daemon: `events -f` must end when the mount goes away")
@@ -220,7 +227,7 @@ async def test_open_and_close(mounted: Mount) -> None:
     _rc, out, _err = await slfs(m, "close", m.path("House", "Controller.lsl"))
     assert out == f"{m.path('House')}: unpublished\n"
     rc, out, err = await slfs(m, "open", "--json", "00000000-0000-4000-8000-000000000009", check=False)
-    assert rc == 1 and out == "" and err
+    assert rc == 1 and json_error(out, 1) and err
 
 
 async def test_object_commands(mounted: Mount) -> None:
@@ -237,11 +244,11 @@ async def test_object_commands(mounted: Mount) -> None:
     data = await sj(m, "recompile", "--target", "luau", m.path(CUBE, "Counter.luau"))
     assert data["command"] == "viewer.script.recompile_all"
     rc, out, err = await slfs(m, "recompile", "--json", "--target", "java", cube, check=False)
-    assert rc == 2 and out == ""
+    assert rc == 2 and "--target" in json_error(out, 2)
     rc, out, err = await slfs(m, "recompile", "--json", cube, check=False)
-    assert rc == 2 and out == "" and "--target" in err
+    assert rc == 2 and "--target" in json_error(out, 2) and "--target" in err
     rc, out, err = await slfs(m, "teleport", "--json", m.path("nowhere"), check=False)
-    assert rc == 1 and out == "" and "nowhere" in err
+    assert rc == 1 and "nowhere" in json_error(out, 1) and "nowhere" in err
 
 
 async def test_exec_and_commands(mounted: Mount) -> None:
@@ -256,11 +263,11 @@ async def test_exec_and_commands(mounted: Mount) -> None:
     data = await sj(m, "exec", "viewer.script.recompile_all", f"object_id={CUBE_ID}", 'target="mono"')
     assert data["command"] == "viewer.script.recompile_all"
     rc, out, err = await slfs(m, "exec", "--json", "viewer.teleport", "object_id=1", check=False)
-    assert rc == 1 and out == "" and err  # 1 parses as JSON: a number, which the viewer refuses
+    assert rc == 1 and json_error(out, 1) and err  # 1 parses as JSON: a number, which the viewer refuses
     rc, out, err = await slfs(m, "exec", "--json", "viewer.teleport", "noequals", check=False)
-    assert rc == 2 and out == "" and "KEY=VALUE" in err
+    assert rc == 2 and "KEY=VALUE" in json_error(out, 2) and "KEY=VALUE" in err
     rc, out, err = await slfs(m, "exec", "--json", "viewer.teleport", check=False)
-    assert rc == 1 and out == "" and "object_id" in err
+    assert rc == 1 and "object_id" in json_error(out, 1) and "object_id" in err
 
 
 async def test_open_uri_encoded_and_bad_port(mounted: Mount) -> None:
@@ -273,13 +280,13 @@ async def test_open_uri_encoded_and_bad_port(mounted: Mount) -> None:
     assert out == f"{m.path(CUBE, 'Hello.lsl')}\n"
     data = await sj(m, "open-uri", f"vscode://lindenlab.sl-vscode-plugin/connect?port={m.port}&object={LAMP_ID}")
     assert data["path"] == str(m.path("Unpublished Lamp")) and data["mount"] == str(m.mnt)
-    for port in ("80", "65536", "x", ""):
+    for port in ("80", "65536", "x", "", "\u00b2\u00b2\u00b2\u00b2", "9020x", "-9020"):
         rc, out, err = await slfs(m, "open-uri", "--json",
                                   f"vscode://lindenlab.sl-vscode-plugin/connect?port={port}&object={CUBE_ID}",
                                   check=False)
-        assert rc != 0 and out == "" and "1024" in err, (port, err)
+        assert rc == 2 and "1024" in json_error(out, 2) and "1024" in err, (port, err)
     rc, out, err = await slfs(m, "open-uri", "--json", "https://example.com/", check=False)
-    assert rc != 0 and out == ""
+    assert rc == 2 and "not a viewer launch URI" in json_error(out, 2)
 
 
 async def test_open_uri_mounts(mount_factory: MountFactory, tmp_path: Path) -> None:

@@ -302,6 +302,7 @@ async def restart(m: Mount, i: int, world: Any, sim_kwargs: dict[str, Any]) -> N
     r"^WARNING slfs\.fs\.operations: \w+: .*(not connected to the viewer|not created in-world)",
     r"^WARNING slfs\.model\.syntax: syntax files not refreshed: syntax",
     r"^WARNING slfs\.model\.workspace: (creating|saving) .* failed",
+    r"^WARNING slfs\.model\.workspace: create: .*cannot create a file while not connected",  # at open()
 )
 async def test_thirty_viewer_restarts(mount_factory: MountFactory) -> None:
     # Saves and creates take a moment, so a restart can also land while one is in flight.
@@ -436,6 +437,7 @@ async def test_readers_are_served_during_a_20_s_save(mount_factory: MountFactory
 @pytest.mark.allow_log(  # which of them a drop cuts depends on timing: any may fail, each says so
     r"^WARNING slfs\.fs\.operations: \w+: .*(not connected to the viewer|not created in-world)",
     r"^WARNING slfs\.model\.workspace: (creating|saving) .* failed",
+    r"^WARNING slfs\.model\.workspace: create: .*cannot create a file while not connected",  # at open()
     r"^WARNING slfs\.model\.workspace: .*: written after its create failed",
 )
 async def test_sixteen_writers_through_five_drops(mount_factory: MountFactory) -> None:

@@ -184,6 +184,8 @@ def parse_getfattr(text: str) -> dict[str, str]:
     return out
 
 
+@pytest.mark.allow_log(
+    r"^WARNING slfs\.model\.workspace: (setxattr|removexattr): Hello Cube/Hello\.lsl: user\.sl\.type (is|cannot)")
 async def test_getfattr(mounted: Mount) -> None:
     m = mounted
     require_tool("getfattr")
@@ -260,6 +262,7 @@ async def test_getfattr(mounted: Mount) -> None:
     for argv in (["-n", "user.sl.type", "-v", "notecard"], ["-x", "user.sl.type"]):
         res = await m.run("setfattr", *argv, m.path("Hello Cube/Hello.lsl"), check=False)
         assert res.returncode != 0 and b"Operation not supported" in res.stderr, (argv, res.stderr)
+    assert "user.sl.type cannot be removed" in (await m.status())["last_error"]  # the reason, the last one
     res = await m.run("setfattr", "-x", "user.sl.nope", m.path("Hello Cube/Hello.lsl"), check=False)
     assert res.returncode != 0 and b"No such attribute" in res.stderr
 

@@ -52,7 +52,8 @@ def test_a_port_not_listed_is_refused(no_mounts: list[tuple[int, float]], capsys
     assert "port 9999 is not the default viewer port (9020)" in err and "-o uri_ports=9999" in err
     assert cli.main(["open-uri", "-o", "uri_ports=9021,9022", "--json", uri(9999)]) == 2
     captured = capsys.readouterr()
-    assert captured.out == "" and "nor in -o uri_ports=9021,9022" in captured.err
+    assert "nor in -o uri_ports=9021,9022" in json.loads(captured.out)["error"]
+    assert "nor in -o uri_ports=9021,9022" in captured.err
     assert no_mounts == []
 
 

@@ -166,7 +166,8 @@ async def test_renameat2_flags(wm: Mount) -> None:
     assert_writes(m, t, [("object.item.modify", NOTE)])
 
 
-@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: rename:")
+@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: rename:",
+                       r"^WARNING slfs\.model\.workspace: rename: .*cannot change in place")
 async def test_mv_inside_prim_across_prims_and_kinds(wm: Mount) -> None:
     m = wm
     box = m.path("Box")
@@ -175,7 +176,14 @@ async def test_mv_inside_prim_across_prims_and_kinds(wm: Mount) -> None:
     await settle(m)
     assert item_ids(m)["Renamed"] == NOTE and content(m, NOTE) == NOTE_TEXT
     assert_writes(m, t, [("object.item.modify", NOTE)])
-    assert await m.thread(errno_of, os.rename, box / "Main.lsl", box / "Main.luau") == errno.EXDEV
+    # A script's language cannot change in place: EPERM (not EXDEV, on which mv makes a new item)
+    # and the reason in the status.
+    t, before = mark(m), item_ids(m)
+    res = await m.run("mv", box / "Main.lsl", box / "Main.luau", check=False)
+    assert res.returncode != 0 and b"not permitted" in res.stderr, res
+    assert "language (LSL or Luau) cannot change in place" in (await m.status())["last_error"]
+    await settle(m)
+    assert writes(m, t) == [] and item_ids(m) == before
     assert await m.thread(errno_of, os.rename, box / "Main.lsl", box / "Main") == errno.EXDEV
     assert await m.thread(errno_of, os.rename, box / "Renamed", box / ARM_DIR / "Renamed") == errno.EXDEV
     # mv falls back to copy and delete
@@ -342,6 +350,7 @@ async def test_save_during_a_one_second_drop_lands(wm: Mount) -> None:
     r"^WARNING slfs\.fs\.operations: lookup:",
     r"^WARNING slfs\.model\.workspace: creating",
     r"^WARNING slfs\.model\.workspace: saving",
+    r"^WARNING slfs\.model\.workspace: create: Box/Newer: cannot create a file while not connected",
 )
 async def test_save_while_viewer_down(mount_factory: MountFactory) -> None:
     # A call waits up to reconnect_wait after a drop for the session to come back; then it fails.
@@ -365,7 +374,7 @@ async def test_save_while_viewer_down(mount_factory: MountFactory) -> None:
     assert rec.read_bytes() == b"written offline\n"
     assert "recovery" in (await m.status()).get("last_recovery", "") or rec.name in str(await m.status())
     start = time.monotonic()
-    assert await m.thread(errno_of, write_file, m.path("Box", "Newer"), b"x\n") == errno.EIO
+    assert await m.thread(errno_of, write_file, m.path("Box", "Newer"), b"x\n") == errno.EIO  # at open()
     assert await m.thread(errno_of, os.unlink, m.path("Box", "Main.lsl")) == errno.EIO
     assert time.monotonic() - start < 10
     # the viewer comes back; the file is still dirty: a second close sends it

@@ -4,8 +4,11 @@ with `script=`, against a fake control client; the editors are tiny scripts in t
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
+import re
+import shlex
 import sys
 import time
 from collections.abc import Callable
@@ -15,10 +18,11 @@ from typing import Any
 import pytest
 
 from slfs import cli
-from slfs.cli.edit import editor_argv, parse_temp_name
+from slfs.cli.edit import TERMINALS, editor_argv, parse_temp_name, terminal_editor_refusal
 from slfs.cli.output import VerbError
 from slfs.client import ClientError, NoMount, mounts
 from slfs.client.live import find_temp_file
+from slfs.model.open_cmd import check_template
 
 MD5 = "0123456789abcdef0123456789abcdef"
 OBJ = "edb64ade-4edb-5ab6-9b00-726ed29bc790"
@@ -439,3 +443,38 @@ def test_open_uri_says_why_a_windows_temp_dir_is_not_used(uri_daemon: Any, tmp_p
     assert cli.main(["open-uri", uri(script=MD5)]) == 0
     out, err = capsys.readouterr()
     assert out == "/m/Box/Main.lsl\n" and "set -o wine_prefix=DIR" in err
+
+
+def test_a_terminal_editor_without_a_terminal_says_to_set_open_cmd(daemon: Any, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """The viewer starts `slfs edit` without a terminal: vim there would hang unseen. It is not
+    started; the message says to set open_cmd and gives one that runs the same editor in a window."""
+    handlers, _calls = daemon
+    handlers["live_subscribe"] = subscribed("/m/.slfs/live/x.luau")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    started = tmp_path / "vim-started"
+    vim = bin_dir / "vim"
+    vim.write_text(f"#!/bin/sh\ntouch {started}\n")
+    vim.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.setenv("EDITOR", "vim -u NONE")
+    monkeypatch.setattr(sys, "stdin", io.StringIO())  # no terminal, as the viewer runs it
+    for argv in (["edit", str(temp_file(tmp_path))], ["edit", "--wait", str(temp_file(tmp_path))]):
+        assert cli.main(argv) == 1
+        err = capsys.readouterr().err
+        assert "$EDITOR is 'vim -u NONE'" not in err and "$EDITOR is vim -u NONE, a terminal editor" in err, err
+        example = re.search(r"slfs mount -o open_cmd=('[^']*') (\S+)", err)
+        assert example and example[2] == MOUNT, err
+        words = shlex.split(example[1])[0].split()
+        assert words[-4:] == ["vim", "-u", "NONE", "{path}"] and words[0] in {t for t, _r in TERMINALS}, words
+        assert check_template(shlex.split(example[1])[0]) == words  # the mount takes it as it is
+        assert "open_cmd" in edit_log(tmp_path)
+    assert not started.exists()
+    # A window editor, or open_cmd, is started as before.
+    assert terminal_editor_refusal(["gvim", "-f", "/p"], "$EDITOR", MOUNT, wait=False) is None
+    assert terminal_editor_refusal(["vim", "/p"], "open_cmd", MOUNT, wait=False) is None
+    assert terminal_editor_refusal(["emacs", "/p"], "$VISUAL", MOUNT, wait=False) is None
+    assert terminal_editor_refusal(["emacs", "-nw", "/p"], "$VISUAL", MOUNT, wait=False) is not None

@@ -306,10 +306,22 @@ def test_run_verb_no_mount(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caps
     monkeypatch.chdir(tmp_path)
     assert cli.main(["status", "--json"]) == 1
     out, err = capsys.readouterr()
-    assert out == "" and "no slfs mount is running" in err
+    # --json: a failure is a JSON error object too (the daemon's shape: error, code; and the exit)
+    assert json.loads(out) == {"error": "no slfs mount is running", "code": "ENOENT", "exit": 1}
+    assert "no slfs mount is running" in err
     assert cli.main(["open-uri", "--json", "vscode://lindenlab.sl-vscode-plugin/connect?port=80&object=" + OBJ]) == 2
     out, err = capsys.readouterr()
-    assert out == "" and "1024" in err
+    assert json.loads(out)["exit"] == 2 and "1024" in json.loads(out)["error"] and "1024" in err
+    # a malformed port is a usage error, never a traceback (int() refuses what isdigit() takes)
+    for port in ("\u00b2\u00b2\u00b2\u00b2", "\u0669\u0660\u0662\u0660", "9020x", "", "1e4"):
+        assert cli.main(["open-uri", f"vscode://lindenlab.sl-vscode-plugin/connect?port={port}&object=" + OBJ]) == 2
+        assert "the port must be a number" in capsys.readouterr().err
+    # a usage error argparse finds: the JSON error object too, exit 2
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["recompile", "--json", "--target", "java", "x"])
+    assert exited.value.code == 2
+    data = json.loads(capsys.readouterr().out)
+    assert data["exit"] == 2 and "--target" in data["error"]
 
 
 def test_umount_of_what_is_not_mounted_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -68,6 +68,15 @@ def test_texts_and_results() -> None:
     assert "\x1b" not in str(fail(ClientError("evil \x1b]0;title\x07", "EIO")))
 
 
+def test_a_permission_error_on_a_notecard_does_not_speak_of_scripts() -> None:
+    notecard = str(fail(ClientError("/m/Box/Read Me: no modify permission", "EACCES"), "/m"))
+    assert notecard.startswith("Box/Read Me: no modify permission [EACCES: ") and "script" not in notecard
+    g1_read = str(fail(ClientError("/m/Box/Notes.txt: read: Insufficient permissions", "EACCES"), "/m"))
+    assert "script" not in g1_read
+    script = str(fail(ClientError("/m/Box/Hidden.lsl: script is not readable", "EACCES"), "/m"))
+    assert "a script needs copy and modify permission to be read" in script
+
+
 def test_which_events_concern_a_path() -> None:
     item = {"type": "runtime.debug", "scope": "item", "path": "O/A.lsl"}
     plain = {"type": "runtime.debug", "scope": "object", "path": "O"}
