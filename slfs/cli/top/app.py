@@ -1,0 +1,304 @@
+"""`slfs top`: the live view, a Textual app over the model (model.py) fed by feed.py's threads.
+
+Events are taken from the feed's queue every DRAIN seconds, in batches; an event changes the cells
+of the rows it names (DataTable.update_cell), and only a change in the rows' set (something
+published, created, deleted, or a filter) rebuilds the table, so 2,000 objects stay responsive."""
+
+from __future__ import annotations
+
+import os
+import queue
+import subprocess
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Footer, Input, RichLog, Static
+
+from ...client import ClientError, MountClient
+from ..edit import editor_argv
+from ..human import COLOURS, event_colour, event_line
+from ..output import VerbError
+from .feed import Feed
+from .frame import COLUMNS, compile_colour, cut, state_colour, widths
+from .model import Row, TopModel
+
+DRAIN = 0.1  # how often the feed's queue is read: an event is on screen well within 0.5 s
+BATCH = 5000  # at most this many messages per read, so a flood never freezes the keys
+COLUMN_KEYS = ("name", "state", "compile", "at", "output")
+EVENT_PANE_LINES = 1000
+STYLE = {name: name for name in COLOURS}
+
+
+def styled(text: str, colour: str | None) -> Text:
+    return Text(text, style=STYLE.get(colour or "", ""), no_wrap=True, end="")
+
+
+def row_cells(row: Row, w: tuple[int, ...]) -> list[Text]:
+    cells = row.cells()
+    colours = ["bold" if row.kind != "script" else None, state_colour(row), compile_colour(row), "dim",
+               "red" if row.output_error else None]
+    return [styled(cut(text, w[i]), colours[i]) for i, text in enumerate(cells)]
+
+
+class Diagnostics(ModalScreen[None]):
+    """`d`: the diagnostics of the selected script (or of what the selected folder holds)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,d,q", "dismiss", "close")]
+    DEFAULT_CSS = """
+    Diagnostics { align: center middle; }
+    Diagnostics > VerticalScroll { width: 90%; height: 80%; border: round $accent; background: $surface; }
+    """
+
+    def __init__(self, title: str, lines: list[str]) -> None:
+        super().__init__()
+        self.title_text = title
+        self.lines = lines
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Static(Text(self.title_text, style="bold"))
+            yield Static(Text("\n".join(self.lines) or "no diagnostics"))
+            yield Static(Text("escape: close", style="dim"))
+
+    async def action_dismiss(self, result: None = None) -> None:
+        self.dismiss(None)
+
+
+class TopApp(App[int]):
+    TITLE = "slfs top"
+    CSS = """
+    #header { height: 2; background: $boost; }
+    #message { height: 1; color: $warning; }
+    #tree { height: 1fr; }
+    #filter { display: none; }
+    #filter.shown { display: block; }
+    #events { height: 10; border-top: solid $primary; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("r", "state('run')", "run"),
+        Binding("s", "state('stop')", "stop"),
+        Binding("x", "state('reset')", "reset"),
+        Binding("e", "edit", "edit"),
+        Binding("d", "diagnostics", "diagnostics"),
+        Binding("slash", "filter", "filter", key_display="/"),
+        Binding("q", "quit_top", "quit"),
+        Binding("j", "move(1)", "down", show=False),
+        Binding("k", "move(-1)", "up", show=False),
+    ]
+
+    def __init__(self, client: MountClient, model: TopModel) -> None:
+        super().__init__()
+        self.client = client
+        self.model = model
+        self.feed = Feed(client, model.cursor)
+        self.needle = ""
+        self.shown: list[str] = []  # the rows in the table, in order
+        self.widths: tuple[int, ...] = ()
+
+    # --- layout ----------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="header")
+        yield Static(id="message")
+        yield DataTable(id="tree", cursor_type="row", zebra_stripes=False)
+        yield Input(placeholder="filter: part of a path (enter: keep, escape: clear)", id="filter")
+        yield RichLog(id="events", max_lines=EVENT_PANE_LINES, wrap=False, markup=False)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.rebuild()
+        pane = self.query_one("#events", RichLog)
+        for e in list(self.model.events)[-EVENT_PANE_LINES:]:
+            pane.write(self.event_text(e))
+        self.show_header()
+        self.query_one("#tree", DataTable).focus()
+        self.feed.start()
+        self.set_interval(DRAIN, self.drain)
+
+    def table(self) -> DataTable[Any]:
+        return self.query_one("#tree", DataTable)
+
+    def rebuild(self) -> None:
+        """The table anew from the model and the filter, the cursor kept on its row."""
+        table = self.table()
+        keep = self.selected()
+        self.shown = self.model.visible(self.needle)
+        self.widths = widths(self.model, self.shown, max(80, self.size.width - 2))
+        table.clear(columns=True)
+        for key, title, width in zip(COLUMN_KEYS, COLUMNS, self.widths, strict=True):
+            table.add_column(title, width=width, key=key)
+        for rel in self.shown:
+            table.add_row(*row_cells(self.model.rows[rel], self.widths), key=rel)
+        if keep in self.shown:
+            table.move_cursor(row=self.shown.index(keep), animate=False)
+
+    def update_rows(self, keys: set[str]) -> None:
+        table = self.table()
+        shown = set(self.shown)
+        for rel in keys & shown:
+            for key, cell in zip(COLUMN_KEYS, row_cells(self.model.rows[rel], self.widths), strict=True):
+                table.update_cell(rel, key, cell)
+
+    def show_header(self) -> None:
+        first, counts = self.model.header()
+        self.query_one("#header", Static).update(Text(first, style="bold") + Text("\n" + counts))
+
+    def note(self, text: str) -> None:
+        self.query_one("#message", Static).update(Text(" ".join(text.split())))
+
+    def event_text(self, e: dict[str, Any]) -> Text:
+        return Text(event_line(e), style=STYLE.get(event_colour(e) or "", ""), no_wrap=True, end="")
+
+    # --- the feed --------------------------------------------------------------------------
+
+    def drain(self) -> None:
+        changed: set[str] = set()
+        rebuild = header = False
+        pane = self.query_one("#events", RichLog)
+        for _ in range(BATCH):
+            try:
+                kind, data = self.feed.out.get_nowait()
+            except queue.Empty:
+                break
+            if kind == "event":
+                change = self.model.apply(data)
+                if change.resync:
+                    self.feed.resync()
+                changed |= change.rows
+                header = header or change.status or bool(change.rows)
+                pane.write(self.event_text(data))
+            elif kind == "listing":
+                rebuild = self.model.load(data) or rebuild
+                changed |= set(self.model.rows)
+                header = True
+            elif kind == "status":
+                header = header or data != self.model.status
+                self.model.status = data
+            elif kind == "state":  # a run, stop or reset answered
+                row = self.model.rows.get(self.model.rel(str(data.get("path", ""))))
+                if row is not None and data.get("state"):
+                    row.state = str(data["state"])
+                    changed.add(row.key)
+                    header = True
+                self.note(f"{data.get('word')}: {self.model.rel(str(data.get('path', '')))}: {data.get('state')}")
+            elif kind == "diag":
+                self.push_screen(Diagnostics(*data))
+            elif kind in ("note", "lost"):
+                self.note(str(data) if kind == "note" else f"event stream lost ({data}); retrying")
+        if rebuild:
+            self.rebuild()
+        elif changed:
+            self.update_rows(changed)
+        if header or rebuild:
+            self.show_header()
+
+    # --- keys ------------------------------------------------------------------------------
+
+    def selected(self) -> str | None:
+        table = self.table()
+        if not self.shown or table.cursor_row is None or not 0 <= table.cursor_row < len(self.shown):
+            return None
+        return self.shown[table.cursor_row]
+
+    def selected_script(self) -> Row | None:
+        rel = self.selected()
+        row = self.model.rows.get(rel) if rel else None
+        if row is None or row.kind != "script":
+            self.note("select a script first")
+            return None
+        return row
+
+    def abspath(self, rel: str) -> str:
+        return os.path.join(self.client.mountpoint, rel)
+
+    def action_move(self, step: int) -> None:
+        table = self.table()
+        table.move_cursor(row=max(0, table.cursor_row + step))
+
+    def action_state(self, word: str) -> None:
+        row = self.selected_script()
+        if row is None:
+            return
+        path = self.abspath(row.key)
+        self.note(f"{word}: {row.key} ...")
+
+        def go() -> tuple[str, Any]:
+            done = self.client.set_state(word, [path])
+            if done.failures:
+                return "note", f"{word} {row.key}: {done.failures[0].reason}"
+            return "state", {**done.results[0], "word": word}
+
+        self.feed.run(go)
+
+    def action_diagnostics(self) -> None:
+        rel = self.selected()
+        if rel is None:
+            return
+        path = self.abspath(rel)
+
+        def go() -> tuple[str, Any]:
+            result = self.client.diag(path)
+            lines = [f"{d['path']}:{d['row']}:{d['column']}: {d['level']}: {d['message']}"
+                     for d in result.data.get("diagnostics", [])]
+            return "diag", (f"diagnostics: {rel}", lines + [f"note: {n}" for n in result.notes])
+
+        self.feed.run(go)
+
+    def action_edit(self) -> None:
+        row = self.selected_script()
+        if row is None:
+            return
+        try:
+            argv, _source = editor_argv(self.abspath(row.key), None)
+        except VerbError as exc:
+            self.note(str(exc))
+            return
+        try:
+            with self.suspend():
+                status = subprocess.run(argv, check=False).returncode
+        except (OSError, Exception) as exc:  # textual's SuspendNotSupported, or no such editor
+            self.note(f"could not start the editor {argv[0]}: {exc}")
+            return
+        self.refresh()
+        self.note(f"edited {row.key}" + (f" (the editor exited with status {status})" if status else ""))
+
+    def action_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.add_class("shown")
+        box.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.needle = event.value.strip()
+        self.rebuild()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.table().focus()
+        if not event.value.strip():
+            event.input.remove_class("shown")
+
+    def on_key(self, event: Any) -> None:
+        box = self.query_one("#filter", Input)
+        if event.key == "escape" and box.has_focus:
+            box.value = ""
+            box.remove_class("shown")
+            self.table().focus()
+            event.stop()
+
+    def action_quit_top(self) -> None:
+        self.feed.stop()
+        self.exit(0)
+
+
+def run_app(client: MountClient, model: TopModel) -> int:
+    app = TopApp(client, model)
+    try:
+        code = app.run()
+    finally:
+        app.feed.stop()
+    if app.return_code not in (None, 0):
+        raise ClientError(f"slfs top ended with status {app.return_code}")
+    return int(code or 0)
