@@ -122,10 +122,14 @@ class TopApp(App[int]):
     def table(self) -> DataTable[Any]:
         return self.query_one("#tree", DataTable)
 
-    def rebuild(self) -> None:
-        """The table anew from the model and the filter, the cursor kept on its row."""
+    def rebuild(self, *, to_match: bool = False) -> None:
+        """The table anew from the model and the filter, the cursor kept on its row (`to_match`:
+        put on the first row the filter matches, rather than on an object above it)."""
         table = self.table()
         keep = self.selected()
+        if to_match and self.needle:
+            low = self.needle.casefold()
+            keep = next((rel for rel in self.model.visible(self.needle) if low in rel.casefold()), keep)
         self.shown = self.model.visible(self.needle)
         self.widths = widths(self.model, self.shown, max(80, self.size.width - 2))
         table.clear(columns=True)
@@ -136,6 +140,10 @@ class TopApp(App[int]):
         if keep in self.shown:
             table.move_cursor(row=self.shown.index(keep), animate=False)
 
+    def on_resize(self, event: Any) -> None:
+        if self.shown or self.model.order:
+            self.rebuild()
+
     def update_rows(self, keys: set[str]) -> None:
         table = self.table()
         shown = set(self.shown)
@@ -145,7 +153,9 @@ class TopApp(App[int]):
 
     def show_header(self) -> None:
         first, counts = self.model.header()
-        self.query_one("#header", Static).update(Text(first, style="bold") + Text("\n" + counts))
+        header = Text(first, style="bold", no_wrap=True, overflow="ellipsis") + Text("\n" + counts)
+        header.no_wrap, header.overflow = True, "ellipsis"
+        self.query_one("#header", Static).update(header)
 
     def note(self, text: str) -> None:
         self.query_one("#message", Static).update(Text(" ".join(text.split())))
@@ -242,9 +252,11 @@ class TopApp(App[int]):
 
         def go() -> tuple[str, Any]:
             result = self.client.diag(path)
-            lines = [f"{d['path']}:{d['row']}:{d['column']}: {d['level']}: {d['message']}"
+            # Paths in the mount, as the rows name them (the daemon's are absolute).
+            lines = [f"{self.model.rel(str(d['path']))}:{d['row']}:{d['column']}: {d['level']}: {d['message']}"
                      for d in result.data.get("diagnostics", [])]
-            return "diag", (f"diagnostics: {rel}", lines + [f"note: {n}" for n in result.notes])
+            notes = [n.removeprefix(self.client.mountpoint.rstrip("/") + "/") for n in result.notes]
+            return "diag", (f"diagnostics: {rel}", lines + [f"note: {n}" for n in notes])
 
         self.feed.run(go)
 
@@ -273,7 +285,7 @@ class TopApp(App[int]):
 
     def on_input_changed(self, event: Input.Changed) -> None:
         self.needle = event.value.strip()
-        self.rebuild()
+        self.rebuild(to_match=True)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self.table().focus()

@@ -24,13 +24,13 @@ def cut(text: str, width: int) -> str:
 
 
 def widths(model: TopModel, keys: list[str], width: int) -> tuple[int, int, int, int, int]:
-    """The columns' widths for these rows in `width` columns: names and compiles as wide as they
-    need up to a bound, the last output the rest."""
-    rows = [model.rows[k] for k in keys]
-    name = min(NAME_MAX, max([len(COLUMNS[0]), *(len(r.cells()[0]) for r in rows)]))
-    comp = min(COMPILE_MAX, max([len(COLUMNS[2]), *(len(r.compile) for r in rows)]))
-    rest = max(0, width - name - STATE_WIDTH - comp - AT_WIDTH - 4 * 2)
-    return name, STATE_WIDTH, comp, AT_WIDTH, rest
+    """The columns' widths for these rows in `width` columns: the names as wide as they need (up to
+    NAME_MAX), the compile column COMPILE_MAX (less on a narrow screen: the live view updates it in
+    place, so it cannot follow its text), the last output the rest."""
+    name = min(NAME_MAX, max([len(COLUMNS[0]), *(len(model.rows[k].cells()[0]) for k in keys)]))
+    free = max(0, width - name - STATE_WIDTH - AT_WIDTH - 4 * 2)
+    comp = min(COMPILE_MAX, max(len(COLUMNS[2]), free // 2))
+    return name, STATE_WIDTH, comp, AT_WIDTH, max(0, free - comp)
 
 
 def state_colour(row: Row) -> str | None:

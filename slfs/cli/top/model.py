@@ -227,8 +227,8 @@ class TopModel:
         viewer = " ".join(str(s[k]) for k in ("viewer", "viewer_version") if s.get(k))
         if viewer:
             line += f"  viewer: {viewer}"
-            if s.get("viewer_generation"):
-                line += f" ({s['viewer_generation']})"
+            if s.get("viewer_generation"):  # "G2-G4 (why)": the generation, not why
+                line += f" ({str(s['viewer_generation']).split(' ', 1)[0]})"
         if s.get("agent"):
             line += f"  as {s['agent']}"
         c = self.counts()
