@@ -64,7 +64,7 @@ def test_a_listing_with_the_same_rows_is_no_rebuild_and_keeps_runtime_lines() ->
     m.apply({"seq": 1, "type": "runtime.debug", "path": "cube/b.lsl", "message": "hi", "time": 100.0})
     again = listing()
     again[-1]["state"] = "stopped"
-    assert m.load(again) is False
+    assert m.load(again) is False and m.changed == {"cube/b.lsl"}
     b = m.rows["cube/b.lsl"]
     assert (b.state, b.output, b.output_at) == ("stopped", "hi", 100.0)
     assert m.load([*listing(), script("cube/c.lsl")]) is True

@@ -6,6 +6,7 @@ published, created, deleted, or a filter) rebuilds the table, so 2,000 objects s
 
 from __future__ import annotations
 
+import gc
 import os
 import queue
 import subprocess
@@ -26,7 +27,7 @@ from .feed import Feed
 from .frame import COLUMNS, compile_colour, cut, state_colour, widths
 from .model import Row, TopModel
 
-DRAIN = 0.1  # how often the feed's queue is read: an event is on screen well within 0.5 s
+DRAIN = 0.05  # how often the feed's queue is read: an event is on screen well within 0.5 s
 BATCH = 5000  # at most this many messages per read, so a flood never freezes the keys
 COLUMN_KEYS = ("name", "state", "compile", "at", "output")
 EVENT_PANE_LINES = 1000
@@ -116,6 +117,9 @@ class TopApp(App[int]):
             pane.write(self.event_text(e))
         self.show_header()
         self.query_one("#tree", DataTable).focus()
+        # What the first frame built (thousands of rows and cells) lives as long as the view: out
+        # of the collector's full passes, which would otherwise stall the view now and then.
+        gc.freeze()
         self.feed.start()
         self.set_interval(DRAIN, self.drain)
 
@@ -183,7 +187,7 @@ class TopApp(App[int]):
                 pane.write(self.event_text(data))
             elif kind == "listing":
                 rebuild = self.model.load(data) or rebuild
-                changed |= set(self.model.rows)
+                changed |= self.model.changed
                 header = True
             elif kind == "status":
                 header = header or data != self.model.status

@@ -121,6 +121,7 @@ class TopModel:
         self.events: collections.deque[dict[str, Any]] = collections.deque(maxlen=EVENTS_KEPT)
         self.cursor = 0  # the last event's seq
         self.status: dict[str, Any] = {}
+        self.changed: set[str] = set()  # the rows the last load() changed
 
     # --- the listing -----------------------------------------------------------------------
 
@@ -129,7 +130,8 @@ class TopModel:
 
     def load(self, entries: Iterable[dict[str, Any]]) -> bool:
         """The rows of a recursive listing (runtime lines kept from before): True when the set or
-        order of rows changed, so the view must be rebuilt rather than updated."""
+        order of rows changed, so the view must be rebuilt rather than updated (`changed` then
+        names the rows whose cells differ)."""
         rows: dict[str, Row] = {}
         for e in entries:
             kind = e.get("kind")
@@ -142,14 +144,17 @@ class TopModel:
                 compiled, text = listing_compile(e.get("last_compile"))
                 rows[rel] = Row(rel, "script", rel.rsplit("/", 1)[-1], rel.count("/"),
                                 state=str(e.get("state", "")), compile=text, compiled=compiled)
+        changed: set[str] = set()
         for rel, row in rows.items():
             old = self.rows.get(rel)
             if old is not None:
                 row.output, row.output_at, row.output_error = old.output, old.output_at, old.output_error
+            if old != row:
+                changed.add(rel)
         order = sorted(rows, key=lambda rel: _sort_key(rows[rel]))
-        changed = order != self.order
-        self.rows, self.order = rows, order
-        return changed
+        rebuild = order != self.order
+        self.rows, self.order, self.changed = rows, order, changed
+        return rebuild
 
     # --- events ----------------------------------------------------------------------------
 
