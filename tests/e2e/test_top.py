@@ -9,7 +9,10 @@ request's `last_compile.first`."""
 from __future__ import annotations
 
 import json
+import os
+import pty
 import shlex
+import subprocess
 import sys
 import uuid
 from collections.abc import Callable
@@ -87,6 +90,45 @@ async def test_once_json_rows(mounted: Mount) -> None:
     assert data["status"]["state"] == "connected"
     rc, _out, err = await slfs(m, "top", "--json", "--mount", str(m.mnt), check=False)
     assert rc == 2 and "--once" in err
+
+
+def on_a_terminal(argv: list[str], env: dict[str, str]) -> tuple[int, str]:
+    """Run argv with its stdout on a pseudo-terminal (stdin not one); -> (status, what it printed)."""
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=slave, stderr=subprocess.STDOUT, env=env)
+        os.close(slave)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the slave side closed
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        rc = proc.wait(timeout=60)
+    finally:
+        os.close(master)
+    return rc, b"".join(chunks).decode().replace("\r\n", "\n")
+
+
+async def test_once_on_a_terminal_is_coloured_unless_no_color(mounted: Mount) -> None:
+    m = mounted
+    argv = [sys.executable, "-m", "slfs", "top", "--once", "--mount", str(m.mnt)]
+    rc, text = await m.thread(on_a_terminal, argv, {**m.env, "COLUMNS": "160"})
+    assert rc == 0, text
+    assert "\x1b[32mrunning\x1b[0m" in text, text
+    rc, plain = await m.thread(on_a_terminal, argv, {**m.env, "COLUMNS": "160", "NO_COLOR": "1"})
+    assert rc == 0 and "\x1b[" not in plain and "running" in plain, plain
+
+
+async def test_the_live_view_needs_a_terminal(mounted: Mount) -> None:
+    m = mounted
+    rc, out, err = await slfs(m, "top", "--mount", str(m.mnt), check=False)
+    assert rc == 2 and out == "" and "--once" in err, err
+    rc, _out, err = await slfs(m, "top", "--once", "--mount", "/no/such/mount", check=False)
+    assert rc == 1 and "not an slfs mount" in err, err
 
 
 async def test_stop_confirmed_is_a_script_state_event(mounted: Mount, viewer_generation: str | None) -> None:
@@ -170,11 +212,12 @@ async def select(screen: Screen, rel: str) -> str:
     filter leaves its object and it."""
     await screen.keys("/")
     await screen.wait(lambda s: "filter: part of a path" in s, "the filter box")
-    await screen.type(rel.rsplit("/", 1)[-1])
+    name = rel.rsplit("/", 1)[-1]
+    await screen.type(name)
     await screen.wait(lambda s: row_of(s, "Twin") is None and row_of(s, rel) is not None, f"the filter {rel!r}")
     await screen.keys("Enter")
-    # The table has the keys again (the footer lists them) and the cursor on the first match.
-    return await screen.wait(lambda s: " r run " in s, "the keys back on the table")
+    # The view says so once the table has the keys again (and the cursor on the script).
+    return await screen.wait(lambda s: f"filter: {name} (/ changes it)" in s, "the keys back on the table")
 
 
 @pytest.mark.allow_log(G1_REFUSAL)

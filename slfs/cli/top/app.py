@@ -13,13 +13,13 @@ import subprocess
 from typing import Any, ClassVar
 
 from rich.text import Text
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, SuspendNotSupported
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, RichLog, Static
 
-from ...client import ClientError, MountClient
+from ...client import MountClient
 from ..edit import editor_argv
 from ..human import COLOURS, event_colour, event_line
 from ..output import VerbError
@@ -76,7 +76,6 @@ class TopApp(App[int]):
     #message { height: 1; color: $warning; }
     #tree { height: 1fr; }
     #filter { display: none; }
-    #filter.shown { display: block; }
     #events { height: 10; border-top: solid $primary; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -128,12 +127,15 @@ class TopApp(App[int]):
 
     def rebuild(self, *, to_match: bool = False) -> None:
         """The table anew from the model and the filter, the cursor kept on its row (`to_match`:
-        put on the first row the filter matches, rather than on an object above it)."""
+        put on the first script the filter matches, else its first row that matches, rather than
+        on an object above it)."""
         table = self.table()
         keep = self.selected()
         if to_match and self.needle:
             low = self.needle.casefold()
-            keep = next((rel for rel in self.model.visible(self.needle) if low in rel.casefold()), keep)
+            hits = [rel for rel in self.model.visible(self.needle) if low in rel.casefold()]
+            scripts = [rel for rel in hits if self.model.rows[rel].kind == "script"]
+            keep = (scripts or hits)[0] if hits else keep
         self.shown = self.model.visible(self.needle)
         self.widths = widths(self.model, self.shown, max(80, self.size.width - 2))
         table.clear(columns=True)
@@ -276,7 +278,7 @@ class TopApp(App[int]):
         try:
             with self.suspend():
                 status = subprocess.run(argv, check=False).returncode
-        except (OSError, Exception) as exc:  # textual's SuspendNotSupported, or no such editor
+        except (OSError, SuspendNotSupported) as exc:  # no such editor, or a terminal that cannot suspend
             self.note(f"could not start the editor {argv[0]}: {exc}")
             return
         self.refresh()
@@ -284,24 +286,27 @@ class TopApp(App[int]):
 
     def action_filter(self) -> None:
         box = self.query_one("#filter", Input)
-        box.add_class("shown")
-        box.focus()
+        box.display = True
+        self.set_focus(box)  # at once: the keys typed next are the filter's
 
     def on_input_changed(self, event: Input.Changed) -> None:
         self.needle = event.value.strip()
         self.rebuild(to_match=True)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        self.table().focus()
+        # At once (focus() would wait a turn): the next key is the table's, not the filter's.
+        self.set_focus(self.table())
         if not event.value.strip():
-            event.input.remove_class("shown")
+            event.input.display = False
+        self.note(f"filter: {self.needle} (/ changes it)" if self.needle else "no filter")
 
     def on_key(self, event: Any) -> None:
         box = self.query_one("#filter", Input)
         if event.key == "escape" and box.has_focus:
             box.value = ""
-            box.remove_class("shown")
-            self.table().focus()
+            box.display = False
+            self.set_focus(self.table())
+            self.note("no filter")
             event.stop()
 
     def action_quit_top(self) -> None:
@@ -310,11 +315,10 @@ class TopApp(App[int]):
 
 
 def run_app(client: MountClient, model: TopModel) -> int:
+    """Run the view until `q`; its exit status (Textual's 1 after an error it reported)."""
     app = TopApp(client, model)
     try:
-        code = app.run()
+        app.run()
     finally:
         app.feed.stop()
-    if app.return_code not in (None, 0):
-        raise ClientError(f"slfs top ended with status {app.return_code}")
-    return int(code or 0)
+    return int(app.return_code or 0)
