@@ -149,6 +149,7 @@ class TopApp(App[int]):
     def on_resize(self, event: Any) -> None:
         if self.shown or self.model.order:
             self.rebuild()
+        self.show_header()
 
     def update_rows(self, keys: set[str]) -> None:
         table = self.table()
@@ -159,12 +160,12 @@ class TopApp(App[int]):
 
     def show_header(self) -> None:
         first, counts = self.model.header()
-        header = Text(first, style="bold", no_wrap=True, overflow="ellipsis") + Text("\n" + counts)
-        header.no_wrap, header.overflow = True, "ellipsis"
+        width = max(20, self.size.width)  # one line each, cut as --once cuts them
+        header = Text(cut(first, width), style="bold") + Text("\n" + cut(counts, width))
         self.query_one("#header", Static).update(header)
 
     def note(self, text: str) -> None:
-        self.query_one("#message", Static).update(Text(" ".join(text.split())))
+        self.query_one("#message", Static).update(Text(cut(" ".join(text.split()), max(20, self.size.width))))
 
     def event_text(self, e: dict[str, Any]) -> Text:
         return Text(event_line(e), style=STYLE.get(event_colour(e) or "", ""), no_wrap=True, end="")
