@@ -294,3 +294,28 @@ async def test_live_view_opens_the_script_in_the_editor(mounted: Mount, tmp_path
         assert await screen.exit_status() == 0
     finally:
         await screen.close()
+
+
+@pytest.mark.own_mount("stops and starts the daemon under a running slfs top")
+@pytest.mark.viewer(2, reason="the daemon's restart is the same whatever the viewer")
+async def test_live_view_follows_the_mount_through_a_restart_of_its_daemon(mounted: Mount, tmp_path: Path) -> None:
+    need("tmux")
+    m = mounted
+    screen = Screen(m, tmp_path)
+    await screen.start()
+    try:
+        await screen.wait(lambda s: row_of(s, BROKEN) is not None, "Broken.lsl shown")
+        # Events before the restart, so that the old daemon's cursor is past what the new one says first.
+        for _ in range(3):
+            await slfs(m, "reset", m.path(HELLO))
+        await m.stop_daemon()
+        await screen.wait(lambda s: "event stream lost" in s and "unreachable" in s, "the mount's absence shown")
+        await m.start_daemon()
+        await screen.wait(lambda s: "the event stream is back" in s and "  connected  " in s, "the mount back")
+        # The new daemon's events (counted from 1 again) reach the view.
+        await m.thread(m.path(BROKEN).write_text, "\n" + BAD_LSL)
+        await screen.wait(lambda s: "1 error: 6:" in (row_of(s, BROKEN) or ""), "a compile after the restart")
+        await screen.keys("q")
+        assert await screen.exit_status() == 0
+    finally:
+        await screen.close()

@@ -204,6 +204,8 @@ class TopApp(App[int]):
                 self.note(f"{data.get('word')}: {self.model.rel(str(data.get('path', '')))}: {data.get('state')}")
             elif kind == "diag":
                 self.push_screen(Diagnostics(*data))
+            elif kind == "restarted":
+                self.model.cursor = 0  # a new daemon's events count from 1 again
             elif kind in ("note", "lost"):
                 self.note(str(data) if kind == "note" else f"event stream lost ({data}); retrying")
         if rebuild:

@@ -31,7 +31,9 @@ def snapshot(client: MountClient) -> TopModel:
     return model
 
 
-Message = tuple[str, Any]  # ("event", e) | ("listing", entries) | ("status", data) | ("note", text) | ...
+# ("event", e) | ("listing", entries) | ("status", data) | ("note", text) | ("lost", why) |
+# ("restarted", pid) | what a command answers (app.py)
+Message = tuple[str, Any]
 
 
 class Feed:
@@ -46,6 +48,7 @@ class Feed:
         self._want_listing = threading.Event()
         self._lock = threading.Lock()
         self._conn: ControlClient | None = None
+        self._pid: Any = None  # the daemon's, from its ready frame
 
     def start(self) -> None:
         for target in (self._follow, self._poll):
@@ -79,6 +82,12 @@ class Feed:
                 conn = mounts.connect(self.client.entry)
                 with self._lock:
                     self._conn = conn
+                pid = conn.ready.get("pid")
+                if self._pid is not None and pid != self._pid:
+                    # Another daemon (the mount was made again): its events count from 1.
+                    self.cursor = 0
+                    self.out.put(("restarted", pid))
+                self._pid = pid
                 if lost:
                     self.out.put(("note", "the event stream is back"))
                     self._want_listing.set()  # what happened meanwhile
