@@ -99,7 +99,8 @@ def test_events_that_change_the_rows_set_ask_the_listing_again() -> None:
 def test_events_seen_already_and_past_states_are_not_applied() -> None:
     m = model()
     assert m.apply({"seq": 3, "type": "runtime.debug", "path": "cube/b.lsl", "message": "new"}).rows
-    assert m.apply({"seq": 3, "type": "runtime.debug", "path": "cube/b.lsl", "message": "dup"}).rows == frozenset()
+    dup = m.apply({"seq": 3, "type": "runtime.debug", "path": "cube/b.lsl", "message": "dup"})
+    assert dup.rows == frozenset() and not dup.fresh
     assert m.rows["cube/b.lsl"].output == "new" and len(m.events) == 1
     # the backlog read after the listing is older than the listing: only its runtime lines count
     m.apply({"seq": 4, "type": "script.state", "path": "cube/b.lsl", "state": "stopped"}, past=True)

@@ -190,7 +190,8 @@ class TopApp(App[int]):
                     self.feed.resync()
                 changed |= change.rows
                 header = header or change.status or bool(change.rows)
-                pane.write(self.event_text(data))
+                if change.fresh:
+                    pane.write(self.event_text(data))
             elif kind == "listing":
                 rebuild = self.model.load(data) or rebuild
                 changed |= self.model.changed

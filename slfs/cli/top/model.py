@@ -95,6 +95,7 @@ class Change:
     rows: frozenset[str] = frozenset()
     resync: bool = False
     status: bool = False
+    fresh: bool = True  # False: an event seen already (not shown again)
 
 
 def _ancestors(rel: str) -> list[str]:
@@ -164,7 +165,7 @@ class TopModel:
         seq = e.get("seq")
         if isinstance(seq, int):
             if seq <= self.cursor:
-                return Change()  # seen already (a backlog that overlaps what came live)
+                return Change(fresh=False)  # seen already (a backlog that overlaps what came live)
             self.cursor = seq
         self.events.append(e)
         kind = str(e.get("type", ""))
