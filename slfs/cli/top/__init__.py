@@ -22,6 +22,8 @@ ONCE_WIDTH = 160  # --once off a terminal (and no COLUMNS): as wide as the tests
 def cmd_top(args: argparse.Namespace) -> int:
     if args.json and not args.once:
         raise VerbError("top --json: only with --once (the live view is for people)", 2)
+    if not args.once and not (is_terminal(sys.stdout) and sys.stdin.isatty()):
+        raise VerbError("top: the live view needs a terminal; use --once for one frame as text", 2)
     client = MountClient.find(args.mount)
     model = snapshot(client)
     if args.once:
@@ -34,8 +36,6 @@ def cmd_top(args: argparse.Namespace) -> int:
         width = shutil.get_terminal_size((ONCE_WIDTH, 50)).columns
         write_raw(sys.stdout, render(model, width, use_colour(sys.stdout)))
         return 0
-    if not (is_terminal(sys.stdout) and sys.stdin.isatty()):
-        raise VerbError("top: the live view needs a terminal; use --once for one frame as text", 2)
     from .app import run_app  # Textual: only for the live view
 
     return run_app(client, model)
