@@ -43,7 +43,7 @@ def test_man_page_has_content(page: Path) -> None:
 
 def test_slfs1_documents_every_verb() -> None:
     source = PAGES[0].read_text()
-    verbs = ["mount", "umount", "demo", "sim", "status", "diag", "run", "stop", "reset", "events",
+    verbs = ["mount", "umount", "demo", "sim", "status", "diag", "run", "stop", "reset", "events", "top",
              "open", "close", "teleport", "focus", "save\\-back", "reset\\-all", "recompile", "exec",
              "commands", "open\\-uri", "mcp"]
     for verb in verbs:

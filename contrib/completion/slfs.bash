@@ -5,7 +5,7 @@
 #    source ~/.local/share/bash_completion/slfs
 # See also: https://github.com/scop/bash-completion/blob/main/doc/configuration.md
 
-_shtab_slfs_subparsers=(mount umount demo sim status stats diag edit live build run stop reset events open close teleport focus save-back reset-all recompile exec commands history restore resend push pull open-uri mcp completion)
+_shtab_slfs_subparsers=(mount umount demo sim status stats diag edit live build run stop reset events top open close teleport focus save-back reset-all recompile exec commands history restore resend push pull open-uri mcp completion)
 
 _shtab_slfs_mount_option_strings=(-h --help -f --foreground --host --port -o)
 _shtab_slfs_umount_option_strings=(-h --help)
@@ -21,6 +21,7 @@ _shtab_slfs_run_option_strings=(-h --help --json --mount)
 _shtab_slfs_stop_option_strings=(-h --help --json --mount)
 _shtab_slfs_reset_option_strings=(-h --help --json --mount)
 _shtab_slfs_events_option_strings=(-h --help --json --mount -f --follow --since)
+_shtab_slfs_top_option_strings=(-h --help --json --mount --once)
 _shtab_slfs_open_option_strings=(-h --help --json --mount)
 _shtab_slfs_close_option_strings=(-h --help --json --mount)
 _shtab_slfs_teleport_option_strings=(-h --help --json --mount)
@@ -64,6 +65,7 @@ _shtab_slfs_stop___mount_COMPGEN=_slfs_compgen_dir
 _shtab_slfs_reset_pos_0_COMPGEN=_slfs_compgen_file
 _shtab_slfs_reset___mount_COMPGEN=_slfs_compgen_dir
 _shtab_slfs_events___mount_COMPGEN=_slfs_compgen_dir
+_shtab_slfs_top___mount_COMPGEN=_slfs_compgen_dir
 _shtab_slfs_open___mount_COMPGEN=_slfs_compgen_dir
 _shtab_slfs_close_pos_0_COMPGEN=_slfs_compgen_file
 _shtab_slfs_close___mount_COMPGEN=_slfs_compgen_dir
@@ -102,7 +104,7 @@ _shtab_slfs_sim___compile_failure_choices=(stoi nul)
 _shtab_slfs_sim___deferred_owner_id_choices=(absent null)
 _shtab_slfs_recompile___target_choices=(luau lsl2 mono auto)
 _shtab_slfs_completion_pos_0_choices=(bash zsh fish)
-_shtab_slfs_pos_0_choices=(mount umount demo sim status stats diag edit live build run stop reset events open close teleport focus save-back reset-all recompile exec commands history restore resend push pull open-uri mcp completion)
+_shtab_slfs_pos_0_choices=(mount umount demo sim status stats diag edit live build run stop reset events top open close teleport focus save-back reset-all recompile exec commands history restore resend push pull open-uri mcp completion)
 
 _shtab_slfs_mount__h_nargs=0
 _shtab_slfs_mount___help_nargs=0
@@ -155,6 +157,10 @@ _shtab_slfs_events___help_nargs=0
 _shtab_slfs_events___json_nargs=0
 _shtab_slfs_events__f_nargs=0
 _shtab_slfs_events___follow_nargs=0
+_shtab_slfs_top__h_nargs=0
+_shtab_slfs_top___help_nargs=0
+_shtab_slfs_top___json_nargs=0
+_shtab_slfs_top___once_nargs=0
 _shtab_slfs_open__h_nargs=0
 _shtab_slfs_open___help_nargs=0
 _shtab_slfs_open___json_nargs=0

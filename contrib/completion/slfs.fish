@@ -69,7 +69,7 @@ function _shtab_slfs_using
   test "$_shtab_slfs_cmdpath" = "$argv"
 end
 
-set -g _shtab_slfs_commands mount umount demo sim status stats diag edit live build run stop reset events open close teleport focus save-back reset-all recompile exec commands history restore resend push pull open-uri mcp completion
+set -g _shtab_slfs_commands mount umount demo sim status stats diag edit live build run stop reset events top open close teleport focus save-back reset-all recompile exec commands history restore resend push pull open-uri mcp completion
 set -g _shtab_slfs_opts_with_value --compile-failure --deferred-owner-id --delay --exec --external-editor --handshake-timeout --host --latency-ms --mount --open-editor --port --properties-delay --since --target --viewer-generation --viewer-version --windows-mount --windows-paths --windows-user --wine-prefix --world -o
 
 complete -c slfs -e
@@ -163,6 +163,11 @@ complete -c slfs -n '_shtab_slfs_using events' -l json -d 'print only JSON on st
 complete -c slfs -n '_shtab_slfs_using events' -l mount -xka "(__fish_complete_directories)" -d 'the mount to use (default: from the path, the current directory, or the only running mount)'
 complete -c slfs -n '_shtab_slfs_using events' -s f -l follow -d 'follow new events from now on (with --since: from then) until interrupted or the mount goes away'
 complete -c slfs -n '_shtab_slfs_using events' -l since -x -d 'events after the cursor (an event'"'"'s seq) or within the duration (30s, 10m, 2h, 1d)'
+complete -c slfs -n '_shtab_slfs_using; and test $_shtab_slfs_npos -eq 0' -a top -d 'a live full-screen view of the mount: objects, scripts and their run state, compiles, runtime output and events (keys: r run, s stop, x reset, e edit, d diagnostics, / filter, q quit)'
+complete -c slfs -n '_shtab_slfs_using top' -s h -l help -d 'show this help message and exit'
+complete -c slfs -n '_shtab_slfs_using top' -l json -d 'print only JSON on standard output'
+complete -c slfs -n '_shtab_slfs_using top' -l mount -xka "(__fish_complete_directories)" -d 'the mount to use (default: from the path, the current directory, or the only running mount)'
+complete -c slfs -n '_shtab_slfs_using top' -l once -d 'print one frame as text and exit'
 complete -c slfs -n '_shtab_slfs_using; and test $_shtab_slfs_npos -eq 0' -a open -d 'ask the viewer to publish an object and print its path'
 complete -c slfs -n '_shtab_slfs_using open' -s h -l help -d 'show this help message and exit'
 complete -c slfs -n '_shtab_slfs_using open' -l json -d 'print only JSON on standard output'

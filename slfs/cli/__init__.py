@@ -1,6 +1,6 @@
 """The `slfs` command line: the parser and main(). The verbs are in mount.py (mount, umount, demo),
-verbs.py (the control verbs, over slfs/client), edit.py (slfs edit), uri.py (slfs open-uri) and
-mcp.py (slfs mcp) and completion.py (slfs completion);
+verbs.py (the control verbs, over slfs/client), edit.py (slfs edit), uri.py (slfs open-uri), top/
+(slfs top), mcp.py (slfs mcp) and completion.py (slfs completion);
 `slfs sim` is the simulator's own (slfs/sim/cli.py)."""
 
 from __future__ import annotations

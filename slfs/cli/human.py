@@ -88,6 +88,8 @@ def event_message(e: dict[str, Any]) -> str:
         return head
     if kind == "script.state_requested":
         return str(e.get("action", ""))
+    if kind == "script.state":
+        return str(e.get("state", "")) + (f" (was {e['was']})" if e.get("was") else "")
     if kind in ("refused", "error"):
         parts = [str(e[k]) for k in ("operation", "errno") if e.get(k)]
         return " ".join([*parts, _one_line(e.get("message", ""))]).strip()
@@ -106,10 +108,15 @@ def event_where(e: dict[str, Any]) -> str:
     return str(e.get("object_name") or e.get("name") or "") if e.get("type") != "publish" else ""
 
 
+STATE_COLOUR = {"running": "green", "stopped": "yellow", "faulted": "red"}
+
+
 def event_colour(e: dict[str, Any]) -> str | None:
     kind = e.get("type", "")
     if kind == "compile":
         return "green" if e.get("compiled") else "red"
+    if kind == "script.state":
+        return STATE_COLOUR.get(str(e.get("state")))
     return _KIND_COLOUR.get(kind)
 
 

@@ -91,6 +91,12 @@ def add_verb_parsers(sub: Any) -> None:
     p.add_argument("--since", metavar="CURSOR|DURATION",
                    help="events after the cursor (an event's seq) or within the duration (30s, 10m, 2h, 1d)")
 
+    p = sub.add_parser("top", help="a live full-screen view of the mount: objects, scripts and their run state, "
+                       "compiles, runtime output and events (keys: r run, s stop, x reset, e edit, d diagnostics, "
+                       "/ filter, q quit)")
+    _common(p)
+    p.add_argument("--once", action="store_true", help="print one frame as text and exit")
+
     p = sub.add_parser("open", help="ask the viewer to publish an object and print its path")
     _common(p)
     p.add_argument("uuid", metavar="UUID")
@@ -150,7 +156,8 @@ def add_verb_parsers(sub: Any) -> None:
     p.add_argument("uri", metavar="URI")
 
 
-VERBS = ("status", "stats", "diag", "edit", "live", "build", "run", "stop", "reset", "events", "open", "close",
+VERBS = ("status", "stats", "diag", "edit", "live", "build", "run", "stop", "reset", "events", "top", "open",
+         "close",
          *VIEWER_VERBS, "recompile", "exec", "commands", "open-uri", "history", "restore",
          "resend", "push", "pull")
 
@@ -352,6 +359,12 @@ def cmd_events(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_top(args: argparse.Namespace) -> int:
+    from .top import cmd_top  # the view's modules: only for this verb
+
+    return cmd_top(args)
+
+
 def cmd_open(args: argparse.Namespace) -> int:
     data = MountClient.find(args.mount).open_object(args.uuid)
     if args.json:
@@ -546,6 +559,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "stop": cmd_run_stop,
     "reset": cmd_reset,
     "events": cmd_events,
+    "top": cmd_top,
     "open": cmd_open,
     "close": cmd_close,
     **{verb: cmd_viewer_verb for verb in VIEWER_VERBS},

@@ -626,8 +626,16 @@ class ControlServer:
                        last_compile=None if report is None else {
                            "compiled": report.compiled, "at": report.at, "note": report.note,
                            "source": report.source,
-                           "errors": sum(1 for d in report.diagnostics if d.level.lower() == "error")})
+                           "errors": sum(1 for d in report.diagnostics if d.level.lower() == "error"),
+                           "first": self._first_diagnostic(node)})
         return out
+
+    def _first_diagnostic(self, item: Item) -> dict[str, Any] | None:
+        """The first error of the item's last compile (else its first line of any level), its row
+        mapped to the source as `slfs diag` shows it: what a one-line summary quotes."""
+        rows = self.scripts.diagnostics_of(item)
+        errors = [d for d in rows if str(d.get("level", "")).lower() == "error"]
+        return (errors or rows)[0] if rows else None
 
 
 def encode_frame(frame: dict[str, Any]) -> bytes:

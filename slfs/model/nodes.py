@@ -145,6 +145,15 @@ class Item(Node):
         return self.info.type == "script"
 
     @property
+    def run_state(self) -> str:
+        """A script's run state as the viewer last confirmed it (object.update): faulted (stopped
+        by a run-time error), running or stopped; never an optimistic guess."""
+        info = self.info
+        if info.faulted:
+            return "faulted"
+        return "running" if info.running else "stopped"
+
+    @property
     def perms(self) -> Permissions | None:
         return self.info.permissions
 

@@ -23,10 +23,7 @@ class Scripts:
     @staticmethod
     def state_word(item: Item) -> str:
         """The run state the viewer last confirmed (object.update), never an optimistic guess."""
-        info = item.info
-        if info.faulted:
-            return "faulted"
-        return "running" if info.running else "stopped"
+        return item.run_state
 
     async def set_state(self, item: Item, text: str) -> None:
         word = text.strip()

@@ -259,10 +259,36 @@ class Workspace:
             self.emit("unpublish", object_id=msg.object_id, reason=msg.reason)
 
     def on_update(self, msg: ObjectUpdate) -> None:
+        before = self._run_states(msg.object_id)
         if not self.tree.update(msg):
             log.info("update for unpublished object %s ignored", msg.object_id)
             return
         self._changed()
+        if before is not None:
+            self._emit_run_states(msg.object_id, before)
+
+    def _run_states(self, object_id: str) -> dict[str, str] | None:
+        """The run state of each script of a built object (None for one not built: nothing was
+        shown of it, so nothing changed that anyone saw)."""
+        folder = self.tree.objects.get(object_id)
+        if folder is None or not folder.built:
+            return None
+        return {i.uuid: i.run_state for i in self.tree.items_in(folder) if i.record is not None and i.is_script}
+
+    def _emit_run_states(self, object_id: str, before: dict[str, str]) -> None:
+        """A `script.state` event for each script whose confirmed run state the update changed (or
+        that it added): what `slfs top` and the event stream see of a run, stop, reset or fault."""
+        folder = self.tree.objects.get(object_id)
+        if folder is None:
+            return
+        for item in self.tree.items_in(folder):
+            if item.record is None or not item.is_script or not item.attached:
+                continue
+            state = item.run_state
+            was = before.get(item.uuid)
+            if was != state:
+                self.emit("script.state", path=self.tree.path_of(item), item_id=item.uuid, state=state,
+                          was=was)
 
     def on_runtime_debug(self, msg: RuntimeDebug) -> None:
         self.emit("runtime.debug", **self._speaker_fields(msg), channel=clean(msg.channel, 40),

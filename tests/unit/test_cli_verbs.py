@@ -89,7 +89,7 @@ def test_every_verb_parses_with_json_and_mount() -> None:
     samples = {
         "status": [], "stats": [], "diag": ["--wait", "f"], "edit": ["--wait", "t"], "live": [],
         "build": ["f", "d"], "run": ["f"], "stop": ["f"], "reset": ["f"],
-        "events": ["-f", "--since", "1h"],
+        "events": ["-f", "--since", "1h"], "top": ["--once"],
         "open": [OBJ], "close": ["d"], "teleport": ["d"], "focus": ["d"], "save-back": ["d"], "reset-all": ["d"],
         "recompile": ["--target", "luau", "d"], "exec": ["viewer.teleport", "object_id=x"], "commands": [],
         "open-uri": ["vscode://x"], "history": ["--deleted", "d"], "restore": ["f", "2026-12-02T14:03:07Z.saved.lsl"],
