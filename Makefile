@@ -4,8 +4,9 @@ BIN := $(VENV)/bin
 # The suite runs in parallel: its end-to-end tests mostly wait (on mounts, viewers, programs), so 4
 # workers on a 2-core machine took 404 s where 3 took 463 s (tests/README.md). A module's tests stay
 # on one worker (--dist loadfile): they share the module's mounts. PYTEST_WORKERS=0 runs serially.
+# --durations: the slowest tests are printed, so a run shows where its time goes.
 PYTEST_WORKERS ?= 4
-PYTEST := $(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile --max-worker-restart=0
+PYTEST := $(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile --max-worker-restart=0 --durations=25
 export SLFS_VENV := $(abspath $(VENV))
 
 .PHONY: setup demo test lint typecheck pytest bench clean

@@ -83,18 +83,18 @@ async def test_rsync_and_cp_copy_a_tree_back_with_its_attributes(mounted: Mount,
     assert not [n for n in await m.thread(os.listdir, m.path(CUBE)) if n.startswith(".Hello.lsl.")]
 
 
-@pytest.mark.own_mount("stops the viewer")
 @pytest.mark.allow_log(r"^WARNING slfs\.model\.workspace: create: .*cannot create a file while not connected",
                        r"^WARNING slfs\.model\.syntax: syntax files not refreshed")
-async def test_a_create_while_no_viewer_is_connected_fails_at_open(mounted: Mount) -> None:
-    m = mounted
+async def test_a_create_while_no_viewer_is_connected_fails_at_open(mount_factory: MountFactory) -> None:
+    # Its own mount: it stops the viewer; a short reconnect_wait, which the create waits out first.
+    m = await mount_factory(options=["reconnect_wait=1"])
     m.stop_sim()
 
     async def away() -> bool:
         return (await m.status())["state"] != "connected"
     await m.wait_for(away, 20, "the mount saw the viewer go")
     new = m.path(CUBE, "New.lsl")
-    # bash ignores close()'s error: the redirection itself must fail (after reconnect_wait, 5 s).
+    # bash ignores close()'s error: the redirection itself must fail (after reconnect_wait).
     res = await m.run("bash", "-c", 'echo "default{}" > "$1"', "bash", new, check=False)
     assert res.returncode != 0 and b"Input/output error" in res.stderr, res
     assert await m.thread(errno_of, os.open, new, os.O_WRONLY | os.O_CREAT, 0o644) == errno.EIO
