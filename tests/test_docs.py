@@ -100,7 +100,7 @@ def test_docs_name_every_mount_option_with_its_default() -> None:
 
 
 def test_docs_state_the_naming_limits_of_the_code() -> None:
-    from slfs.model import names, naming_rules
+    from slfs.world import names, naming_rules
 
     page5 = PAGES[1].read_text()
     assert f"{naming_rules.NOTECARD_MAX:,}" in page5

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import paths
+from ..addresses import is_loopback
 from ..client.mounts import default_port
 from ..model.options import OPTION_TABLE, Debug, Options, parse_options
 
@@ -87,7 +88,6 @@ def _options(raw: list[str]) -> Options | None:
 
 def cmd_mount(args: argparse.Namespace, argv: list[str]) -> int:
     from ..daemon import Daemon, run_foreground, spawn_background
-    from ..session.peer import is_loopback
 
     options = _options(args.options)
     if options is None:

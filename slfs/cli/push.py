@@ -212,7 +212,7 @@ def report(args: argparse.Namespace, out: Out, plan: Plan, outcome: Outcome | No
 
 
 def _watched(path: str) -> bool:
-    from ..model.naming_rules import is_overlay_name
+    from ..world.naming_rules import is_overlay_name
 
     return not any(is_overlay_name(part) for part in path.split(os.sep) if part)
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import attrs
 
-from ..model.errors import FsError
-from ..model.names import CONTROL_DIR
-from ..model.naming_rules import NOTECARD_MAX, SCRIPT_MAX, is_overlay_name, parse_remote_name
+from ..world.errors import FsError
+from ..world.names import CONTROL_DIR
+from ..world.naming_rules import NOTECARD_MAX, SCRIPT_MAX, is_overlay_name, parse_remote_name
 from .errors import ClientError
 from .operations import MountClient
 from .waits import EventWait
@@ -36,7 +36,7 @@ def os_error(exc: OSError, path: str) -> ClientError:
 
 def name_error(exc: OSError, path: str) -> ClientError:
     """A create or rename the mount refused: when the new name breaks the in-world naming rule with
-    that errno (model/naming_rules.py, the mount's own), the reason, not only the errno's text."""
+    that errno (world/naming_rules.py, the mount's own), the reason, not only the errno's text."""
     name = os.path.basename(path)
     if exc.errno in (errno.EILSEQ, errno.EINVAL, errno.ENAMETOOLONG) and not is_overlay_name(name):
         try:

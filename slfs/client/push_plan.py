@@ -15,8 +15,8 @@ from typing import Any
 import attrs
 
 from .. import paths
-from ..model.errors import NameRefused
-from ..model.naming_rules import is_overlay_name, parse_remote_name, size_limit
+from ..world.errors import NameRefused
+from ..world.naming_rules import is_overlay_name, parse_remote_name, size_limit
 from .errors import ClientError
 
 MAX_FILES = 5000  # files of SRC looked at

@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ..model.errors import FsError
 from ..model.history import History, current_version_name
 from ..model.history_store import Version, digest_of
-from ..model.names import CONTROL_DIR
 from ..model.tree import Folder, Item
+from ..world.errors import FsError
+from ..world.names import CONTROL_DIR
 
 if TYPE_CHECKING:
     from .server import ControlServer

@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import trio
 
-from ..model.errors import FsError
 from ..model.history_store import digest_of
 from ..model.sources import BuildFailed
 from ..model.tree import Folder, Item
 from ..protocol.errors import METHOD_NOT_FOUND
+from ..world.errors import FsError
 from .requests import CONFIRM_TIMEOUT
 
 if TYPE_CHECKING:

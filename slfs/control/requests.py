@@ -18,7 +18,7 @@ import attrs
 import cattrs
 from cattrs.v import format_exception
 
-from ..model.errors import FsError
+from ..world.errors import FsError
 
 # How long run/stop/open wait for the viewer to confirm, unless the request says.
 CONFIRM_TIMEOUT = 15.0

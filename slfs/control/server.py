@@ -36,7 +36,6 @@ from typing import Any
 import trio
 
 from .. import jsontext
-from ..model.errors import FsError
 from ..model.events import EventLog
 from ..model.live import LiveScript
 from ..model.scripts import Scripts
@@ -54,6 +53,7 @@ from ..protocol.types import (
     ScriptList,
 )
 from ..stats import Stats
+from ..world.errors import FsError
 from .history import HistoryParams, HistoryRequests, RestoreParams
 from .push import PushRequests
 from .requests import (

@@ -8,7 +8,6 @@ import time
 
 import pyfuse3
 
-from ..model import names
 from ..model.options import Options
 from ..model.tree import (
     ROOT_INODE,
@@ -25,6 +24,7 @@ from ..model.tree import (
     Tree,
     describe_perms,
 )
+from ..world import names
 from .control import FILE, LINK, Virtual
 
 XATTR_PREFIX = "user.sl."

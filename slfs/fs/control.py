@@ -16,8 +16,6 @@ from collections.abc import Awaitable, Callable, Iterator
 
 import attrs
 
-from ..model import names
-from ..model.errors import FsError
 from ..model.events import EventLog
 from ..model.live import LIVE_DIR_KEY, LiveScript
 from ..model.scripts import Scripts
@@ -28,6 +26,8 @@ from ..protocol.ids import is_uuid
 from ..protocol.text import printable
 from ..stats import Stats, render
 from ..status_text import status_values
+from ..world import names
+from ..world.errors import FsError
 
 DIR, FILE, LINK = "dir", "file", "link"
 LIVE = "live"  # the kind of MOUNT/.slfs/live

@@ -21,11 +21,11 @@ from typing import Any, Protocol, TypeVar
 import attrs
 import pyfuse3
 
-from ..model.errors import FsError
 from ..model.live import LiveScript
 from ..model.tree import Item, MemoryFile, Node, OverlayNode, Tree
 from ..model.workspace import Workspace
 from ..model.writes import Writer
+from ..world.errors import FsError
 from .control import FILE, Virtual
 
 # A read-only open of fetched content (the warm `grep -r`) gets no Handle: its fh is the item's

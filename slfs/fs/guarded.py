@@ -37,8 +37,8 @@ from typing import Any, TypeVar, cast
 
 import pyfuse3
 
-from ..model.errors import FsError
 from ..stats import FOLD_AT, Histogram, Stats
+from ..world.errors import FsError
 
 # The handlers' log lines keep the logger they always had (tests and users filter on it).
 log = logging.getLogger("slfs.fs.operations")

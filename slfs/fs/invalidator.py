@@ -13,10 +13,10 @@ import os
 import pyfuse3
 import trio
 
-from ..model import names
 from ..model.invalidations import PendingInvalidations
 from ..model.tree import EntryChanged, InodeChanged
 from ..stats import Stats
+from ..world import names
 
 log = logging.getLogger(__name__)
 

@@ -18,9 +18,7 @@ from typing import Any
 
 import pyfuse3
 
-from ..model import attribute_writes, names
-from ..model.errors import FsError
-from ..model.naming_rules import is_overlay_name
+from ..model import attribute_writes
 from ..model.options import Debug
 from ..model.overlay import Overlay
 from ..model.tree import (
@@ -36,6 +34,9 @@ from ..model.tree import (
 from ..model.workspace import Workspace
 from ..model.writes import Writer
 from ..stats import Stats
+from ..world import names
+from ..world.errors import FsError
+from ..world.naming_rules import is_overlay_name
 from .attributes import XATTR_PREFIX, Attributes
 from .control import FILE, LINK, LIVE, Control, Virtual
 from .files import BARE_FH, FileBackend, Files, Handle

@@ -11,7 +11,7 @@ import errno
 from collections.abc import Mapping
 
 from ..protocol.text import one_line
-from .errors import FsError, Refused
+from ..world.errors import FsError, Refused
 from .nodes import NewFile, Node, OverlayNode
 
 REVISION = "user.sl.revision"

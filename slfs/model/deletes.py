@@ -12,7 +12,7 @@ import trio
 from ..protocol.types import (
     ItemDeleteParams,
 )
-from .errors import FsError
+from ..world.errors import FsError
 from .history import DELETED
 from .keep import TRASH, Keeper
 from .save import Saver

@@ -30,7 +30,7 @@ import attrs
 import trio
 
 from .. import paths
-from .names import encodable
+from ..world.names import encodable
 
 log = logging.getLogger(__name__)
 

@@ -34,9 +34,10 @@ from ..protocol.types import (
 )
 from ..sources import envelope
 from ..winpaths import PathTranslator, WindowsPathError, is_windows_path
-from . import live_files, names
+from ..world import names
+from ..world.errors import FsError
+from . import live_files
 from .compiles import CompileReport, Place, compiled_report, diagnostic_rows, event_fields
-from .errors import FsError
 from .tree import Item, NewFile, Tree
 
 log = logging.getLogger(__name__)

@@ -28,7 +28,7 @@ import tempfile
 
 import attrs
 
-from .errors import FsError
+from ..world.errors import FsError
 
 log = logging.getLogger(__name__)
 

@@ -29,11 +29,11 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
+from ..world.errors import FsError
+from ..world.naming_rules import is_replacement_name, size_limit
 from . import buffers, live_files
-from .errors import FsError
 from .history import SAVED
 from .live import POLL_MARGIN, VIEWER_POLL, LiveScript, LiveScripts
-from .naming_rules import is_replacement_name, size_limit
 from .sources import BuildFailed, Sources, wants_build
 from .tree import Item, LiveState, NewFile
 from .workspace import Workspace

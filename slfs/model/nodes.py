@@ -2,7 +2,7 @@
 files, each with its inode; and the changes the tree reports about them.
 
 An item's state is in parts with one owner each: `record` (the tree), `cache` (the Workspace),
-`edit` (the Writer) and `echo` (model/echo.py). Kernel lookup counts are the file system layer's.
+`edit` (the Writer) and `echo` (world/echo.py). Kernel lookup counts are the file system layer's.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import attrs
 import trio
 
 from ..protocol.types import InventoryItem, Permissions, PublishedObject
-from . import names
+from ..world import names
+from ..world.echo import Echo
 from .compiles import Place
-from .echo import Echo
 
 ROOT_INODE = 1
 T = TypeVar("T")

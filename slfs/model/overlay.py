@@ -23,8 +23,8 @@ from typing import Any
 
 from .. import paths
 from ..session.listener import SessionInfo
-from . import names
-from .errors import FsError
+from ..world import names
+from ..world.errors import FsError
 from .history import agent_key
 from .overlay_homes import OWN, PRIMS, Home, Index, adoptable, id_name, prim_moves
 from .tree import Folder, Item, NewFile, Node, OverlayNode, Tree

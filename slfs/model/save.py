@@ -19,11 +19,11 @@ from ..protocol.types import (
     ContentSaveParams,
     ContentSaveResponse,
 )
+from ..world.errors import CallCut, FsError, transient_save_error
+from ..world.naming_rules import size_limit
 from .compiles import CompileReport, failure_report, log_problems
-from .errors import CallCut, FsError, transient_save_error
 from .history import SAVED
 from .keep import Keeper
-from .naming_rules import size_limit
 from .sources import Build, Sources
 from .tree import Item
 from .unsent import Unsent

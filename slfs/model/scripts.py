@@ -7,8 +7,8 @@ import errno
 import os
 
 from ..protocol.types import ScriptResetParams, SetRunningParams
+from ..world.errors import FsError
 from .compiles import diagnostic_rows
-from .errors import FsError
 from .tree import Item, Node
 from .workspace import Workspace
 

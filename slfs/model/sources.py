@@ -45,8 +45,8 @@ from ..sources import (
     detect,
     envelope,
 )
+from ..world.errors import FsError
 from .compiles import CompileReport, Place
-from .errors import FsError
 from .overlay import Overlay
 from .tree import Folder, Item
 from .workspace import Workspace

@@ -7,7 +7,7 @@ import logging
 from typing import Any
 
 from ..protocol.types import SyntaxCacheFile, SyntaxCacheGetParams, SyntaxCacheList
-from .errors import FsError
+from ..world.errors import FsError
 from .workspace import Workspace
 
 log = logging.getLogger(__name__)

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import trio
 
+from ..world.errors import FsError
 from .buffers import HELD_MAX
-from .errors import FsError
 from .history import RECOVERED as RECOVERED_VERSION
 from .keep import Keeper, kept_clause
 from .tree import Item, NewFile

@@ -40,9 +40,9 @@ from ..session import CONNECTED, NotConnected, SessionInfo, ViewerSession
 from ..session.listener import ListedObject
 from ..sources import envelope
 from ..winpaths import PathTranslator, detect
+from ..world.errors import CallCut, FsError, from_rpc, region_down, transient_read_error
+from ..world.generations import features_shown, generation_of
 from .compiles import CompileReport, compiled_report, event_fields
-from .errors import CallCut, FsError, from_rpc, region_down, transient_read_error
-from .generations import features_shown, generation_of
 from .history import FETCHED, VIEWER, History, agent_key
 from .invalidations import PendingInvalidations
 from .item_times import ItemTimes

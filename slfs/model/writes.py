@@ -40,13 +40,14 @@ from ..protocol.types import (
     ItemModifyParams,
     ObjectModifyParams,
 )
-from . import buffers, names
+from ..world import names
+from ..world.errors import FsError, Refused, region_down
+from ..world.naming_rules import RemoteName, is_overlay_name, parse_remote_name
+from . import buffers
 from .deletes import Deletes
-from .errors import FsError, Refused, region_down
 from .history import SAVED
 from .keep import TRASH, Keeper, folder_of
 from .live_writes import LiveWriter
-from .naming_rules import RemoteName, is_overlay_name, parse_remote_name
 from .overlay import Overlay
 from .sources import Sources
 from .tree import Folder, Item, MemoryFile, NewFile, Node, OverlayNode
@@ -596,7 +597,7 @@ class Writer(Deletes):
         if tag is not None and names.tag_of(folder.uuid, 64).startswith(tag):
             new_name = base
         sl_name = names.to_sl(new_name)
-        from .naming_rules import check_sl_name
+        from ..world.naming_rules import check_sl_name
 
         check_sl_name(sl_name, new_name)
         if not folder.writable:

@@ -31,6 +31,8 @@ from typing import Any
 import attrs
 import trio
 
+from ..addresses import IPAddress, mapped
+
 log = logging.getLogger(__name__)
 
 LISTEN = "0A"
@@ -40,7 +42,6 @@ LISTEN = "0A"
 # (Linux include/net/tcp_states.h: 01 ESTABLISHED, 03 SYN_RECV; net/ipv4/tcp_ipv4.c get_tcp4_sock,
 # get_openreq4, get_timewait4_sock.)
 OWNED_STATES = ("01", "03")
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
 @attrs.frozen
@@ -122,16 +123,10 @@ def read_listeners(proc: str = "/proc") -> list[Listener]:
     return _listeners(read_sockets(proc) or [])
 
 
-def _mapped(addr: IPAddress) -> IPAddress:
-    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
-        return addr.ipv4_mapped
-    return addr
-
-
 def serving(listeners: Iterable[Listener], target: IPAddress, port: int) -> list[Listener]:
     """The listeners a connection to target:port may reach: those bound to it, else the wildcard ones."""
     on_port = [lst for lst in listeners if lst.port == port]
-    exact = [lst for lst in on_port if _mapped(lst.address) == target]
+    exact = [lst for lst in on_port if mapped(lst.address) == target]
     if exact:
         return exact
     v4 = isinstance(target, ipaddress.IPv4Address)
@@ -173,7 +168,7 @@ async def _targets(host: str, port: int) -> list[IPAddress]:
 
 async def check_listener(host: str, port: int) -> str | None:
     """Before connecting to host:port: the reason to refuse (a listener of another uid), or None."""
-    targets = [_mapped(t) for t in await _targets(host, port)]
+    targets = [mapped(t) for t in await _targets(host, port)]
     if not targets:
         return None
     sockets = await trio.to_thread.run_sync(read_sockets)
@@ -202,11 +197,11 @@ def judge_peer(sockets: Iterable[TcpSocket] | None, ours: Endpoint, theirs: Endp
     if sockets is None:
         return PeerCheck(seen=False)  # no /proc: nothing to judge
     sockets = list(sockets)
-    our_addr, our_port = _mapped(ours[0]), ours[1]
-    their_addr, their_port = _mapped(theirs[0]), theirs[1]
+    our_addr, our_port = mapped(ours[0]), ours[1]
+    their_addr, their_port = mapped(theirs[0]), theirs[1]
     where = _show(their_addr, their_port)
     ends = [s for s in sockets
-            if (_mapped(s.local), s.local_port, _mapped(s.remote), s.remote_port)
+            if (mapped(s.local), s.local_port, mapped(s.remote), s.remote_port)
             == (their_addr, their_port, our_addr, our_port)]
     if not ends:
         if serving(_listeners(sockets), their_addr, their_port):
@@ -238,17 +233,3 @@ async def check_connection(sock: trio.socket.SocketType) -> PeerCheck:
         return PeerCheck(f"cannot tell who is at the other end of the connection: {exc}")
     sockets = await trio.to_thread.run_sync(read_sockets)
     return judge_peer(sockets, ours, theirs, os.geteuid())
-
-
-def is_loopback(host: str) -> bool:
-    """Whether `host` names only loopback addresses (resolved through the system's resolver)."""
-    try:
-        return _mapped(ipaddress.ip_address(host)).is_loopback
-    except ValueError:
-        pass
-    try:
-        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-    except OSError:
-        return False
-    addrs = {str(info[4][0]).partition("%")[0] for info in infos}
-    return bool(addrs) and all(_mapped(ipaddress.ip_address(a)).is_loopback for a in addrs)

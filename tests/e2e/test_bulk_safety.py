@@ -32,7 +32,7 @@ from support.writes import (
     writes,
 )
 
-from slfs.model.naming_rules import NOTECARD_MAX, SCRIPT_MAX
+from slfs.world.naming_rules import NOTECARD_MAX, SCRIPT_MAX
 
 pytestmark = pytest.mark.generations("G1", "G2", "G3", "G4")
 

@@ -16,9 +16,9 @@ import trio
 from support.inproc import Driver, fails, fs_against_sim
 from support.writes import MAIN, MAIN_TEXT, NOTE, NOTE_TEXT, OBJ, write_world
 
-from slfs.model.errors import FsError
 from slfs.model.history_store import digest_of
 from slfs.model.tree import Item
+from slfs.world.errors import FsError
 
 pytestmark = pytest.mark.generations()
 

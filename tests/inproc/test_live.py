@@ -15,7 +15,7 @@ from support.live_world import BAD, GOOD, INV, world
 from slfs.fs.operations import RENAME_NOREPLACE
 from slfs.model.buffers import HELD_MAX
 from slfs.model.live import ViewerRefused
-from slfs.model.naming_rules import SCRIPT_MAX
+from slfs.world.naming_rules import SCRIPT_MAX
 
 
 async def subscribed(fs: Driver) -> tuple[str, str]:

@@ -21,9 +21,9 @@ from support.inproc import fs_against_sim
 from support.live_world import GOOD, INV, world
 
 from slfs.model import launch
-from slfs.model.errors import FsError
 from slfs.model.options import Options
 from slfs.protocol.types import ScriptList
+from slfs.world.errors import FsError
 
 EDITED = GOOD.replace('"ok"', '"edited"')
 

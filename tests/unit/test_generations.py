@@ -1,8 +1,8 @@
-"""The viewer generation a session looks like (model/generations.py, after viewer-source.md §1)."""
+"""The viewer generation a session looks like (world/generations.py, after viewer-source.md §1)."""
 
 from __future__ import annotations
 
-from slfs.model.generations import features_shown, generation_of
+from slfs.world.generations import features_shown, generation_of
 
 FIVE = dict.fromkeys(("live_sync", "compilation", "syntax_cache", "commands", "unified_diagnostics"), True)
 

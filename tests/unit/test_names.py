@@ -6,7 +6,7 @@ import attrs
 from hypothesis import given
 from hypothesis import strategies as st
 
-from slfs.model import names
+from slfs.world import names
 
 
 @attrs.frozen

@@ -6,8 +6,8 @@ import errno
 
 import pytest
 
-from slfs.model.errors import FsError, NameRefused
-from slfs.model.naming_rules import NOTECARD_MAX, SCRIPT_MAX, is_overlay_name, parse_remote_name, size_limit
+from slfs.world.errors import FsError, NameRefused
+from slfs.world.naming_rules import NOTECARD_MAX, SCRIPT_MAX, is_overlay_name, parse_remote_name, size_limit
 
 LOCAL = [".git", ".Note.swp", ".#Note", "#Note#", "Note~", "Main.lsl~", "4913", "Note.swp", "Note.swx",
          "sedAb12Cd", "XXYo5Cue", "XXaphQuh", "Note___jb_tmp___", "Note___jb_old___", ".goutputstream-AB12CD",

@@ -10,6 +10,7 @@ import sys
 import pytest
 import trio
 
+from slfs import addresses
 from slfs.session import peer
 
 pytestmark = pytest.mark.skipif(sys.byteorder != "little", reason="the samples are little-endian /proc text")
@@ -78,13 +79,13 @@ def test_wildcard_counts_only_when_nothing_is_bound_to_the_address() -> None:
 
 
 def test_loopback_hosts() -> None:
-    assert peer.is_loopback("127.0.0.1")
-    assert peer.is_loopback("127.3.4.5")
-    assert peer.is_loopback("::1")
-    assert peer.is_loopback("localhost")
-    assert not peer.is_loopback("10.1.2.3")
-    assert not peer.is_loopback("::ffff:10.1.2.3")
-    assert not peer.is_loopback("no-such-host.invalid")
+    assert addresses.is_loopback("127.0.0.1")
+    assert addresses.is_loopback("127.3.4.5")
+    assert addresses.is_loopback("::1")
+    assert addresses.is_loopback("localhost")
+    assert not addresses.is_loopback("10.1.2.3")
+    assert not addresses.is_loopback("::ffff:10.1.2.3")
+    assert not addresses.is_loopback("no-such-host.invalid")
 
 
 async def test_check_listener_reads_the_real_proc() -> None:

@@ -21,7 +21,6 @@ from slfs.control.requests import MAX_DEPTH, ViewerCommandParams, depth, structu
 from slfs.control.server import encode_frame
 from slfs.mcp.arguments import closed, problems
 from slfs.model import launch
-from slfs.model.errors import FsError
 from slfs.model.options import Options
 from slfs.protocol import codec
 from slfs.protocol import types as payloads
@@ -31,6 +30,7 @@ from slfs.session import served
 from slfs.session.challenge import ChallengeError, read_challenge
 from slfs.sim.world import load_world
 from slfs.winpaths import PathMapper, PathTranslator, match_case, within
+from slfs.world.errors import FsError
 
 DEEP = 100_000
 

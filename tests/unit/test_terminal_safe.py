@@ -7,8 +7,8 @@ import logging
 
 from slfs.cli import PrintableFormatter
 from slfs.cli.output import PrintableStream
-from slfs.model import names
 from slfs.protocol.text import printable
+from slfs.world import names
 
 HOSTILE = "a\x1b]52;c;aGk=\x07b\x1b[2J\x9b31m\r\x7f\x00\ud800"
 
