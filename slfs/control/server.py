@@ -42,12 +42,9 @@ from ..model.scripts import Scripts
 from ..model.tree import ROOT_INODE, Folder, Item, Node
 from ..model.workspace import Workspace
 from ..model.writes import Writer
+from ..protocol.command_types import VIEWER_COMMANDS, CommandExecuteParams, CommandInfo, CommandListResponse
 from ..protocol.errors import METHOD_NOT_FOUND
 from ..protocol.types import (
-    VIEWER_COMMANDS,
-    CommandExecuteParams,
-    CommandInfo,
-    CommandListResponse,
     ObjectRequestParams,
     ObjectUnpublishParams,
     ScriptList,

@@ -26,7 +26,7 @@ SUBTYPE_LSL = 0
 SUBTYPE_LUAU = 1
 
 
-def _extra() -> Any:
+def extra_field() -> Any:
     return attrs.field(factory=dict, kw_only=True, repr=False, eq=False)
 
 
@@ -57,7 +57,7 @@ class SessionHandshake:
     languages: list[str] = attrs.field(factory=list)
     syntax_id: str | None = None
     features: dict[str, bool] = attrs.field(factory=dict)
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 @attrs.frozen(kw_only=True)
@@ -70,7 +70,7 @@ class SessionHandshakeResponse:
     challenge_response: str | None = None
     script_name: str | None = None
     script_language: str | None = None
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 @attrs.frozen(kw_only=True)
@@ -79,7 +79,7 @@ class SessionOk:
 
     agent_id: str | None = None
     agent_name: str | None = None
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 DISCONNECT_NORMAL = 0
@@ -93,13 +93,13 @@ DISCONNECT_INTERNAL = 4
 class SessionDisconnect:
     reason: int
     message: str = ""
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 @attrs.frozen(kw_only=True)
 class SystemPing:
     timestamp: float | None = None
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 @attrs.frozen(kw_only=True)
@@ -107,20 +107,20 @@ class SystemPingResponse:
     pong: str = "pong"
     timestamp: float | None = None
     server_time: float | None = None
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 @attrs.frozen(kw_only=True)
 class SystemVersionResponse:
     client_name: str
     client_version: str
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 @attrs.frozen(kw_only=True)
 class SystemStatusResponse:
     status: str = "OK"
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 # --- language and syntax ----------------------------------------------------------------------
@@ -129,28 +129,28 @@ class SystemStatusResponse:
 @attrs.frozen(kw_only=True)
 class SyntaxChange:
     id: str
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 @attrs.frozen(kw_only=True)
 class SyntaxCacheList:
     files: list[str]
     success: bool = True
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 @attrs.frozen(kw_only=True)
 class SyntaxCacheGetParams:
     filename: str | None = None
     as_json: bool | None = None
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 @attrs.frozen(kw_only=True)
 class SyntaxCacheFile:
     content: Any  # a string, or an object when as_json was true
     success: bool = True
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 # --- script subscription ----------------------------------------------------------------------
@@ -161,7 +161,7 @@ class ScriptSubscribe:
     script_id: str
     script_name: str
     script_language: str
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 @attrs.frozen(kw_only=True)
@@ -173,13 +173,13 @@ class ScriptSubscribeResponse:
     object_id: str | None = None
     root_id: str | None = None
     item_id: str | None = None
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 @attrs.frozen(kw_only=True)
 class ScriptUnsubscribe:
     script_id: str
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 @attrs.frozen(kw_only=True)
@@ -187,7 +187,7 @@ class ScriptList:
     temp_dir: str
     script_ids: list[str]
     success: bool = True
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 # --- compilation and runtime ------------------------------------------------------------------
@@ -200,7 +200,7 @@ class Diagnostic:
     level: str
     message: str
     format: str | None = None
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 @attrs.frozen(kw_only=True)
@@ -216,7 +216,7 @@ class CompilationResult:
     object_id: str | None = None
     prim_id: str | None = None
     item_id: str | None = None
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 @attrs.frozen(kw_only=True)
@@ -226,7 +226,7 @@ class ItemRef:
     item_id: str = ""
     name: str = ""
     language: str = ""
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 @attrs.frozen(kw_only=True)
@@ -243,7 +243,7 @@ class RuntimeDebug:
     channel: str = "debug"
     script_id: str | None = None
     item: ItemRef | None = None
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 @attrs.frozen(kw_only=True)
@@ -264,7 +264,7 @@ class RuntimeError_:
     channel: str = "debug"
     script_id: str | None = None
     item: ItemRef | None = None
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 # --- object explorer: core data ---------------------------------------------------------------
@@ -280,7 +280,7 @@ class Permissions:
 
     owner: int
     next_owner: int | None = None
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
     dropped: frozenset[str] = _dropped()
 
     def merged(self, later: Permissions | None) -> Permissions:
@@ -312,7 +312,7 @@ class InventoryItem:
     permissions: Permissions | None = None
     creator_id: str | None = None
     revision: int | None = None  # V2: raised whenever the item's asset changes
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
     dropped: frozenset[str] = _dropped()
 
     @property
@@ -332,7 +332,7 @@ class LinkedObject:
     link_description: str | None = None
     permissions: Permissions | None = None
     inventory: list[InventoryItem] = attrs.field(factory=list)
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
     dropped: frozenset[str] = _dropped()
 
 
@@ -347,14 +347,14 @@ class PublishedObject:
     can_save_back: bool | None = None
     inventory: list[InventoryItem] = attrs.field(factory=list)
     linked_objects: list[LinkedObject] | None = None
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
     dropped: frozenset[str] = _dropped()
 
 
 @attrs.frozen(kw_only=True)
 class ObjectPublish:
     object: PublishedObject
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 UNPUBLISH_REASONS = ("manual", "republish", "user", "deleted", "linked")
@@ -364,13 +364,13 @@ UNPUBLISH_REASONS = ("manual", "republish", "user", "deleted", "linked")
 class ObjectUnpublish:
     object_id: str
     reason: str | None = None
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 @attrs.frozen(kw_only=True)
 class ObjectUnpublishParams:
     object_id: str | None = None
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 @attrs.frozen(kw_only=True)
@@ -382,7 +382,7 @@ class InventoryChanges:
     modified: list[InventoryItem] | None = None
     content_changed: list[str] | None = None
     running_changed: list[dict[str, Any]] | None = None
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 @attrs.frozen(kw_only=True)
@@ -392,7 +392,7 @@ class LinkedObjectModified:
     link_description: str | None = None
     permissions: Permissions | None = None  # child prim properties (newer viewers)
     inventory: list[InventoryItem] | None = None
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 @attrs.frozen(kw_only=True)
@@ -400,14 +400,14 @@ class LinkedObjectChanges:
     added: list[LinkedObject] | None = None
     removed: list[str] | None = None
     modified: list[LinkedObjectModified] | None = None
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 @attrs.frozen(kw_only=True)
 class ObjectChanges:
     inventory: InventoryChanges | None = None
     linked_objects: LinkedObjectChanges | None = None
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 @attrs.frozen(kw_only=True)
@@ -422,7 +422,7 @@ class ObjectUpdate:
     inventory: list[InventoryItem] | None = None
     linked_objects: list[LinkedObject] | None = None
     changes: ObjectChanges | None = None
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 # --- object explorer: calls -------------------------------------------------------------------
@@ -434,7 +434,7 @@ class ItemAddress:
 
     prim_id: str | None = None
     item_id: str | None = None
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 ContentGetParams = ItemAddress
@@ -452,7 +452,7 @@ class ContentGetResponse:
     # Newer viewers: how many inventory items the notecard embeds beside its text (a count, not a
     # list; doc/external-editor-json-rpc.md in AlchemyViewer/Alchemy, ObjectContentGetResponse).
     embedded_items: int | None = None
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 @attrs.frozen(kw_only=True)
@@ -462,7 +462,7 @@ class ContentSaveParams:
     content: str | None = None
     vm: str | None = None
     running: bool | None = None
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 @attrs.frozen(kw_only=True)
@@ -475,7 +475,7 @@ class ContentSaveResponse:
     # lines, G1's explorer), of any shape; read them with protocol.compile_output.compile_rows.
     diagnostics: Any = None
     errors: Any = None
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 @attrs.frozen(kw_only=True)
@@ -485,7 +485,7 @@ class ItemCreateParams:
     type: str | None = None
     vm: str | None = None
     text: str | None = None
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 @attrs.frozen(kw_only=True)
@@ -502,7 +502,7 @@ class ItemCreateResponse:
     permissions: Permissions | None = None
     creator_id: str | None = None
     revision: int | None = None
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
     def as_item(self) -> InventoryItem:
         return InventoryItem(
@@ -517,7 +517,7 @@ class SetRunningParams:
     prim_id: str | None = None
     item_id: str | None = None
     running: bool | None = None
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 @attrs.frozen(kw_only=True)
@@ -525,25 +525,25 @@ class SuccessResponse:
     """Results that carry only `success` (set_running, script.reset, object.request)."""
 
     success: bool = True
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 @attrs.frozen(kw_only=True)
 class ObjectRequestParams:
     object_id: str | None = None
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 @attrs.frozen(kw_only=True)
 class ObjectListResponse:
     objects: list[PublishedObject]
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 @attrs.frozen(kw_only=True)
 class NextOwnerPermissions:
     next_owner: int | None = None
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 @attrs.frozen(kw_only=True)
@@ -552,7 +552,7 @@ class ObjectModifyParams:
     name: str | None = None
     description: str | None = None
     permissions: NextOwnerPermissions | None = None
-    extra: dict[str, Any] = _extra()
+    extra: dict[str, Any] = extra_field()
 
 
 @attrs.frozen(kw_only=True)
@@ -562,45 +562,4 @@ class ItemModifyParams:
     name: str | None = None
     description: str | None = None
     permissions: NextOwnerPermissions | None = None
-    extra: dict[str, Any] = _extra()
-
-
-# --- commands -------------------------------------------------------------------------------
-
-
-@attrs.frozen(kw_only=True)
-class CommandExecuteParams:
-    command: str | None = None
-    params: dict[str, Any] | None = None
-    extra: dict[str, Any] = _extra()
-
-
-@attrs.frozen(kw_only=True)
-class CommandParamInfo:
-    type: str
-    required: bool | None = None
-    description: str | None = None
-    extra: dict[str, Any] = _extra()
-
-
-@attrs.frozen(kw_only=True)
-class CommandInfo:
-    command: str
-    description: str | None = None
-    params: dict[str, CommandParamInfo] | None = None
-    extra: dict[str, Any] = _extra()
-
-
-@attrs.frozen(kw_only=True)
-class CommandListResponse:
-    commands: list[CommandInfo]
-    extra: dict[str, Any] = _extra()
-
-
-VIEWER_COMMANDS: dict[str, tuple[str, ...]] = {
-    "viewer.teleport": ("object_id",),
-    "viewer.camera.focus": ("object_id",),
-    "viewer.object.save_back_to_contents": ("object_id",),
-    "viewer.script.reset_all": ("object_id",),
-    "viewer.script.recompile_all": ("object_id", "target"),
-}
+    extra: dict[str, Any] = extra_field()

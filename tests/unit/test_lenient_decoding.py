@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from slfs.protocol import ProtocolError, from_json, to_json
+from slfs.protocol import command_types as ct
 from slfs.protocol import types as t
 from slfs.protocol.codec import UNKNOWN_FIELD, field_key
 
@@ -282,13 +283,13 @@ def test_an_odd_nested_payload_is_ignored_with_its_inner_path() -> None:
 
 def test_payloads_in_a_mapping_are_reported_under_their_key() -> None:
     seen: list[tuple[str, str]] = []
-    got = from_json(t.CommandListResponse, {"commands": [{"command": "viewer.teleport", "params": {
+    got = from_json(ct.CommandListResponse, {"commands": [{"command": "viewer.teleport", "params": {
         "object_id": {"type": "uuid", "hint": "x"}, "target": {"type": "string", "required": "yes"}}}]},
         on_ignored=lambda f, why: seen.append((f, why)))
     assert got.commands[0].params is not None and got.commands[0].params["target"].required is None
     assert seen == [("commands[].params.object_id.hint", UNKNOWN_FIELD),
                     ("commands[].params.target.required", "must be a boolean")]
-    bad = from_json(t.CommandInfo, {"command": "c", "params": {"a": {"type": "t"}, "b": {"required": True}}},
+    bad = from_json(ct.CommandInfo, {"command": "c", "params": {"a": {"type": "t"}, "b": {"required": True}}},
                     on_ignored=lambda f, why: seen.append((f, why)))
     assert bad.params is None and seen[-1] == ("params.b.type", "is required")
 

@@ -21,6 +21,7 @@ from slfs.protocol import (
     parse_message,
     to_json,
 )
+from slfs.protocol import command_types as ct
 from slfs.protocol import errors as codes
 from slfs.protocol import types as t
 
@@ -103,7 +104,7 @@ def test_any_json_only_raises_protocol_error(value: Any) -> None:
 
 PAYLOADS = [t.PublishedObject, t.ObjectUpdate, t.ObjectUnpublish, t.ContentGetResponse, t.ContentSaveResponse,
             t.ItemCreateResponse, t.SessionHandshake, t.SessionOk, t.RuntimeDebug, t.RuntimeError_,
-            t.CommandListResponse, t.ObjectListResponse, t.SystemPingResponse, t.CompilationResult]
+            ct.CommandListResponse, t.ObjectListResponse, t.SystemPingResponse, t.CompilationResult]
 
 
 @settings(max_examples=200)
@@ -161,7 +162,7 @@ def test_params_objects_encode_like_the_dicts_they_replace() -> None:
         "prim_id": "p", "item_id": "i", "running": False}
     assert to_json(t.ObjectModifyParams(prim_id="p", permissions=t.NextOwnerPermissions(next_owner=0))) == {
         "prim_id": "p", "permissions": {"next_owner": 0}}
-    assert to_json(t.CommandExecuteParams(command="c", params={})) == {"command": "c", "params": {}}
+    assert to_json(ct.CommandExecuteParams(command="c", params={})) == {"command": "c", "params": {}}
     assert to_json(t.SessionDisconnect(reason=1, extra={"why": "x"})) == {"reason": 1, "message": "", "why": "x"}
     assert encode_params(t.ItemAddress(item_id="i")) == {"item_id": "i"}
     assert encode_params({"a": None}) == {"a": None}
