@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import errno
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
@@ -24,9 +24,7 @@ from ..model.history_store import Version, digest_of
 from ..model.tree import Folder, Item
 from ..world.errors import FsError
 from ..world.names import CONTROL_DIR
-
-if TYPE_CHECKING:
-    from .server import ControlServer
+from .context import Commands, MountContext
 
 FLUSH_WAIT = 5.0  # what was seen just before the request is in the store before it is answered
 
@@ -53,9 +51,12 @@ class _Target:
 
 
 class HistoryRequests:
-    def __init__(self, server: ControlServer) -> None:
-        self.server = server
-        self.ws = server.ws
+    def __init__(self, ctx: MountContext) -> None:
+        self.ctx = ctx
+        self.ws = ctx.ws
+
+    def register(self, commands: Commands) -> None:
+        commands.update(history=(HistoryParams, self.history), restore=(RestoreParams, self.restore))
 
     @property
     def store(self) -> History:
@@ -75,7 +76,7 @@ class HistoryRequests:
     def _target(self, path: Any) -> _Target:
         shown, version, _ = self._split(path)
         try:
-            node = self.server.resolve(shown)
+            node = self.ctx.resolve(shown)
         except FsError as exc:
             if exc.errno != errno.ENOENT:
                 raise
@@ -86,7 +87,7 @@ class HistoryRequests:
         if node is not None:
             raise FsError(errno.EISDIR, f"{path}: not an item file")
         parent_path, _, name = os.path.normpath(shown).rpartition("/")
-        folder = self.server.resolve(parent_path or self.ws.mountpoint)
+        folder = self.ctx.resolve(parent_path or self.ws.mountpoint)
         if not isinstance(folder, Folder) or folder is self.ws.tree.root:
             raise FsError(errno.ENOENT, f"{path}: no such item")
         shown_now = {n: i.uuid for n, i in folder.entries.items() if isinstance(i, Item)}
@@ -117,13 +118,13 @@ class HistoryRequests:
         target = self._target(p.path)
         current = await self._current_digest(target.item)
         files = [(n, v) for n, (v, inworld) in self.store.version_files(target.item_id).items() if not inworld]
-        folder_path = self.server.scripts.abspath(target.folder)
+        folder_path = self.ctx.scripts.abspath(target.folder)
         return {"path": os.path.join(folder_path, target.name), "item_id": target.item_id,
                 "exists": target.item is not None,
                 "versions": [self._describe(n, v, current) for n, v in files]}
 
     def _deleted(self, path: Any) -> dict[str, Any]:
-        folder = self.server.resolve(path)
+        folder = self.ctx.resolve(path)
         if not isinstance(folder, Folder) or folder is self.ws.tree.root:
             raise FsError(errno.EINVAL, f"{path}: not an object or prim folder")
         prims = [folder, *folder.prims.values()] if not folder.is_child else [folder]
@@ -138,12 +139,12 @@ class HistoryRequests:
                 if not versions:
                     continue
                 last = versions[0]
-                items.append({"name": name, "path": os.path.join(self.server.scripts.abspath(prim), name),
+                items.append({"name": name, "path": os.path.join(self.ctx.scripts.abspath(prim), name),
                               "item_id": item_id, "gone_at": last.at, "last_origin": last.origin,
                               "deleted": last.origin == "deleted", "versions": len(versions),
                               "type": last.place.item_type})
         items.sort(key=lambda i: -float(i["gone_at"]))
-        return {"path": self.server.scripts.abspath(folder), "items": items}
+        return {"path": self.ctx.scripts.abspath(folder), "items": items}
 
     def _pick(self, target: _Target, wanted: Any, current: str | None) -> tuple[str, Version]:
         files = [(n, v) for n, (v, inworld) in self.store.version_files(target.item_id).items() if not inworld]
@@ -173,18 +174,18 @@ class HistoryRequests:
         if data is None:
             raise FsError(errno.EIO, f"{target.name}: the history store cannot give version {name} "
                           f"({self.store.last_failure or 'not open'})")
-        writer = self.server.writer
+        writer = self.ctx.writer
         item = target.item
         if item is None:
             item = await self._recreate(target, version, data)
         else:
             await writer.restore(item, data)
-        out: dict[str, Any] = {"path": self.server.scripts.abspath(item), "item_id": item.uuid,
+        out: dict[str, Any] = {"path": self.ctx.scripts.abspath(item), "item_id": item.uuid,
                                "restored": name, "version": version.id, "digest": version.digest,
                                "size": version.size, "created": target.item is None}
         report = self.ws.compiles.get(item.uuid)
         if item.is_script and report is not None:
-            out.update(compiled=report.compiled, diagnostics=self.server.scripts.diagnostics_of(item))
+            out.update(compiled=report.compiled, diagnostics=self.ctx.scripts.diagnostics_of(item))
         return out
 
     async def _recreate(self, target: _Target, version: Version, data: bytes) -> Item:
@@ -197,4 +198,4 @@ class HistoryRequests:
         if file_name in prim.entries or file_name in prim.new_files:
             raise FsError(errno.EEXIST, f"{file_name}: another item has that name now; copy the version file "
                           "under another name instead")
-        return await self.server.writer.create(prim, file_name, data, self.ws.tree.fresh_inode())
+        return await self.ctx.writer.create(prim, file_name, data, self.ws.tree.fresh_inode())

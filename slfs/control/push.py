@@ -23,7 +23,7 @@ import errno
 import os
 import time
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 import trio
@@ -33,10 +33,8 @@ from ..model.sources import BuildFailed
 from ..model.tree import Folder, Item
 from ..protocol.errors import METHOD_NOT_FOUND
 from ..world.errors import FsError
+from .context import Commands, MountContext
 from .requests import CONFIRM_TIMEOUT
-
-if TYPE_CHECKING:
-    from .server import ControlServer
 
 FETCH_PARALLEL = 16  # content fetches in flight for push_state (as -o prefetch's default)
 KEPT_TEXTS = 512  # texts kept from before a push's saves, for its rollback
@@ -76,13 +74,13 @@ class PushRunParams:
 
 
 class PushRequests:
-    def __init__(self, server: ControlServer) -> None:
-        self.server = server
-        self.ws = server.ws
+    def __init__(self, ctx: MountContext) -> None:
+        self.ctx = ctx
+        self.ws = ctx.ws
         # digest -> (text, in-world text when it differs: an envelope), from before a push's saves
         self._kept: OrderedDict[str, tuple[bytes, bytes | None]] = OrderedDict()
 
-    def register(self, commands: dict[str, Any]) -> None:
+    def register(self, commands: Commands) -> None:
         commands.update(push_state=(PushStateParams, self.state), push_create=(PushCreateParams, self.create),
                         push_save=(PushSaveParams, self.save), push_delete=(PushStateParams, self.delete),
                         push_run=(PushRunParams, self.run))
@@ -98,7 +96,7 @@ class PushRequests:
     # --- push_state -----------------------------------------------------------------------------
 
     async def state(self, p: PushStateParams) -> dict[str, Any]:
-        node = self.server.resolve(p.path)
+        node = self.ctx.resolve(p.path)
         if not isinstance(node, Folder) or node is self.ws.tree.root:
             raise FsError(errno.ENOTDIR, f"{p.path}: not an object or prim folder")
         prims: list[tuple[str, Folder]] = [("", node)]
@@ -119,7 +117,7 @@ class PushRequests:
                     "digest": None, "error": None}
                 entries.append(entry)
                 items.append((entry, child))
-            out_prims.append({"dir": rel, "uuid": folder.uuid, "path": self.server.scripts.abspath(folder),
+            out_prims.append({"dir": rel, "uuid": folder.uuid, "path": self.ctx.scripts.abspath(folder),
                               "writable": folder.writable, "items": entries})
         limit = trio.CapacityLimiter(FETCH_PARALLEL)
 
@@ -140,22 +138,22 @@ class PushRequests:
             for entry, item in items:
                 nursery.start_soon(digest, entry, item)
         obj = node.object_folder
-        return {"path": self.server.scripts.abspath(node), "uuid": node.uuid, "object_id": obj.uuid,
+        return {"path": self.ctx.scripts.abspath(node), "uuid": node.uuid, "object_id": obj.uuid,
                 "is_child": node.is_child, "connected": self.ws.connected, "prims": out_prims}
 
     # --- push_create, push_save, push_delete ---------------------------------------------------
 
     async def create(self, p: PushCreateParams) -> dict[str, Any]:
-        folder = self.server.resolve(p.path)
+        folder = self.ctx.resolve(p.path)
         if not isinstance(folder, Folder) or folder is self.ws.tree.root:
             raise FsError(errno.ENOTDIR, f"{p.path}: not an object or prim folder")
         if not p.name or "/" in p.name:
             raise FsError(errno.EINVAL, f"bad push_create request: name {p.name!r}")
-        item = await self.server.writer.push_create(folder, p.name, p.content.encode("utf-8"))
-        return {"path": self.server.scripts.abspath(item), "item_id": item.uuid, "type": item.info.type}
+        item = await self.ctx.writer.push_create(folder, p.name, p.content.encode("utf-8"))
+        return {"path": self.ctx.scripts.abspath(item), "item_id": item.uuid, "type": item.info.type}
 
     async def save(self, p: PushSaveParams) -> dict[str, Any]:
-        item = self.server._item(p.path)
+        item = self.ctx.item(p.path)
         if (p.content is None) == (p.restore is None):
             raise FsError(errno.EINVAL, "bad push_save request: give content or restore")
         verbatim: bytes | None = None
@@ -189,14 +187,14 @@ class PushRequests:
         if p.root is not None and p.main is not None:
             root, main = os.path.realpath(p.root), os.path.abspath(p.main)
         if p.check:
-            return {"path": self.server.scripts.abspath(item), "item_id": item.uuid,
+            return {"path": self.ctx.scripts.abspath(item), "item_id": item.uuid,
                     "unchanged": await self._builds_unchanged(item, data, main, root)}
         running_before = bool(item.info.running) if item.is_script else None
         started = time.time()
-        out: dict[str, Any] = {"path": self.server.scripts.abspath(item), "item_id": item.uuid, "sent": False,
+        out: dict[str, Any] = {"path": self.ctx.scripts.abspath(item), "item_id": item.uuid, "sent": False,
                                "before": before, "running_before": running_before, "digest": digest_of(data)}
         try:
-            out["sent"] = await self.server.writer.push_save(item, data, running=p.running, expect=expect,
+            out["sent"] = await self.ctx.writer.push_save(item, data, running=p.running, expect=expect,
                                                              main=main, local_root=root, verbatim=verbatim)
         except FsError as exc:
             report = self.ws.compiles.get(item.uuid)
@@ -205,11 +203,11 @@ class PushRequests:
             # The source could not be built (an include not found, a preprocessor error): nothing
             # was sent; its diagnostics name the local files, as a failed compile's do.
             return {**out, "compiled": False, "note": exc.message,
-                    "diagnostics": self.server.scripts.diagnostics_of(item)}
+                    "diagnostics": self.ctx.scripts.diagnostics_of(item)}
         report = self.ws.compiles.get(item.uuid)
         if item.is_script and report is not None:
             out.update(compiled=report.compiled, note=report.note,
-                       diagnostics=self.server.scripts.diagnostics_of(item))
+                       diagnostics=self.ctx.scripts.diagnostics_of(item))
         return out
 
     async def _builds_unchanged(self, item: Item, data: bytes, main: str | None, root: str | None) -> bool:
@@ -218,37 +216,37 @@ class PushRequests:
         if not item.is_script or item.cache.inworld is None:
             return True  # not built: the text alone says it, and the client compared it
         text = data.decode("utf-8", "replace")
-        sources = self.server.writer.sources
+        sources = self.ctx.writer.sources
         if not sources.wants_build(item, text):
             return False  # it would go in-world verbatim now: not what the envelope holds
         try:
-            build = await sources.build_text(text, main or self.server.scripts.abspath(item), luau=item.info.is_luau,
+            build = await sources.build_text(text, main or self.ctx.scripts.abspath(item), luau=item.info.is_luau,
                                              enveloped=True, vm=item.info.vm or self.ws.options.vm, local_root=root)
         except (FsError, BuildFailed):
             return False  # recorded nowhere: the push's save reports it
         return build is None or sources.unchanged(item, build)
 
     async def delete(self, p: PushStateParams) -> dict[str, Any]:
-        item = self.server._item(p.path)
+        item = self.ctx.item(p.path)
         folder = item.folder
         assert folder is not None
-        path = self.server.scripts.abspath(item)
-        await self.server.writer.delete_now(folder, item)
+        path = self.ctx.scripts.abspath(item)
+        await self.ctx.writer.delete_now(folder, item)
         return {"path": path, "item_id": item.uuid}
 
     # --- push_run -------------------------------------------------------------------------------
 
     async def run(self, p: PushRunParams) -> dict[str, Any]:
-        items = [self.server._item(path) for path in p.paths]
+        items = [self.ctx.item(path) for path in p.paths]
         for path, item in zip(p.paths, items, strict=True):
             if not item.is_script:
                 raise FsError(errno.EINVAL, f"{path}: not a script")
         word = "run" if p.running else "stop"
-        results: list[dict[str, Any]] = [{"path": self.server.scripts.abspath(i), "item_id": i.uuid} for i in items]
+        results: list[dict[str, Any]] = [{"path": self.ctx.scripts.abspath(i), "item_id": i.uuid} for i in items]
 
         async def one(entry: dict[str, Any], item: Item) -> None:
             try:
-                await self.server.scripts.set_state(item, word)
+                await self.ctx.scripts.set_state(item, word)
             except FsError as exc:
                 if exc.rpc_code == METHOD_NOT_FOUND:
                     entry.update(error=NO_SET_RUNNING, code="ENOSYS")
@@ -273,7 +271,7 @@ class PushRequests:
 
         await self.ws.wait_for_world(confirmed, p.timeout)
         for entry, item in zip(results, items, strict=True):
-            entry["state"] = self.server.scripts.state_word(item)
+            entry["state"] = self.ctx.scripts.state_word(item)
             if "error" not in entry:
                 entry["confirmed"] = bool(item.info.running) == p.running
         return {"results": results}

@@ -94,10 +94,10 @@ async def test_script_list_temp_dir_is_translated(tmp_path: Path, monkeypatch: p
             return await real(what, method, params, result_type, **kw)
 
         monkeypatch.setattr(fs.ws, "call", call)
-        assert (await server._script_list({}))["temp_dir"] == str(root) + str(tmp_path)
+        assert (await server.commands["script_list"][1]({}))["temp_dir"] == str(root) + str(tmp_path)
         temp_dir = r"Q:\Temp"
         with pytest.raises(FsError, match=r"drive Q: has no link.*-o wine_prefix=DIR"):
-            await server._script_list({})
+            await server.commands["script_list"][1]({})
 
 
 async def test_editor_open_file_gets_the_local_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
