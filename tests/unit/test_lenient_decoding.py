@@ -20,12 +20,14 @@ from slfs.protocol import command_types as ct
 from slfs.protocol import types as t
 from slfs.protocol.codec import UNKNOWN_FIELD, field_key
 
-PAYLOAD_TYPES = sorted((c for c in vars(t).values() if isinstance(c, type) and attrs.has(c)),
+# Every payload class of the protocol's type modules.
+TYPE_NAMES = {**vars(t), **vars(ct)}
+PAYLOAD_TYPES = sorted((c for c in TYPE_NAMES.values() if isinstance(c, type) and attrs.has(c)),
                        key=lambda c: c.__name__)
 
 
 def _fields(cls: type) -> tuple[attrs.Attribute, ...]:  # type: ignore[type-arg]
-    attrs.resolve_types(cls, globalns=vars(t))
+    attrs.resolve_types(cls, globalns=TYPE_NAMES)
     return tuple(f for f in attrs.fields(cls) if f.name not in ("extra", "dropped"))
 
 
