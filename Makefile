@@ -1,11 +1,12 @@
 # slfs: set-up, demo, tests. `bash .ci/setup` does what `make setup` does, for machines without make.
 VENV ?= .venv
 BIN := $(VENV)/bin
-# The suite runs in parallel: its end-to-end tests mostly wait (on mounts, viewers, programs), so 4
-# workers on a 2-core machine took 404 s where 3 took 463 s (tests/README.md). A module's tests stay
-# on one worker (--dist loadfile): they share the module's mounts. PYTEST_WORKERS=0 runs serially.
+# The suite runs in parallel: its end-to-end tests mostly wait (on mounts, viewers, programs). On a
+# 2-core machine 3 workers took 463 s, 4 took 404 s and 5 took 394 s; with 2,606 tests, the whole
+# .ci/run took 485 s with 4 and 460 s with 5 (tests/README.md). A module's tests stay on one worker
+# (--dist loadfile): they share the module's mounts. PYTEST_WORKERS=0 runs serially.
 # --durations: the slowest tests are printed, so a run shows where its time goes.
-PYTEST_WORKERS ?= 4
+PYTEST_WORKERS ?= 5
 PYTEST := $(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile --max-worker-restart=0 --durations=25
 export SLFS_VENV := $(abspath $(VENV))
 
