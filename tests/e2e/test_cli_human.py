@@ -5,8 +5,6 @@ per-object summary; an error says its prefix once."""
 
 from __future__ import annotations
 
-import os
-import pty
 import subprocess
 import sys
 from typing import Any
@@ -15,6 +13,7 @@ import pytest
 import trio
 from support.cli import slfs
 from support.mount import Mount
+from support.terminal import on_a_terminal
 
 CUBE = "Hello Cube"
 HELLO = f"{CUBE}/Hello.lsl"
@@ -112,31 +111,14 @@ async def test_events_follow_says_when_the_mount_goes_away(mounted: Mount) -> No
             await proc.wait()
 
 
-def _on_a_terminal(argv: list[str], env: dict[str, str]) -> tuple[int, str]:
-    """Run argv with its stdout on a pseudo-terminal; -> (status, what it printed there)."""
-    master, slave = pty.openpty()
-    try:
-        proc = subprocess.Popen(argv, stdout=slave, stderr=subprocess.PIPE, env=env)
-        os.close(slave)
-        chunks = []
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: the slave side closed
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-        rc = proc.wait(timeout=60)
-    finally:
-        os.close(master)
-    return rc, b"".join(chunks).decode().replace("\r\n", "\n")
+def _stdout_on_a_terminal(argv: list[str], env: dict[str, str]) -> tuple[int, str]:
+    return on_a_terminal(argv, env, stderr=subprocess.DEVNULL)  # what it prints on stdout alone
 
 
 async def test_status_on_a_terminal_ends_with_a_summary_per_object(mounted: Mount) -> None:
     m = mounted
     env: dict[str, Any] = {**m.env, "NO_COLOR": "1"}
-    rc, text = await m.thread(_on_a_terminal, [sys.executable, "-m", "slfs", "status"], env)
+    rc, text = await m.thread(_stdout_on_a_terminal, [sys.executable, "-m", "slfs", "status"], env)
     assert rc == 0, text
     assert "state: connected" in text
     _head, _, summary = text.partition("\nscripts per object:\n")
@@ -147,7 +129,7 @@ async def test_status_on_a_terminal_ends_with_a_summary_per_object(mounted: Moun
     assert "running" in cube and "stopped" in cube and "faulted" in cube, cube
     assert "\x1b[" not in text  # NO_COLOR
     # with colour on a terminal, and never off one
-    rc, coloured = await m.thread(_on_a_terminal, [sys.executable, "-m", "slfs", "status"],
+    rc, coloured = await m.thread(_stdout_on_a_terminal, [sys.executable, "-m", "slfs", "status"],
                                   {k: v for k, v in env.items() if k != "NO_COLOR"} | {"TERM": "xterm"})
     assert rc == 0 and "\x1b[" in coloured
     _rc, plain, _err = await slfs(m, "status")

@@ -9,10 +9,7 @@ request's `last_compile.first`."""
 from __future__ import annotations
 
 import json
-import os
-import pty
 import shlex
-import subprocess
 import sys
 import uuid
 from collections.abc import Callable
@@ -23,6 +20,7 @@ import pytest
 from support import worlds
 from support.cli import sj, slfs
 from support.mount import Mount
+from support.terminal import on_a_terminal
 from support.texts import BAD_LSL
 from support.writes import need
 
@@ -90,27 +88,6 @@ async def test_once_json_rows(mounted: Mount) -> None:
     assert data["status"]["state"] == "connected"
     rc, _out, err = await slfs(m, "top", "--json", "--mount", str(m.mnt), check=False)
     assert rc == 2 and "--once" in err
-
-
-def on_a_terminal(argv: list[str], env: dict[str, str]) -> tuple[int, str]:
-    """Run argv with its stdout on a pseudo-terminal (stdin not one); -> (status, what it printed)."""
-    master, slave = pty.openpty()
-    try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=slave, stderr=subprocess.STDOUT, env=env)
-        os.close(slave)
-        chunks = []
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: the slave side closed
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-        rc = proc.wait(timeout=60)
-    finally:
-        os.close(master)
-    return rc, b"".join(chunks).decode().replace("\r\n", "\n")
 
 
 async def test_once_on_a_terminal_is_coloured_unless_no_color(mounted: Mount) -> None:
