@@ -218,7 +218,7 @@ class Daemon:
         self.extra_tasks = tuple(extra_tasks)
         self._exit_prepared = False
         self._signals = 0
-        self._detached = False  # lazily, by a second stop signal: the kernel has no mount to unmount
+        self._unmounted = False  # by our fusermount3 (-u, or -z): the kernel has no mount left to unmount
         self._stopping: trio.CancelScope | None = None  # the first stop signal's shutdown
         self.exit_code = 0
 
@@ -274,7 +274,7 @@ class Daemon:
                     await self.writer.keep_unsaved(0, save=False)
             reg.unlink(missing_ok=True)
             paths.release_socket_path(self.socket_path)
-            pyfuse3.close(unmount=not self._detached)
+            pyfuse3.close(unmount=not self._unmounted)
             # The kernel sends no forget for what it still holds at unmount: the unmount itself
             # releases those references. (Exactness is checked while mounted, after drop_caches.)
             log.info("unmounted %s; kernel references at unmount: %d (released by the unmount)",
@@ -343,7 +343,7 @@ class Daemon:
                           "no fusermount3" if res is None else res.stderr.decode(errors="replace").strip(),
                           self.mountpoint)
             else:
-                self._detached = True
+                self._unmounted = True
                 log.warning("detached %s lazily; programs that still use it now get errors", self.mountpoint)
         pyfuse3.terminate()
 
@@ -371,7 +371,10 @@ class Daemon:
         unseen = 0  # tries in a row that found the mount busy and no holder
         while True:
             res = await self._fusermount("-u")
-            if res is None or res.returncode == 0:
+            if res is None:
+                break
+            if res.returncode == 0:
+                self._unmounted = True
                 break
             why = res.stderr.decode(errors="replace").strip()
             if not wait_for_holders or "busy" not in why:
@@ -380,6 +383,7 @@ class Daemon:
                 if lazy is not None and lazy.returncode != 0:
                     log.warning("fusermount3 -u -z %s: %s", self.mountpoint,
                                 lazy.stderr.decode(errors="replace").strip())
+                self._unmounted = lazy is not None and lazy.returncode == 0
                 break
             holders = await self._say_holders(shown)
             unseen = unseen + 1 if not holders else 0

@@ -42,7 +42,10 @@ class SyntaxFiles:
                 content = got.content
                 files[name] = (content if isinstance(content, str) else json.dumps(content, indent=2)).encode()
         except FsError as exc:
-            log.warning("syntax files not refreshed: %s", exc.message)
+            if not self.ws.connected:  # the session dropped meanwhile: its next `connected` refreshes
+                log.info("syntax files not refreshed (the session dropped; again when it is back): %s", exc.message)
+            else:
+                log.warning("syntax files not refreshed: %s", exc.message)
             return
         self.files = files
         log.info("syntax files: %d from the viewer", len(files))

@@ -66,6 +66,26 @@ async def settle(client: ControlClient, m: Mount, done: Callable[[dict[str, int]
     return counts(await m.thread(client.request, "stats"))
 
 
+async def released(client: ControlClient, m: Mount) -> dict[str, int]:
+    """The counts once every file and directory opened so far has been released: the release of
+    the last close of an earlier program (this test's warm-up, or an earlier test's on a shared
+    mount) must not land in the window measured."""
+
+    def balanced(snap: dict[str, Any]) -> bool:
+        fuse = snap["fuse"]
+
+        def n(op: str, field: str = "count") -> int:
+            return int(fuse.get(op, {}).get(field, 0))
+
+        opened, dirs = n("open") - n("open", "errors"), n("opendir") - n("opendir", "errors")
+        return n("release") >= opened and n("releasedir") >= dirs
+
+    with trio.move_on_after(10):
+        while not balanced(await m.thread(client.request, "stats")):
+            await trio.sleep(0.02)
+    return counts(await m.thread(client.request, "stats"))
+
+
 @pytest.mark.allow_log(r"WARNING slfs\.fs\.operations: open: .*: script is not readable")
 async def test_warm_grep_costs_open_flush_release_per_file(mounted: Mount) -> None:
     m = mounted
@@ -104,7 +124,7 @@ async def test_warm_grep_costs_open_flush_release_per_file(mounted: Mount) -> No
             # cache (60 s). No lookup, no viewer call, no invalidation.
         }
         for attempt in range(3):
-            before = counts(await m.thread(client.request, "stats"))
+            before = await released(client, m)
             await m.run("grep", "-r", "-q", "zzz-no-such-text", m.mnt, check=False)
             after = await settle(client, m, lambda now: all(
                 now.get(k, 0) - before.get(k, 0) >= n for k, n in expected.items()))  # noqa: B023
