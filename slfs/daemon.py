@@ -26,8 +26,8 @@ from .fs.invalidator import KernelInvalidator
 from .fs.lookups import Lookups
 from .fs.operations import Operations
 from .holders import Holder, mount_holders
-from .model.events import EventLog
-from .model.keep import RECOVERY, Keeper, folder_of
+from .local.events import EventLog
+from .local.keep import RECOVERY, Keeper, folder_of
 from .model.options import Debug, Options
 from .model.overlay import Overlay
 from .model.scripts import Scripts

@@ -16,8 +16,8 @@ from typing import Any
 
 from .. import paths, winpaths
 from ..client import ClientError, MountClient, mounts
-from ..model.open_cmd import TEMPLATE
 from ..protocol import constants
+from ..world.open_cmd import TEMPLATE
 from .output import VerbError, emit_json, err
 
 EDITOR_GRACE = 0.5  # an editor that exits non-zero this soon failed to start

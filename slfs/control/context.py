@@ -9,7 +9,7 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..model.events import EventLog
+from ..local.events import EventLog
 from ..model.scripts import Scripts
 from ..model.tree import ROOT_INODE, Folder, Item, Node
 from ..model.workspace import Workspace

@@ -19,8 +19,8 @@ from typing import Any
 
 import attrs
 
+from ..local.history_store import Version, digest_of
 from ..model.history import History, current_version_name
-from ..model.history_store import Version, digest_of
 from ..model.tree import Folder, Item
 from ..world.errors import FsError
 from ..world.names import CONTROL_DIR

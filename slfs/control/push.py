@@ -28,7 +28,7 @@ from typing import Any
 import attrs
 import trio
 
-from ..model.history_store import digest_of
+from ..local.history_store import digest_of
 from ..model.sources import BuildFailed
 from ..model.tree import Folder, Item
 from ..protocol.errors import METHOD_NOT_FOUND

@@ -37,7 +37,7 @@ from typing import Any
 import trio
 
 from .. import jsontext
-from ..model.events import EventLog
+from ..local.events import EventLog
 from ..model.scripts import Scripts
 from ..model.workspace import Workspace
 from ..model.writes import Writer

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Iterator
 
 import attrs
 
-from ..model.events import EventLog
+from ..local.events import EventLog
 from ..model.live import LIVE_DIR_KEY, LiveScript
 from ..model.scripts import Scripts
 from ..model.syntax import SyntaxFiles
@@ -198,7 +198,7 @@ class Control:
             out = self.events.script_log(ls.item_id)
             if out:
                 return out
-        return self.ws.live.read_log(ls)  # under the temp file's checks (model/live_files.py)
+        return self.ws.live.read_log(ls)  # under the temp file's checks (local/live_files.py)
 
     def render_live_diagnostics(self, ls: LiveScript) -> bytes:
         lines = [f"{d['path']}:{d['row']}:{d['column']}: {d['level']}: {d['message']}"

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 
+from ..local.history_store import Version
 from ..model.history import History
-from ..model.history_store import Version
 from ..model.tree import ROOT_INODE, Item, Tree
 from ..protocol.ids import is_uuid
 from .control import FILE, Virtual

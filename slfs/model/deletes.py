@@ -9,12 +9,12 @@ import logging
 
 import trio
 
+from ..local.keep import TRASH, Keeper
 from ..protocol.types import (
     ItemDeleteParams,
 )
 from ..world.errors import FsError
 from .history import DELETED
-from .keep import TRASH, Keeper
 from .save import Saver
 from .sources import Sources
 from .tree import Folder, Item, Orphan

@@ -30,8 +30,8 @@ import attrs
 import trio
 
 from .. import paths
+from ..local.history_store import DELETED, Place, Store, Version, digest_of
 from ..protocol.ids import is_uuid
-from .history_store import DELETED, Place, Store, Version, digest_of
 from .nodes import Item
 from .options import Options
 

@@ -31,7 +31,7 @@ import trio
 
 from ..protocol.text import clean, one_line
 from ..winpaths import WindowsPathError, is_windows_path, match_case
-from .open_cmd import TEMPLATE, check_template
+from ..world.open_cmd import TEMPLATE, check_template
 
 if TYPE_CHECKING:
     from ..winpaths import PathTranslator

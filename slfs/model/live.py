@@ -24,6 +24,7 @@ from typing import Any, Protocol
 import attrs
 import trio
 
+from ..local import live_files
 from ..protocol import constants
 from ..protocol.types import (
     CompilationResult,
@@ -36,7 +37,6 @@ from ..sources import envelope
 from ..winpaths import PathTranslator, WindowsPathError, is_windows_path
 from ..world import names
 from ..world.errors import FsError
-from . import live_files
 from .compiles import CompileReport, Place, compiled_report, diagnostic_rows, event_fields
 from .tree import Item, NewFile, Tree
 
@@ -78,7 +78,7 @@ class LiveScript:
     language: str
     temp_path: str
     inode: int
-    # Where its temp file may be (model/live_files.py): checked at every read and write.
+    # Where its temp file may be (local/live_files.py): checked at every read and write.
     where: live_files.TempDirs = live_files.TempDirs((), "none")
     object_id: str | None = None  # the prim holding it (None: the agent's inventory)
     root_id: str | None = None

@@ -29,9 +29,10 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
+from ..local import live_files
 from ..world.errors import FsError
 from ..world.naming_rules import is_replacement_name, size_limit
-from . import buffers, live_files
+from . import buffers
 from .history import SAVED
 from .live import POLL_MARGIN, VIEWER_POLL, LiveScript, LiveScripts
 from .sources import BuildFailed, Sources, wants_build
@@ -151,7 +152,7 @@ class LiveWriter:
         except FileNotFoundError:
             self.live.end(ls, "the viewer removed its temp file")
             raise FsError(errno.ENOENT, f"{shown}: {ls.gone}") from None
-        except FsError as exc:  # no longer the viewer's file: never written (model/live_files.py)
+        except FsError as exc:  # no longer the viewer's file: never written (local/live_files.py)
             raise self.live.not_the_viewers(ls, exc) from None
         except OSError as exc:
             raise FsError(errno.EIO, f"{shown}: writing {ls.temp_path} failed: {exc.strerror}") from None

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from ..winpaths import CHOICES as WINDOWS_PATHS_CHOICES
-from .open_cmd import check_template
+from ..world.open_cmd import check_template
 
 if TYPE_CHECKING:
     import cattrs

@@ -12,6 +12,7 @@ from typing import Any, NoReturn
 
 import trio
 
+from ..local.keep import Keeper
 from ..protocol import errors as codes
 from ..protocol.codec import RequestParams
 from ..protocol.compile_output import CompileRows, compile_rows
@@ -23,7 +24,6 @@ from ..world.errors import CallCut, FsError, transient_save_error
 from ..world.naming_rules import size_limit
 from .compiles import CompileReport, failure_report, log_problems
 from .history import SAVED
-from .keep import Keeper
 from .sources import Build, Sources
 from .tree import Item
 from .unsent import Unsent

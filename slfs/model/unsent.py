@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import trio
 
+from ..local.keep import Keeper, kept_clause
 from ..world.errors import FsError
 from .buffers import HELD_MAX
 from .history import RECOVERED as RECOVERED_VERSION
-from .keep import Keeper, kept_clause
 from .tree import Item, NewFile
 
 if TYPE_CHECKING:

@@ -20,6 +20,7 @@ import attrs
 import trio
 
 from ..backoff import Backoff
+from ..local.item_times import ItemTimes
 from ..protocol.codec import RequestParams, encode_params
 from ..protocol.errors import RpcError
 from ..protocol.text import clean
@@ -45,7 +46,6 @@ from ..world.generations import features_shown, generation_of
 from .compiles import CompileReport, compiled_report, event_fields
 from .history import FETCHED, VIEWER, History, agent_key
 from .invalidations import PendingInvalidations
-from .item_times import ItemTimes
 from .launch import EditorCommands
 from .live import LIVE_DIR_KEY, LiveScripts
 from .options import Debug, Options

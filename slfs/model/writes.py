@@ -34,6 +34,7 @@ from typing import Any
 import attrs
 import trio
 
+from ..local.keep import TRASH, Keeper, folder_of
 from ..protocol.types import (
     ItemCreateParams,
     ItemCreateResponse,
@@ -46,7 +47,6 @@ from ..world.naming_rules import RemoteName, is_overlay_name, parse_remote_name
 from . import buffers
 from .deletes import Deletes
 from .history import SAVED
-from .keep import TRASH, Keeper, folder_of
 from .live_writes import LiveWriter
 from .overlay import Overlay
 from .sources import Sources

@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from support.mount import Mount, free_port, new_mountpoint
 from support.worlds import item, u
 
+from slfs.local.history_store import Place, Store
 from slfs.model.history import agent_key
-from slfs.model.history_store import Place, Store
 from slfs.sim.world import world_from_json
 
 AGENT = u(99, "e")

@@ -121,8 +121,8 @@ def fill(directory: Path) -> None:
 
 
 @pytest.mark.allow_log(
-    r"^ERROR slfs\.model\.keep: recovery: could not keep",
-    r"^ERROR slfs\.model\.keep: trash: could not keep",
+    r"^ERROR slfs\.local\.keep: recovery: could not keep",
+    r"^ERROR slfs\.local\.keep: trash: could not keep",
     r"^WARNING slfs\.daemon:",
     r"^WARNING slfs\.fs\.operations: flush: save",
     r"^WARNING slfs\.fs\.operations: unlink:",

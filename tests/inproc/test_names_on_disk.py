@@ -17,7 +17,7 @@ import trio
 from support.inproc import Driver, fails, fs_against_sim
 from support.worlds import FULL, item, u
 
-from slfs.model.keep import META_SUFFIX, NAME_MAX
+from slfs.local.keep import META_SUFFIX, NAME_MAX
 from slfs.model.options import Options
 from slfs.protocol.errors import RpcError
 from slfs.sim import World

@@ -22,7 +22,7 @@ from slfs.cli.edit import TERMINALS, editor_argv, parse_temp_name, terminal_edit
 from slfs.cli.output import VerbError
 from slfs.client import ClientError, NoMount, mounts
 from slfs.client.live import find_temp_file
-from slfs.model.open_cmd import check_template
+from slfs.world.open_cmd import check_template
 
 MD5 = "0123456789abcdef0123456789abcdef"
 OBJ = "edb64ade-4edb-5ab6-9b00-726ed29bc790"

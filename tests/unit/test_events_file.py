@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from slfs.model import events
-from slfs.model.events import EventLog
+from slfs.local import events
+from slfs.local.events import EventLog
 
 
 def _event(i: int, **extra: object) -> dict[str, object]:
@@ -141,7 +141,7 @@ def _fill(folder: Path) -> Path:
 def test_full_disk_is_counted_and_reported_then_recovers(
     tiny_tmpfs: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="slfs.model.events")
+    caplog.set_level(logging.INFO, logger="slfs.local.events")
     state = tiny_tmpfs / "slfs"
     state.mkdir()
     path = state / "events-k.jsonl"

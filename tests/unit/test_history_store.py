@@ -1,4 +1,4 @@
-"""The history store (model/history_store.py) and its trio side (model/history.py): dedupe,
+"""The history store (local/history_store.py) and its trio side (model/history.py): dedupe,
 pruning by size and by age keeping the newest two, a store read back after a restart, and a
 full disk that is a status line, never an exception."""
 
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import trio
 
+from slfs.local.history_store import Place, Store, Version, digest_of
 from slfs.model.history import History, agent_key, current_version_name, version_names
-from slfs.model.history_store import Place, Store, Version, digest_of
 from slfs.model.options import Options, parse_options
 from slfs.model.tree import Folder, Item
 from slfs.protocol.types import InventoryItem

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from slfs.model.item_times import ItemTimes, times_dir
+from slfs.local.item_times import ItemTimes, times_dir
 
 
 @pytest.fixture(autouse=True)

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from slfs.model import keep
-from slfs.model.keep import META_SUFFIX, NAME_MAX, TRASH, Keeper, copy_name
+from slfs.local import keep
+from slfs.local.keep import META_SUFFIX, NAME_MAX, TRASH, Keeper, copy_name
 
 STAMP = "20240101-120000"
 PATH_MAX = os.pathconf("/", "PC_PATH_MAX")

@@ -1,4 +1,4 @@
-"""model/live_files.py: a viewer temp file is read or written only when it is the viewer's
+"""local/live_files.py: a viewer temp file is read or written only when it is the viewer's
 (issue 21 item 6): directly in a checked temp dir, regular, ours, one link, never through a symlink."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from slfs.model import live_files
+from slfs.local import live_files
 from slfs.world.errors import FsError
 
 NAME = "sl_script_Pocket_" + "a" * 32 + ".lsl"

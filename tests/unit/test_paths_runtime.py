@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from slfs import cli, paths, registry
-from slfs.model.events import EventLog
+from slfs.local.events import EventLog
 
 NOBODY = 65534
 

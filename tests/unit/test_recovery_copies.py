@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from slfs.model.keep import Keeper, TextCopy
+from slfs.local.keep import Keeper, TextCopy
 from slfs.status_text import status_values
 
 ORIGINAL = b"line one\n"

@@ -7,7 +7,7 @@ import hashlib
 import time
 from typing import Any
 
-from slfs.model.events import EventLog
+from slfs.local.events import EventLog
 from slfs.model.runtime import ITEM, MOUNT, OBJECT, attribute
 from slfs.model.tree import Tree
 from slfs.protocol import from_json
