@@ -239,6 +239,8 @@ class Mount:
             async def shown(by_id: Path = by_id) -> bool:
                 return await self.thread(os.path.lexists, by_id)
             await self.wait_for(shown, 10, f"{obj.name} published")
+        # An object kept across a reconnect shows in by-id before its new publish is applied.
+        await self.sim.quiesce()
 
     def stop_sim(self) -> None:
         """Kill the sim entirely (the viewer quit): connections and the listener go away."""

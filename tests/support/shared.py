@@ -139,6 +139,10 @@ class SharedMount(Mount):
                 if time.monotonic() > deadline:
                     raise AssertionError(f"{obj.name} not published within 10 s:\n{self.log_text()}")
                 time.sleep(0.02)
+        # After a reset the daemon still shows the objects it kept across the drop, so by-id is
+        # there before the new publish is applied: wait until the daemon has handled what the
+        # viewer sent (a test starting meanwhile saw a script's .state sidecar missing, under load).
+        trio.run(self.simthread.call_async, self.simthread.sim.quiesce)
 
     def close(self) -> list[str]:
         """Stop the daemon and the sim; the problems found (still mounted, a record at WARNING or
