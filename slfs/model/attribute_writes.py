@@ -15,6 +15,9 @@ from ..world.errors import FsError, Refused
 from .nodes import NewFile, Node, OverlayNode
 
 REVISION = "user.sl.revision"
+# Attributes kept on one overlay file until its rename: slfs shows a dozen; a program setting
+# thousands of made-up names must not grow the daemon without bound.
+MAX_KEPT = 64
 READ_ONLY = "the user.sl.* attributes are the viewer's and read-only (only their current values can be set)"
 
 
@@ -24,6 +27,8 @@ def set_attribute(node: object, path: str, current: Mapping[str, bytes], name: s
     gets the viewer's ids and state, not a copy's), else accepted when it is what the file has;
     Refused (ENOTSUP, with the reason) otherwise."""
     if isinstance(node, OverlayNode):
+        if name not in node.sl_attributes and len(node.sl_attributes) >= MAX_KEPT:
+            raise Refused(errno.ENOSPC, f"{path}: more than {MAX_KEPT} user.sl.* attributes set on one file")
         node.sl_attributes[name] = value
         return
     if isinstance(node, NewFile):

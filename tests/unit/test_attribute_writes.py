@@ -7,7 +7,7 @@ import errno
 
 import pytest
 
-from slfs.model.attribute_writes import check_rename, refusal, refusal_of_all, remove_attribute, set_attribute
+from slfs.model.attribute_writes import MAX_KEPT, check_rename, refusal, refusal_of_all, remove_attribute, set_attribute
 from slfs.model.nodes import NewFile, OverlayNode
 from slfs.world.errors import FsError, Refused
 
@@ -66,3 +66,13 @@ def test_removing_one_is_refused_with_the_reason_one_not_there_is_enodata() -> N
     temp = OverlayNode(inode=100, uuid="k", name=".A.lsl.XyZ123", sl_attributes={"user.sl.running": b"1"})
     remove_attribute(temp, ".A.lsl.XyZ123", {}, "user.sl.running")
     assert temp.sl_attributes == {}
+
+
+def test_an_overlay_file_keeps_a_bounded_number_of_them() -> None:
+    temp = OverlayNode(inode=102, uuid="k2", name=".C.lsl.AbC123")
+    for i in range(MAX_KEPT):
+        set_attribute(temp, ".C.lsl.AbC123", {}, f"user.sl.made_up_{i}", b"x")
+    set_attribute(temp, ".C.lsl.AbC123", {}, "user.sl.made_up_0", b"y")  # a kept one may change
+    with pytest.raises(Refused) as refused:
+        set_attribute(temp, ".C.lsl.AbC123", {}, "user.sl.one_more", b"x")
+    assert refused.value.errno == errno.ENOSPC and len(temp.sl_attributes) == MAX_KEPT
