@@ -42,7 +42,10 @@ class Virtual:
     kind: str
     name: str
     parent_inode: int
-    folder: Folder | None = None  # the folder whose control directory this belongs to
+    # The inode of the folder whose control directory this belongs to, resolved through the tree
+    # at each use: an object removed and published again is a new Folder under the same inode,
+    # and a Virtual holding the old one showed none of its files' sidecars (G1 after a reconnect).
+    folder_inode: int | None = None
     render: Callable[[], bytes] | None = None
     writer: Callable[[bytes], Awaitable[None]] | None = None
     target: Callable[[], str | None] | None = None
@@ -58,6 +61,13 @@ class Virtual:
     size: int | None = None
     mtime_ns: int | None = None
     steady: bool = False
+
+
+def folder_now(tree: Tree, vdir: Virtual) -> Folder | None:
+    if vdir.folder_inode is None:
+        return None
+    node = tree.node(vdir.folder_inode)
+    return node if isinstance(node, Folder) and node.attached else None
 
 
 class Control:
@@ -107,10 +117,15 @@ class Control:
             ino, FILE, name, parent, render=render, writer=writer, direct_io=direct_io))
 
     def _dir(self, parent: int, name: str, role: str, folder: Folder | None = None) -> Virtual:
-        return self._get(f"ctl:{parent}:{name}", lambda ino: Virtual(ino, role, name, parent, folder=folder))
+        return self._get(f"ctl:{parent}:{name}", lambda ino: Virtual(
+            ino, role, name, parent, folder_inode=folder.inode if folder is not None else None))
 
     def control_dir(self, folder: Folder) -> Virtual:
         return self._dir(folder.inode, names.CONTROL_DIR, DIR, folder)
+
+    def folder_of(self, vdir: Virtual) -> Folder | None:
+        """The folder `vdir` belongs to as the tree holds it now; None once it is gone."""
+        return folder_now(self.tree, vdir)
 
     # --- lookups ---------------------------------------------------------------------------
 
@@ -121,8 +136,8 @@ class Control:
         return list(self._children(vdir, only=None))
 
     def _children(self, vdir: Virtual, only: str | None) -> Iterator[Virtual]:
-        if vdir.kind == DIR and vdir.folder is not None:
-            folder = vdir.folder
+        folder = self.folder_of(vdir) if vdir.kind == DIR else None
+        if folder is not None:
             if folder.inode == ROOT_INODE:
                 for name, make in self.root_files.items():
                     if only is None or only == name:
@@ -224,7 +239,7 @@ class Control:
     # Each sidecar resolves its item by file name when read, so it follows what the name means now.
 
     def _item_named(self, vdir: Virtual, file_name: str) -> Item:
-        folder = vdir.folder
+        folder = self.folder_of(vdir)
         node = folder.entries.get(file_name) if folder is not None else None
         if not isinstance(node, Item):
             raise FsError(errno.ENOENT, f"{file_name} is gone")

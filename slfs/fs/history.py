@@ -15,7 +15,7 @@ from ..local.history_store import Version
 from ..model.history import History
 from ..model.tree import ROOT_INODE, Item, Tree
 from ..protocol.ids import is_uuid
-from .control import FILE, Virtual
+from .control import FILE, Virtual, folder_now
 
 HISTORY = "history"
 HIST_ROOT, HIST_DIR, HIST_ITEM, HIST_BY_ID = "histroot", "histdir", "histitem", "histbyid"
@@ -33,18 +33,17 @@ class HistoryView:
 
     def dir_for(self, control_dir: Virtual) -> Virtual:
         """`.slfs/history` in a folder's control directory (at the root: by-id/ only)."""
-        folder = control_dir.folder
-        root = folder is None or folder.inode == ROOT_INODE
+        folder = control_dir.folder_inode
+        root = folder is None or folder == ROOT_INODE
         return self._get(f"hist:{control_dir.inode}", lambda ino: Virtual(
-            ino, HIST_ROOT if root else HIST_DIR, HISTORY, control_dir.inode, folder=folder, steady=True))
+            ino, HIST_ROOT if root else HIST_DIR, HISTORY, control_dir.inode, folder_inode=folder, steady=True))
 
     def children(self, vdir: Virtual, only: str | None) -> Iterator[Virtual]:
         if vdir.kind == HIST_ROOT:
             if only in (None, BY_ID):
                 yield self._get(f"hist:byid:{vdir.inode}",
                                 lambda ino: Virtual(ino, HIST_BY_ID, BY_ID, vdir.inode, steady=True))
-        elif vdir.kind == HIST_DIR and vdir.folder is not None:
-            folder = vdir.folder
+        elif vdir.kind == HIST_DIR and (folder := folder_now(self.tree, vdir)) is not None:
             shown = {name: node.uuid for name, node in list(folder.entries.items()) if isinstance(node, Item)}
             for name, item_id in self.history.item_dirs(folder.uuid, shown).items():
                 if only is None or only == name:
@@ -70,7 +69,7 @@ class HistoryView:
 
     def _item_dir(self, parent: Virtual, name: str, item_id: str) -> Virtual:
         node = self._get(f"hist:item:{parent.inode}:{item_id}", lambda ino: Virtual(
-            ino, HIST_ITEM, name, parent.inode, folder=parent.folder, ref=item_id, steady=True))
+            ino, HIST_ITEM, name, parent.inode, folder_inode=parent.folder_inode, ref=item_id, steady=True))
         node.name = name  # follows a rename of the item
         return node
 

@@ -4,13 +4,14 @@ objects published and unpublished, overlay files (no mount)."""
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
 import pyfuse3
 import pytest
 import trio
-from support.inproc import CTX, Driver, fs_against_sim
+from support.inproc import CTX, Driver, fails, fs_against_sim
 from support.writes import NOTE, OBJ, write_world
 
 
@@ -108,3 +109,24 @@ async def test_overlay_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, vi
         (base / ".outside").unlink()
         base.rmdir()
         assert await listed(fs, f"Box/{prim.name}") == before
+
+
+async def test_a_control_directory_follows_its_object_published_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                       viewer_version: int) -> None:
+    """An object removed and published again is a new folder under the same inode: `Box/.slfs`
+    shows the new folder's sidecars, not the removed one's. Once the kernel forgets the removed
+    `Box` and its `.slfs`, the old folder is emptied, as on G1 after a reconnect, where
+    every object is published again: a script's `.state` was missing from then on."""
+    async with fs_against_sim(tmp_path, monkeypatch, write_world(), viewer_version=viewer_version) as fs:
+        box = await fs.lookup("Box")
+        ctl = await fs.lookup("Box/.slfs")
+        note_diag = (await fs.ops.lookup(ctl, b"Note.diag", CTX)).st_ino
+        await fs.sim.unpublish(OBJ)
+        await shows(fs, "", set(), {"Box"})
+        everything = 1 << 20  # all the kernel's references (lookups and listings alike)
+        await fs.ops.forget([(note_diag, everything), (ctl, everything), (box, everything)])
+        assert await fails(fs.ops.lookup(ctl, b"Note.diag", CTX)) == errno.ENOENT  # gone with its object
+        await fs.sim.publish(OBJ)
+        await shows(fs, "", {"Box"})
+        assert await fs.lookup("Box/.slfs") == ctl
+        assert (await fs.ops.lookup(ctl, b"Note.diag", CTX)).st_ino == note_diag
