@@ -40,7 +40,7 @@ from .errors import CallTimeout, MessageTooLarge, NotConnected
 from .ids import IdAllocator
 
 # The session's log lines keep the logger name they had before the session was split in modules.
-log = logging.getLogger("slfs.session.session")
+log = logging.getLogger(__name__)
 
 # Our timeouts sit above the viewer's own (content.save allows 60 s for a script upload).
 DEFAULT_TIMEOUT = 30.0

@@ -51,7 +51,7 @@ from .errors import MessageTooLarge
 from .listener import SessionListener
 
 # The session's log lines keep the logger name they had before the session was split in modules.
-log = logging.getLogger("slfs.session.session")
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 M = TypeVar("M")

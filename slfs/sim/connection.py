@@ -17,7 +17,7 @@ from trio_websocket import ConnectionClosed, WebSocketConnection
 from slfs.protocol.errors import ACCESS_DENIED, INVALID_PARAMS, RpcError
 from slfs.protocol.jsonrpc import Response
 
-log = logging.getLogger("slfs.sim")
+log = logging.getLogger(__name__)
 
 # Newer protocol document, Usage Flow 1: "a close the viewer starts drops the connection if it has
 # not completed within 5 seconds".

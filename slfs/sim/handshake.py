@@ -24,7 +24,7 @@ from .connection import Connection
 from .generation import Generation
 from .world import World
 
-log = logging.getLogger("slfs.sim")
+log = logging.getLogger(__name__)
 
 CHALLENGE_FIXED_NAME = "sl_script_challenge.tmp"  # G1 (viewer-source.md §6)
 # Newer protocol document: 64 KB before authentication (transport.py), 16 MB after.

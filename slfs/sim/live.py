@@ -47,7 +47,7 @@ from .live_entries import LiveEditor, LiveSubscriptions, log_text, write_text
 from .sync_points import SyncError
 from .world import Item, Prim, SimObject, script_id_for
 
-log = logging.getLogger("slfs.sim")
+log = logging.getLogger(__name__)
 
 __all__ = ["EditorLaunch", "LiveEditor", "LiveSync", "editor_argv", "script_id_for"]
 

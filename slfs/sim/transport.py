@@ -44,7 +44,7 @@ from .generation import DOC_ASYNC_METHODS, Generation
 from .sync_points import SyncPoints
 from .world import World
 
-log = logging.getLogger("slfs.sim")
+log = logging.getLogger(__name__)
 
 V2_PREAUTH_LIMIT = 64 * 1024
 V1_MESSAGE_LIMIT = 256 * 1024 * 1024

@@ -347,7 +347,8 @@ async def test_thirty_viewer_restarts(mount_factory: MountFactory) -> None:
 # --- 5. 2,000 malformed and random frames from the viewer -------------------------------------
 
 
-@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: open: Locked", r"^WARNING slfs\.session\.session:")
+@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: open: Locked",
+                       r"^WARNING slfs\.session\.(session|connection|served):")
 async def test_two_thousand_hostile_frames(mount_factory: MountFactory) -> None:
     m = await mount_factory()
     sim = sim_of(m)

@@ -81,7 +81,7 @@ async def test_control_socket_answers_a_deep_line_as_a_parse_error(mounted: Moun
     await alive(m)
 
 
-@pytest.mark.allow_log(r"^WARNING slfs\.session\.session: ignoring an invalid frame from")
+@pytest.mark.allow_log(r"^WARNING slfs\.session\.connection: ignoring an invalid frame from")
 @pytest.mark.generations
 async def test_a_deep_frame_from_the_viewer_is_an_ignored_frame(mounted: Mount) -> None:
     m = mounted
