@@ -10,7 +10,7 @@ PYTEST_WORKERS ?= 5
 PYTEST := $(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile --max-worker-restart=0 --durations=25
 export SLFS_VENV := $(abspath $(VENV))
 
-.PHONY: setup demo test lint typecheck pytest bench clean
+.PHONY: setup demo test lint typecheck pytest bench docs clean
 
 # Debian packages that are missing (as root or with sudo), then $(VENV) with `pip install -e '.[test]'`.
 setup:
@@ -46,6 +46,15 @@ bench: setup
 		found=1; echo "==> $$f"; $(BIN)/python "$$f"; \
 	done; [ $$found = 1 ] || echo "no benchmarks under tests/bench/"; \
 	echo "==> tests/bench/bench_scale.py"; $(BIN)/python tests/bench/bench_scale.py
+
+# What is generated from the code: the option lists of README.md and man/slfs.1 (from the options
+# table) and the shells' completions (from the parser). tests/test_docs.py and
+# tests/unit/test_option_docs.py fail when these are stale.
+docs: setup
+	$(BIN)/python -m slfs.cli.option_docs
+	$(BIN)/slfs completion bash > contrib/completion/slfs.bash
+	$(BIN)/slfs completion zsh > contrib/completion/_slfs
+	$(BIN)/slfs completion fish > contrib/completion/slfs.fish
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache .hypothesis

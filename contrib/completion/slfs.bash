@@ -258,7 +258,7 @@ _slfs_comma_list() {
   compgen -P "$head" -W "$2" -- "$last"
 }
 _slfs_mount_options() {
-  _slfs_comma_list "$1" "prefetch= attr_timeout= delete_grace= vm= save_retries= reconnect_wait= shutdown_grace= open_cmd= lazy_lists= switch= include= windows_paths= wine_prefix= windows_mount= allow_remote_viewer nonempty connect_wait= uri_ports= history_max= history_days= allow_other allow_root auto_unmount default_permissions noatime ro rw"
+  _slfs_comma_list "$1" "prefetch= attr_timeout= delete_grace= vm= save_retries= reconnect_wait= shutdown_grace= open_cmd= lazy_lists= switch= include= windows_paths= wine_prefix= windows_mount= allow_remote_viewer nonempty connect_wait= uri_ports= history_max= history_days= allow_other allow_root default_permissions ro rw noatime auto_unmount"
 }
 _slfs_uri_options() {
   _slfs_comma_list "$1" "connect_wait= uri_ports="

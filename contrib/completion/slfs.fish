@@ -16,7 +16,7 @@ function __slfs_comma_list
   end
 end
 function __slfs_mount_options
-  __slfs_comma_list prefetch= attr_timeout= delete_grace= vm= save_retries= reconnect_wait= shutdown_grace= open_cmd= lazy_lists= switch= include= windows_paths= wine_prefix= windows_mount= allow_remote_viewer nonempty connect_wait= uri_ports= history_max= history_days= allow_other allow_root auto_unmount default_permissions noatime ro rw
+  __slfs_comma_list prefetch= attr_timeout= delete_grace= vm= save_retries= reconnect_wait= shutdown_grace= open_cmd= lazy_lists= switch= include= windows_paths= wine_prefix= windows_mount= allow_remote_viewer nonempty connect_wait= uri_ports= history_max= history_days= allow_other allow_root default_permissions ro rw noatime auto_unmount
 end
 function __slfs_uri_options
   __slfs_comma_list connect_wait= uri_ports=

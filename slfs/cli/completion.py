@@ -2,7 +2,7 @@
 argparse parser itself (contrib/completion holds the scripts it prints; tests check they are current).
 
 Nothing here names a verb or a flag: what completes as a path is read off the parser (an argument's
-dest), and `-o` completes the mount options of model/options.py's OPTION_TABLE, each element of a
+dest), and `-o` completes the mount options of model/option_table.py's OPTION_TABLE, each element of a
 comma-separated list. Paths complete with spaces and quotes (the shells' own file completion; bash's
 is wrapped to dequote the word first, which shtab's stock function does not)."""
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..model.options import OPTION_TABLE, option_words
+from ..model.option_table import OPTION_TABLE, option_words
 
 SHELLS = ("bash", "zsh", "fish")
 
@@ -107,7 +107,7 @@ def preamble(shell: str) -> str:
     if shell == "bash":
         return _BASH_PREAMBLE.replace("%(words)s", words).replace("%(uri_words)s", uri_words)
     if shell == "zsh":
-        specs = {n: _zsh_spec(n, f, t) for n, (f, t) in OPTION_TABLE.items()}
+        specs = {n: _zsh_spec(n, opt.form, opt.help) for n, opt in OPTION_TABLE.items()}
         return _ZSH_PREAMBLE % {"specs": " ".join(specs.values()),
                                 "uri_specs": " ".join(specs[n] for n in URI_OPTIONS)}
     return _FISH_PREAMBLE % {"words": words, "uri_words": uri_words}

@@ -14,7 +14,8 @@ from typing import Any
 from .. import paths
 from ..addresses import is_loopback
 from ..client.mounts import default_port
-from ..model.options import OPTION_TABLE, Debug, Options, parse_options
+from ..model.option_table import OPTION_TABLE
+from ..model.options import Debug, Options, parse_options
 
 
 def _port(text: str) -> int:
@@ -61,17 +62,11 @@ def add_parsers(sub: Any) -> None:
 
 
 def options_epilog() -> str:
-    """The `-o` options, from the one table model/options.py keeps (OPTION_TABLE)."""
-    defaults = Options()
-
-    def shown(name: str, text: str) -> str:
-        value = getattr(defaults, name, None)
-        if value is None or value is False or value == () or name in ("include", "fuse"):
-            return text
-        return f"{text} (default {value:g})" if isinstance(value, float) else f"{text} (default {value})"
-
-    rows = [(name if form is None else f"{name}={form}", shown(name, text))
-            for name, (form, text) in OPTION_TABLE.items()]
+    """The `-o` options, from the one table model/option_table.py keeps (OPTION_TABLE)."""
+    rows = [(name if opt.form is None else f"{name}={opt.form}",
+             opt.help if opt.default in ("", "none", "off") or "`" in opt.default
+             else f"{opt.help} (default {opt.default})")
+            for name, opt in OPTION_TABLE.items()]
     width = min(30, max(len(left) for left, _ in rows))
     lines = [f"  {left:<{width}}  {text}" if len(left) <= width else f"  {left}\n  {'':<{width}}  {text}"
              for left, text in rows]

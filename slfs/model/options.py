@@ -20,11 +20,11 @@ import attrs
 
 from ..winpaths import CHOICES as WINDOWS_PATHS_CHOICES
 from ..world.open_cmd import check_template
+from .option_table import PASSTHROUGH, VM_CHOICES
 
 if TYPE_CHECKING:
     import cattrs
 
-VM_CHOICES = ("mono", "lsl2", "luau")
 
 # The test suite's hooks, by environment variable (Debug.from_environ).
 FAULT_ENV = "SLFS_INJECT_FAULT"
@@ -93,7 +93,7 @@ _INT = {"prefetch", "save_retries"}
 # Upper bounds: prefetch starts that many fetch tasks at mount (a huge number froze the daemon),
 # and every duration must be a real number of seconds the kernel and trio can take.
 _MAX = {"prefetch": 256, "save_retries": 100, **dict.fromkeys(_FLOAT, 1_000_000)}
-_PASSTHROUGH = {"allow_other", "allow_root", "default_permissions", "ro", "rw", "noatime", "auto_unmount"}
+_PASSTHROUGH = frozenset(PASSTHROUGH)
 
 # What `-o` gave an option: its text after `=`, or None for a bare `-o name`.
 Raw = str | None
@@ -274,37 +274,3 @@ def _options_converter() -> cattrs.Converter:
     conv.register_structure_hook(Options, make_dict_structure_fn(
         Options, conv, _cattrs_forbid_extra_keys=True, **{name: hook(name, rule) for name, rule in _RULES.items()}))
     return conv
-
-
-
-# What each `-o` option is, by name: its value's form (None: a flag) and one line of help. The one
-# table `slfs mount --help`, the shells' completion of `-o` (cli/completion.py) and the tests read;
-# every option parse_options takes is here (tests/unit/test_cli_completion.py).
-OPTION_TABLE: dict[str, tuple[str | None, str]] = {
-    "prefetch": ("N", "content fetches started at once by a prim's first listing (0 disables)"),
-    "attr_timeout": ("S", "seconds the kernel may cache names and attributes"),
-    "delete_grace": ("S", "seconds an rm waits for a re-create before deleting in-world"),
-    "vm": ("|".join(VM_CHOICES), "VM of new .lsl scripts"),
-    "save_retries": ("N", "retries of a transient viewer error"),
-    "reconnect_wait": ("S", "how long a call waits for a dropped session to come back"),
-    "shutdown_grace": ("S", "how long SIGTERM or an unmount waits for pending saves"),
-    "open_cmd": ("CMD", "editor run for the viewer's editor.open_file, e.g. 'code -g {path}:{line}'"),
-    "lazy_lists": ("0|1", "Firestorm's lazy lists in preprocessed LSL"),
-    "switch": ("0|1", "switch statements in preprocessed LSL"),
-    "include": ("DIR[:DIR...]", "directories #include and require search"),
-    "windows_paths": ("|".join(WINDOWS_PATHS_CHOICES), "how a Windows viewer's paths become local ones"),
-    "wine_prefix": ("DIR", "the Wine prefix the viewer runs in"),
-    "windows_mount": ("DIR", "where WSL2 mounts the Windows drives"),
-    "allow_remote_viewer": (None, "let --host name a viewer not on a loopback address"),
-    "nonempty": (None, "mount over a directory that is not empty (what is in it is hidden meanwhile)"),
-    "connect_wait": ("S", "unmount and exit when no viewer connected within S seconds (0: never)"),
-    "uri_ports": ("P[:P...]", "ports besides the default a launch URI may mount for (slfs open-uri)"),
-    "history_max": ("SIZE", "bound of the history store (256M, 1G; 0 disables it)"),
-    "history_days": ("N", "versions older than N days are pruned (0: no age bound)"),
-    **{name: (None, "passed to the kernel") for name in sorted(_PASSTHROUGH)},
-}
-
-
-def option_words() -> list[str]:
-    """The `-o` names as a shell completes them: `name=` for an option with a value, `name` for a flag."""
-    return [name if form is None else f"{name}=" for name, (form, _text) in OPTION_TABLE.items()]

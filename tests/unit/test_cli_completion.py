@@ -16,7 +16,7 @@ import pytest
 from slfs import __version__
 from slfs.cli import build_parser, main
 from slfs.cli.completion import script
-from slfs.model import options
+from slfs.model.option_table import OPTION_TABLE, option_words
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -70,17 +70,8 @@ def test_bash_completes_each_element_of_a_comma_separated_o_list(tmp_path: Path,
     assert _bash_complete(tmp_path, tree, "slfs", "mount", "-o", "pre") == ["prefetch="]
     # a flag completes without `=`; libfuse's own flags too
     assert _bash_complete(tmp_path, tree, "slfs", "mount", "-o", "ro,allow_remote") == ["ro,allow_remote_viewer"]
-    assert set(_bash_complete(tmp_path, tree, "slfs", "mount", "-o", "")) == set(options.option_words())
+    assert set(_bash_complete(tmp_path, tree, "slfs", "mount", "-o", "")) == set(option_words())
     assert _bash_complete(tmp_path, tree, "slfs", "demo", "-o", "history_m") == ["history_max="]
-
-
-def test_option_table_names_every_option_parse_options_takes() -> None:
-    assert set(options.OPTION_TABLE) == set(options._RULES) | options._PASSTHROUGH
-    for name, (form, _text) in options.OPTION_TABLE.items():
-        if form is None:  # a flag: parse_options takes it bare
-            options.parse_options([name])
-    flags = {n for n, (form, _t) in options.OPTION_TABLE.items() if form is None}
-    assert flags == {"allow_remote_viewer", "nonempty"} | options._PASSTHROUGH
 
 
 def _subparser(name: str) -> argparse.ArgumentParser:
@@ -99,7 +90,7 @@ def test_mount_help_lists_every_o_option_with_its_default(capsys: pytest.Capture
     with pytest.raises(SystemExit):
         main(["mount", "--help"])
     out = capsys.readouterr().out
-    for name in options.OPTION_TABLE:
+    for name in OPTION_TABLE:
         assert f"\n  {name}" in out, name
     assert "(default 16)" in out and "(default mono)" in out
 

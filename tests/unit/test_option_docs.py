@@ -1,0 +1,61 @@
+"""The one options table (model/option_table.py) against what is built from it: parse_options, the
+option lists of README.md and slfs(1), each default the docs show."""
+
+from __future__ import annotations
+
+import subprocess
+
+import attrs
+import pytest
+
+from slfs.cli import option_docs
+from slfs.model import options
+from slfs.model.option_table import OPTION_TABLE, PASSTHROUGH
+
+
+def test_the_table_names_every_option_parse_options_takes() -> None:
+    assert set(OPTION_TABLE) == set(options._RULES) | set(PASSTHROUGH)
+    fields = {f.name for f in attrs.fields(options.Options)} - {"fuse"}
+    assert fields == set(options._RULES)
+    for name, opt in OPTION_TABLE.items():
+        if opt.form is None:  # a flag: parse_options takes it bare, and refuses a value
+            options.parse_options([name])
+            with pytest.raises(ValueError):
+                options.parse_options([f"{name}=1"])
+
+
+@pytest.mark.parametrize("name", [n for n, o in OPTION_TABLE.items() if o.form is not None])
+def test_each_default_the_docs_show_is_what_the_mount_takes(name: str) -> None:
+    """A default written as a value (`16`, `mono`, `256M`) parses to the Options default; one written
+    as prose (none, a path that depends on the environment) is a default the code computes."""
+    opt, default = OPTION_TABLE[name], getattr(options.Options(), name)
+    if opt.default in ("", "none"):
+        assert default in (None, ()), f"-o {name}: the docs show no default, the code has {default!r}"
+    elif "`" not in opt.default:
+        assert getattr(options.parse_options([f"{name}={opt.default}"]), name) == default
+
+
+def test_flags_are_off_by_default() -> None:
+    for name, opt in OPTION_TABLE.items():
+        if opt.form is None and name not in PASSTHROUGH:
+            assert opt.default == "off" and getattr(options.Options(), name) is False
+
+
+@pytest.mark.parametrize("rel", sorted(option_docs.FILES))
+def test_the_docs_list_what_the_table_renders(rel: str) -> None:
+    marks, render = option_docs.FILES[rel]
+    held = option_docs.block_of((option_docs.ROOT / rel).read_text(), marks)
+    assert held == render(), f"{rel}: its option list is not the table's: run python -m slfs.cli.option_docs"
+
+
+def test_every_option_is_in_both_lists() -> None:
+    readme, page = option_docs.markdown(), option_docs.roff()
+    for name, opt in OPTION_TABLE.items():
+        assert f"`{name}" in readme
+        assert (f'.BI "{name.replace("-", chr(92) + "-")}="' if opt.form else name) in page
+
+
+def test_the_man_page_renders_without_warnings() -> None:
+    res = subprocess.run(["groff", "-man", "-ww", "-z", str(option_docs.ROOT / "man" / "slfs.1")],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and res.stderr == "", res.stderr
