@@ -127,7 +127,8 @@ class _Stub:
 def test_contrib_completion_is_generated_from_the_parser(shell: str, name: str) -> None:
     """contrib/completion holds what `slfs completion SHELL` prints, never a hand-written script:
     regenerate with `slfs completion SHELL > contrib/completion/NAME` after changing the parser."""
+    from slfs.cli import build_parser
     from slfs.cli.completion import script
 
-    assert (ROOT / "contrib" / "completion" / name).read_text() == script(shell), (
+    assert (ROOT / "contrib" / "completion" / name).read_text() == script(shell, build_parser()), (
         f"contrib/completion/{name} is stale: .venv/bin/slfs completion {shell} > contrib/completion/{name}")

@@ -96,6 +96,6 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: l
     if args.command == "mcp":
         return mcp.cmd_mcp(args)
     if args.command == "completion":
-        return completion.cmd_completion(args)
+        return completion.cmd_completion(args, build_parser())
     parser.print_help()
     return 2

@@ -132,12 +132,11 @@ def _mark(parser: argparse.ArgumentParser) -> None:
             action.complete = PATH  # type: ignore[attr-defined]
 
 
-def script(shell: str) -> str:
+def script(shell: str, parser: argparse.ArgumentParser) -> str:
+    """The completion script of `parser` (slfs's whole parser: cli/__init__.py build_parser, which
+    passes it here rather than this module importing it back)."""
     import shtab
 
-    from . import build_parser
-
-    parser = build_parser()
     _mark(parser)
     return str(shtab.complete(parser, shell, preamble=preamble(shell)))
 
@@ -149,6 +148,6 @@ def add_parser(sub: Any) -> None:
     p.add_argument("shell", choices=SHELLS, help="the shell to print the completion for")
 
 
-def cmd_completion(args: argparse.Namespace) -> int:
-    print(script(args.shell), end="")
+def cmd_completion(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    print(script(args.shell, parser), end="")
     return 0

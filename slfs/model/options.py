@@ -180,7 +180,7 @@ def _include(name: str, value: Raw) -> tuple[str, ...]:
 
 
 def _ports(name: str, value: Raw) -> tuple[int, ...]:
-    """The ports of uri_ports=9020,9021 (or 9020:9021), each a port a viewer may listen on."""
+    """The ports of uri_ports=9020:9021 (`:`, since a comma ends the -o option), each a port a viewer may listen on."""
     ports = []
     for text in filter(None, (p.strip() for p in (value or "").split(":"))):
         if not text.isdigit() or not 1024 <= int(text) <= 65535:

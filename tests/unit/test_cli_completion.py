@@ -25,7 +25,7 @@ def _bash_complete(tmp_path: Path, cwd: Path, *words: str) -> list[str]:
     """COMPREPLY of the generated bash completion for the command line `words` (the last one being
     completed), as bash computes it."""
     comp = tmp_path / "slfs.bash"
-    comp.write_text(script("bash"))
+    comp.write_text(script("bash", build_parser()))
     quoted = " ".join("'" + w.replace("'", "'\\''") + "'" for w in words)
     prog = (f"source {comp}\nCOMP_WORDS=({quoted}); COMP_CWORD=$((${{#COMP_WORDS[@]}}-1)); COMPREPLY=()\n"
             "_shtab_slfs\nprintf '%s\\n' \"${COMPREPLY[@]}\"\n")
@@ -106,7 +106,7 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 def test_completion_verb_prints_the_script(shell: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["completion", shell]) == 0
     out = capsys.readouterr().out
-    assert out == script(shell)
+    assert out == script(shell, build_parser())
     assert "mount_options" in out  # the -o completer
     for verb in ("mount", "events", "status", "completion"):
         assert verb in out
@@ -128,7 +128,7 @@ def test_fish_completes_verbs_options_and_paths(tmp_path: Path, tree: Path) -> N
     """fish's own `complete -C` on the generated script, as fish completes a command line."""
     fish = _shell("fish")
     comp = tmp_path / "slfs.fish"
-    comp.write_text(script("fish"))
+    comp.write_text(script("fish", build_parser()))
 
     def complete(line: str) -> list[str]:
         res = subprocess.run([fish, "--no-config", "-c", f"source {comp}; complete -C {_fish_quote(line)}"],
