@@ -82,6 +82,34 @@ def pytest_configure(config: pytest.Config) -> None:
         "allow_log(*regexes): WARNING/ERROR records the test expects its daemon to log (tests/support/logcheck.py)")
 
 
+# The files that take longest (their tests' summed time, measured on the 2-core CI machine,
+# 2026-12-05), longest first. xdist hands out whole files (--dist loadfile) in collection order
+# (`make test` passes --no-loadscope-reorder): started first, they no longer end the run on one
+# worker while the others sit idle (test_faults.py, 14 tests of up to 21 s, came last by test count).
+SLOWEST_FILES = (
+    "e2e/test_live_sync.py", "e2e/test_control_cli.py", "e2e/test_recovery_resend.py", "e2e/test_history.py",
+    "e2e/test_bulk_safety.py", "e2e/test_push_rollback.py", "e2e/test_overlay_identity.py",
+    "e2e/test_mcp_tools.py", "e2e/test_write_tools.py", "e2e/test_read_daemon.py", "e2e/test_sources.py",
+    "unit/test_sources_limits.py", "e2e/test_write_semantics.py", "e2e/test_faults.py",
+    "e2e/test_viewer_generations.py", "e2e/test_push.py", "e2e/test_write_lifecycle.py",
+    "e2e/test_saves_names_history.py", "e2e/test_write_editors.py", "e2e/test_control_sidecars.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Whole files, the slowest first (SLOWEST_FILES), then the others by number of tests (xdist's
+    own order); a file's tests keep their order (its shared mounts go by viewer)."""
+    tests_dir = Path(__file__).parent
+    by_file: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        by_file.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    rank = {str(tests_dir.name + "/" + name): i for i, name in enumerate(SLOWEST_FILES)}
+
+    def key(path: str) -> tuple[int, int]:
+        return (rank.get(path, len(rank)), -len(by_file[path]))
+    items[:] = [item for path in sorted(by_file, key=key) for item in by_file[path]]
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """`viewer_version`: one test per selected viewer (support.viewers.viewer_params)."""
     if "viewer_version" in metafunc.fixturenames:
