@@ -155,7 +155,7 @@ def _open_cmd(name: str, value: Raw) -> str:
     if value is None or not value.strip():
         raise ValueError("-o open_cmd needs a command, e.g. open_cmd='code -g {path}:{line}'")
     try:
-        check_template(value)  # as launch.py splits it to run it (never through a shell)
+        check_template(value)  # as local/launch.py splits it to run it (never through a shell)
     except ValueError as exc:
         raise ValueError(f"-o open_cmd={value!r}: {exc}") from None
     return value

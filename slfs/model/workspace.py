@@ -44,9 +44,9 @@ from ..winpaths import PathTranslator, detect
 from ..world.errors import CallCut, FsError, from_rpc, region_down, transient_read_error
 from ..world.generations import features_shown, generation_of
 from .compiles import CompileReport, compiled_report, event_fields
+from .editor_commands import EditorCommands
 from .history import FETCHED, VIEWER, History, agent_key
 from .invalidations import PendingInvalidations
-from .launch import EditorCommands
 from .live import LIVE_DIR_KEY, LiveScripts
 from .options import Debug, Options
 from .runtime import attribute
@@ -381,7 +381,7 @@ class Workspace:
         self.invalidations.add(EntryChanged(self.tree.inode_for(LIVE_DIR_KEY), name))
 
     def on_editor_command(self, command: str, params: dict[str, Any]) -> None:
-        # editor.open_file and editor.show_message start programs on the peer's word: launch.py.
+        # editor.open_file and editor.show_message start programs on the peer's word: editor_commands.py.
         if not self.editor.on_command(command, params):
             self.emit("viewer.command", command=command, params=params)
 

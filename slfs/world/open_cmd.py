@@ -1,6 +1,6 @@
 """`-o open_cmd`: the editor's argument-vector template, checked when the option is parsed.
 
-Kept apart from launch.py (which runs it) so that parsing options, which every CLI verb does,
+Kept apart from local/launch.py (which runs it) so that parsing options, which every CLI verb does,
 imports neither trio nor the protocol types.
 """
 

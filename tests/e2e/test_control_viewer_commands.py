@@ -17,7 +17,7 @@ def events(text: str) -> list[dict[str, object]]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-@pytest.mark.allow_log(r"^WARNING slfs\.model\.launch: viewer says: Reset done")
+@pytest.mark.allow_log(r"^WARNING slfs\.model\.editor_commands: viewer says: Reset done")
 async def test_show_message_is_an_event(mount_factory: MountFactory) -> None:
     m = await mount_factory()
     assert m.sim is not None

@@ -69,7 +69,7 @@ async def open_file_events(m: Mount) -> list[dict[str, Any]]:
 
 
 @pytest.mark.allow_log(
-    r"^WARNING slfs\.model\.launch: editor\.open_file: line",
+    r"^WARNING slfs\.model\.editor_commands: editor\.open_file: line",
     r"^WARNING slfs\.model\.workspace: editor\.open_file",
 )
 async def test_open_file_runs_vim_only_inside_the_mount(mount_factory: MountFactory, tmp_path: Path) -> None:
@@ -142,7 +142,7 @@ async def test_open_file_runs_vim_only_inside_the_mount(mount_factory: MountFact
     m.assert_clean_log()
 
 
-@pytest.mark.allow_log(r"^ERROR slfs\.model\.launch: viewer says: message")
+@pytest.mark.allow_log(r"^ERROR slfs\.model\.editor_commands: viewer says: message")
 async def test_show_message_runs_one_notifier_at_a_time_with_clean_text(mount_factory: MountFactory,
                                                                        tmp_path: Path) -> None:
     m = await stubbed_mount(mount_factory, tmp_path)

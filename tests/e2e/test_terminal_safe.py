@@ -27,7 +27,7 @@ def assert_safe(data: bytes, what: str) -> None:
     assert found is None, f"{what} holds {found.group()!r}: {data[max(0, found.start() - 40):found.end() + 40]!r}"
 
 
-@pytest.mark.allow_log(r"^WARNING slfs\.model\.launch: viewer says: helloX")
+@pytest.mark.allow_log(r"^WARNING slfs\.model\.editor_commands: viewer says: helloX")
 async def test_hostile_names_and_messages_reach_no_terminal_raw(mount_factory: MountFactory) -> None:
     world = sample_world()
     world.agent_name = "Resident" + HOSTILE

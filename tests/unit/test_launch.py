@@ -1,4 +1,5 @@
-"""The viewer's editor commands start programs on the peer's word (slfs/model/launch.py): the path
+"""The viewer's editor commands start programs on the peer's word (slfs/model/editor_commands.py,
+slfs/local/launch.py): the path
 opened must resolve inside the mount, the argument vector keeps it a file name, the line is an
 integer, and notifications are one at a time, bounded and free of terminal escapes."""
 
@@ -14,23 +15,20 @@ import attrs
 import pytest
 import trio
 
-from slfs.model import launch
-from slfs.model.launch import (
-    MAX_LINE,
-    MAX_NOTE,
-    EditorCommands,
-    Notifier,
-    Refused,
-    check_template,
-    editor_argv,
-    line_number,
-    notify_argv,
-    resolve_in_mount,
-)
+from slfs.local import launch
+from slfs.local.launch import MAX_LINE, MAX_NOTE, Notifier, editor_argv, notify_argv
+from slfs.model.editor_commands import EditorCommands, Refused, line_number, resolve_in_mount
 from slfs.model.options import Options, parse_options
 from slfs.winpaths import PathTranslator, detect
+from slfs.world.open_cmd import check_template
 
 P = "/home/u/sl/Hello Cube/Hello.lsl"
+
+
+def _capture_info(caplog: pytest.LogCaptureFixture) -> None:
+    """What the commands decide (model/editor_commands.py) and what runs (local/launch.py) log."""
+    for name in ("slfs.model.editor_commands", "slfs.local.launch"):
+        caplog.set_level(logging.INFO, name)
 
 
 # --- {line} -----------------------------------------------------------------------------------
@@ -198,7 +196,7 @@ async def test_open_file_runs_the_editor_only_inside_the_mount(tree: SimpleNames
                                                                caplog: pytest.LogCaptureFixture) -> None:
     host = Host(str(tree.mnt))
     real = os.path.realpath(tree.mnt)
-    caplog.set_level(logging.INFO, "slfs.model.launch")
+    _capture_info(caplog)
     ran = await open_files(host,
                            {"path": f"{tree.mnt}/Box/Note.lsl", "line": 2},
                            {"path": "/etc/passwd"},
@@ -268,7 +266,7 @@ class Recording(Notifier):
 
 
 async def test_one_notifier_at_a_time_and_the_latest_waits(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, "slfs.model.launch")
+    _capture_info(caplog)
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
             n = Recording(nursery.start_soon)
@@ -286,7 +284,7 @@ async def test_show_message_logs_clean_text_and_notifies(tree: SimpleNamespace, 
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     host = Host(str(tree.mnt))
     shown: list[tuple[Any, Any]] = []
-    caplog.set_level(logging.INFO, "slfs.model.launch")
+    _capture_info(caplog)
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
             host.nursery = nursery
@@ -304,7 +302,7 @@ async def test_show_message_logs_clean_text_and_notifies(tree: SimpleNamespace, 
 
 async def test_no_notify_send_is_logged_once(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setattr(launch.shutil, "which", lambda _name: None)
-    caplog.set_level(logging.INFO, "slfs.model.launch")
+    _capture_info(caplog)
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
             n = Notifier(nursery.start_soon)
