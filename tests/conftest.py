@@ -36,7 +36,7 @@ os.environ.setdefault("SLFS_CHECK_LISTINGS", "1")
 
 @pytest.fixture(autouse=True)
 def _unfrozen() -> Iterator[None]:
-    """What a big frame froze out of the cycle collector's reach (protocol/gcpause.py) goes back to
+    """What a big frame froze out of the cycle collector's reach (slfs/gcpause.py) goes back to
     it after each test: a daemon freezes its own tree once per load, but the suite runs hundreds of
     loads in one process, and the freeze would keep every cycle a finished test left (its
     Operations, with handlers bound to it) for the rest of the run."""

@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import attrs
 
+from ..gcpause import paused_gc
 from ..protocol.constants import NULL_UUID
 from ..protocol.errors import ProtocolError
-from ..protocol.gcpause import paused_gc
 from ..protocol.types import (
     InventoryItem,
     LinkedObject,

@@ -15,8 +15,8 @@ from typing import Any, Union
 
 import attrs
 
+from ..gcpause import paused_gc
 from .errors import ProtocolError, RpcError
-from .gcpause import paused_gc
 
 RequestId = Union[int, str, None]
 

@@ -22,7 +22,6 @@ from trio_websocket import ConnectionClosed, WebSocketConnection
 
 from slfs.protocol import codec
 from slfs.protocol.errors import ProtocolError, RpcError
-from slfs.protocol.gcpause import paused_gc
 from slfs.protocol.jsonrpc import (
     Message,
     Notification,
@@ -36,6 +35,7 @@ from slfs.protocol.jsonrpc import (
 from slfs.protocol.types import SessionHandshake
 from slfs.stats import Stats
 
+from ..gcpause import paused_gc
 from .errors import CallTimeout, MessageTooLarge, NotConnected
 from .ids import IdAllocator
 

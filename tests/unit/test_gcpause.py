@@ -1,4 +1,4 @@
-"""Pausing and freezing the cycle collector around large work (protocol/gcpause.py)."""
+"""Pausing and freezing the cycle collector around large work (slfs/gcpause.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from slfs.protocol.gcpause import paused_gc
+from slfs.gcpause import paused_gc
 
 
 class Node:
