@@ -1,7 +1,7 @@
 """One WebSocket connection to the viewer: sending, the calls awaiting their answers, the reader.
 
 Per connection there is one reader task that never awaits a handler: responses wake their callers,
-notifications and requests go to the session's `Incoming` (served.py) in arrival order, requests to
+notifications and requests go to the session's `Incoming` (incoming.py) in arrival order, requests to
 be answered by tasks spawned in the connection's nursery. The one exception is a large object.list
 answer: its on_response may return an awaitable, and the reader reads the next frame after it.
 Frames are sent under one lock so they never interleave. When the link drops every pending call
@@ -68,7 +68,7 @@ def timeout_for(method: str) -> float:
 
 
 class Incoming(Protocol):
-    """Where a connection hands what the viewer sends unasked (served.Served)."""
+    """Where a connection hands what the viewer sends unasked (incoming.Incoming)."""
 
     def hear(self, conn: Connection, msg: Notification) -> None: ...
     async def answer(self, conn: Connection, req: Request) -> None: ...

@@ -1,7 +1,7 @@
 """The WebSocket session with the viewer: connect, reconnect, the state, the calls slfs makes.
 
 One connection at a time (connection.py: sending, pending calls, the reader); what the viewer sends
-unasked is served through served.py's tables. After session.ok the session lists the objects: a
+unasked is handled through incoming.py's tables. After session.ok the session lists the objects: a
 large object.list answer is decoded off the trio thread and applied through the listener's
 `load_objects` in steps, and the reader reads the next frame after that. When the link drops every
 pending call fails with NotConnected, the listener hears about it, and run() reconnects with
@@ -38,10 +38,10 @@ from . import peer
 from .connection import CLOSED_ERRORS, Connection
 from .errors import CallTimeout, NotConnected
 from .ids import IdAllocator
+from .incoming import PEER_UNSEEN, WINDOWS_SIDE, Incoming, now_ms
 from .listener import ListedObject, SessionInfo, SessionListener
 from .listing import decode_listing
 from .opening import PeerRefused, open_checked_websocket
-from .served import PEER_UNSEEN, WINDOWS_SIDE, Served, now_ms
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +117,7 @@ class ViewerSession:
         self._ignored_fields: set[tuple[str, str]] = set()  # (method, field) already logged
         self._conn: Connection | None = None
         self._state_changed = trio.Event()
-        self._served = Served(self)
+        self._incoming = Incoming(self)
 
     @property
     def endpoint(self) -> str:
@@ -243,10 +243,10 @@ class ViewerSession:
         except Exception:
             log.exception("listener %s raised", getattr(method, "__name__", method))
 
-    # --- for served.Served ------------------------------------------------------------------------
+    # --- for incoming.Incoming ----------------------------------------------------------------------
 
     def read_challenge(self, path: str) -> str:
-        """Blocking (it looks at the file): served.py runs it in a worker thread, under a bound."""
+        """Blocking (it looks at the file): incoming.py runs it in a worker thread, under a bound."""
         return _challenge.read_challenge(path, self.paths.to_local, mountpoint=self.paths.mountpoint)
 
     def accepted(self, conn: Connection, ok: SessionOk) -> None:
@@ -294,7 +294,7 @@ class ViewerSession:
                     log.info("connected to %s, waiting for the handshake", self.url)
                     try:
                         async with trio.open_nursery() as nursery:
-                            conn = Connection(ws, nursery, self._ids, self._served, self.stats)
+                            conn = Connection(ws, nursery, self._ids, self._incoming, self.stats)
                             if unseen:
                                 wsl = self.paths.mapper.mode == "wsl"
                                 conn.listener_note = WINDOWS_SIDE if wsl else PEER_UNSEEN

@@ -348,7 +348,7 @@ async def test_thirty_viewer_restarts(mount_factory: MountFactory) -> None:
 
 
 @pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: open: Locked",
-                       r"^WARNING slfs\.session\.(session|connection|served):")
+                       r"^WARNING slfs\.session\.(session|connection|incoming):")
 async def test_two_thousand_hostile_frames(mount_factory: MountFactory) -> None:
     m = await mount_factory()
     sim = sim_of(m)

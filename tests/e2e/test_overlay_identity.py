@@ -121,7 +121,7 @@ async def test_a_rerezzed_object_takes_its_local_files_back(mounted: Mount) -> N
     assert not await exists(m, "Twin", ".git")
 
 
-@pytest.mark.allow_log(r"^WARNING slfs\.session\.served: viewer disconnected us")
+@pytest.mark.allow_log(r"^WARNING slfs\.session\.incoming: viewer disconnected us")
 async def test_another_agent_sees_none_of_them(mount_factory: MountFactory, tmp_path: Path) -> None:
     first = await mount_factory()
     await sh(first, "echo mine > .notes", cwd=first.path("Twin"))

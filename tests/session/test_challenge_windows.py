@@ -13,8 +13,8 @@ import trio
 from support.fakeviewer import FakeViewer
 from support.sessions import running
 
+from slfs.session import incoming as incoming_module
 from slfs.session import peer
-from slfs.session import served as served_module
 from slfs.session.challenge import ChallengeError, read_challenge
 from slfs.winpaths import PathMapper, PathTranslator
 
@@ -161,7 +161,7 @@ async def test_wsl_listener_on_the_windows_side_is_said_not_refused(tmp_path: Pa
             await session.wait_connected(5)
             assert session.state_detail.endswith(
                 "; the viewer's listener is on the Windows side; relying on the challenge")
-            assert served_module.WINDOWS_SIDE in session.state_detail
+            assert incoming_module.WINDOWS_SIDE in session.state_detail
             assert paths.status() == f"wsl ({tmp_path})"
 
 

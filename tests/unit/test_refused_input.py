@@ -20,13 +20,13 @@ from slfs.cli.verbs import parse_params
 from slfs.control.requests import MAX_DEPTH, ViewerCommandParams, depth, structure
 from slfs.control.server import encode_frame
 from slfs.mcp.arguments import closed, problems
-from slfs.model import launch
+from slfs.model import editor_commands
 from slfs.model.options import Options
 from slfs.protocol import codec
 from slfs.protocol import types as payloads
 from slfs.protocol.errors import ProtocolError
 from slfs.protocol.jsonrpc import parse_message, parse_message_steps
-from slfs.session import served
+from slfs.session import incoming
 from slfs.session.challenge import ChallengeError, read_challenge
 from slfs.sim.world import load_world
 from slfs.winpaths import PathMapper, PathTranslator, match_case, within
@@ -244,10 +244,10 @@ async def test_a_challenge_read_that_hangs_is_abandoned(monkeypatch: pytest.Monk
             release.wait(30)  # a file system that does not answer
             return "never"
 
-    monkeypatch.setattr(served, "CHALLENGE_TIMEOUT", 0.2)
+    monkeypatch.setattr(incoming, "CHALLENGE_TIMEOUT", 0.2)
     try:
         with trio.fail_after(5), pytest.raises(ChallengeError, match=r"not read within 0\.2 s"):
-            await served._read_challenge(Host(), "/x/sl_script_challenge.tmp")  # type: ignore[arg-type]
+            await incoming._read_challenge(Host(), "/x/sl_script_challenge.tmp")  # type: ignore[arg-type]
     finally:
         release.set()
 
@@ -282,13 +282,13 @@ async def test_open_file_resolves_off_the_loop_under_a_bound(monkeypatch: pytest
         def note_error(self, message: str) -> None:
             self.errors.append(message)
 
-    monkeypatch.setattr(launch, "RESOLVE_TIMEOUT", 0.2)
+    monkeypatch.setattr(editor_commands, "RESOLVE_TIMEOUT", 0.2)
     host = Host(str(tmp_path))
     try:
         with trio.fail_after(5):
             async with trio.open_nursery() as nursery:
                 host.nursery = nursery
-                assert launch.EditorCommands(host).on_command("editor.open_file", {"path": r"Z:\m\x.lsl"})
+                assert editor_commands.EditorCommands(host).on_command("editor.open_file", {"path": r"Z:\m\x.lsl"})
     finally:
         release.set()
     assert threads and loop_thread not in threads

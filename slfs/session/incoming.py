@@ -98,8 +98,8 @@ class Host(Protocol):
     def accepted(self, conn: Connection, ok: SessionOk) -> None: ...
 
 
-class Served:
-    """The viewer's notifications and requests, by method name."""
+class Incoming:
+    """What the viewer sends unasked (its notifications and its requests), by method name."""
 
     def __init__(self, host: Host) -> None:
         self.host = host
