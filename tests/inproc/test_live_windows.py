@@ -20,7 +20,7 @@ import trio
 from support.inproc import fs_against_sim
 from support.live_world import GOOD, INV, world
 
-from slfs.model import launch
+from slfs.model import editor_commands
 from slfs.model.options import Options
 from slfs.protocol.types import ScriptList
 from slfs.world.errors import FsError
@@ -110,7 +110,7 @@ async def test_editor_open_file_gets_the_local_path(tmp_path: Path, monkeypatch:
             ran.append(path)
             return path
 
-        monkeypatch.setattr(launch, "resolve_in_mount", opened)
+        monkeypatch.setattr(editor_commands, "resolve_in_mount", opened)
         monkeypatch.setattr(fs.ws, "options", attrs.evolve(options, open_cmd="true"))
         fs.ws.on_editor_command("editor.open_file", {"path": r"C:\Projects\x.lsl", "line": 3})
         fs.ws.on_editor_command("editor.open_file", {"path": r"\\server\share\x.lsl"})
