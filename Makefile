@@ -4,7 +4,7 @@ BIN := $(VENV)/bin
 # The suite runs in parallel: its end-to-end tests mostly wait (on mounts, viewers, programs). On a
 # 2-core machine 3 workers took 463 s, 4 took 404 s and 5 took 394 s; with 2,606 tests, the whole
 # .ci/run took 485 s with 4 and 460 s with 5 (tests/README.md). A module's tests stay on one worker
-# (--dist loadfile): they share the module's mounts. Files go out slowest first (tests/conftest.py,
+# (--dist loadfile): they share the module's mounts. Files go out slowest first (tests/support/order.py,
 # SLOWEST_FILES; --no-loadscope-reorder keeps that order). PYTEST_WORKERS=0 runs serially.
 # --durations: the slowest tests are printed, so a run shows where its time goes.
 PYTEST_WORKERS ?= 5

@@ -1,11 +1,11 @@
-"""The suite's file order (tests/conftest.py SLOWEST_FILES) names files that exist: a renamed file
+"""The suite's file order (tests/support/order.py SLOWEST_FILES) names files that exist: a renamed file
 would otherwise lose its place silently and end the run on one worker again."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import SLOWEST_FILES
+from support.order import SLOWEST_FILES
 
 
 def test_the_slowest_files_exist() -> None:
