@@ -197,7 +197,7 @@ class Item(Node):
     def content_current(self) -> bool:
         """The cached content is known to be what the viewer holds now. Valid but not current is
         our own save's content after its echo, until a fetch confirms it (newer viewers: at the
-        revision the echo brought; Tree._content_may_have_changed)."""
+        revision the echo brought; Inventories._content_may_have_changed)."""
         if not self.cache.content_valid or self.cache.content is None or self.echo.unconfirmed:
             return False
         now, known = self.info.revision, self.cache.content_revision
