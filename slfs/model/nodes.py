@@ -334,7 +334,7 @@ class Folder(Node):
     _items: dict[str, Item] = attrs.field(factory=dict)
     _prims: dict[str, Folder] = attrs.field(factory=dict)  # child prims of an object folder
     _entries: dict[str, Node] = attrs.field(factory=dict)  # file name -> node, as listed
-    # An object folder whose inventory and prims the tree has not built yet (Tree._build): the
+    # An object folder whose inventory and prims the tree has not built yet (ObjectRecords.build): the
     # first read of its items, prims or listing builds them. Its link count meanwhile is from the
     # listing (`listed_prims`).
     expander: Callable[[Folder], None] | None = attrs.field(default=None, repr=False)

@@ -227,7 +227,7 @@ class ObjectRecords:
 
     def _put_child(self, obj_folder: Folder, link: LinkedObject) -> Folder:
         child = obj_folder.prims.get(link.link_id)
-        dropped = link.dropped  # kept as we knew them, as in _put_object
+        dropped = link.dropped  # kept as we knew them, as in put_object
         if child is None:
             child = Folder(
                 inode=self._registry.inode_for(link.link_id), uuid=link.link_id, object_id=obj_folder.object_id,
