@@ -10,15 +10,17 @@ from __future__ import annotations
 import enum
 import time
 from collections.abc import Callable
-from typing import Generic, TypeVar, Union, overload
+from typing import TYPE_CHECKING, Generic, TypeVar, Union, overload
 
 import attrs
-import trio
 
 from ..protocol.types import InventoryItem, Permissions, PublishedObject
 from ..world import names
 from ..world.echo import Echo
 from .compiles import Place
+
+if TYPE_CHECKING:  # a type only: the nodes are pure state, trio is the writer's
+    import trio
 
 ROOT_INODE = 1
 T = TypeVar("T")
