@@ -20,6 +20,9 @@ def _groups_apart(plain: str) -> bool:
 _UNSHORTENED = names.MAX_NAME_BYTES - 34  # names._shorten keeps a base of this many bytes whole
 _MAX_LEFT = 4096  # departed objects whose folder name is remembered (Layout.left)
 
+# Relayout a folder (the root: with the objects added, removed or renamed since, or None): Tree.relayout.
+Relayout = Callable[[Folder, Iterable[str] | None], None]
+
 
 class Layout:
     """The listings of the tree's folders (Folder.entries) and the root's collision groups."""

@@ -10,15 +10,17 @@ from __future__ import annotations
 import enum
 import time
 from collections.abc import Callable
-from typing import Generic, TypeVar, Union, overload
+from typing import TYPE_CHECKING, Generic, TypeVar, Union, overload
 
 import attrs
-import trio
 
 from ..protocol.types import InventoryItem, Permissions, PublishedObject
 from ..world import names
 from ..world.echo import Echo
 from .compiles import Place
+
+if TYPE_CHECKING:  # a type only: the nodes are pure state, trio is the writer's
+    import trio
 
 ROOT_INODE = 1
 T = TypeVar("T")
@@ -197,7 +199,7 @@ class Item(Node):
     def content_current(self) -> bool:
         """The cached content is known to be what the viewer holds now. Valid but not current is
         our own save's content after its echo, until a fetch confirms it (newer viewers: at the
-        revision the echo brought; Tree._content_may_have_changed)."""
+        revision the echo brought; Inventories._content_may_have_changed)."""
         if not self.cache.content_valid or self.cache.content is None or self.echo.unconfirmed:
             return False
         now, known = self.info.revision, self.cache.content_revision
@@ -334,7 +336,7 @@ class Folder(Node):
     _items: dict[str, Item] = attrs.field(factory=dict)
     _prims: dict[str, Folder] = attrs.field(factory=dict)  # child prims of an object folder
     _entries: dict[str, Node] = attrs.field(factory=dict)  # file name -> node, as listed
-    # An object folder whose inventory and prims the tree has not built yet (Tree._build): the
+    # An object folder whose inventory and prims the tree has not built yet (ObjectRecords.build): the
     # first read of its items, prims or listing builds them. Its link count meanwhile is from the
     # listing (`listed_prims`).
     expander: Callable[[Folder], None] | None = attrs.field(default=None, repr=False)
@@ -396,7 +398,7 @@ class Folder(Node):
 def release(node: Node) -> None:
     """A detached node the kernel no longer knows lets go of its children: a folder and its items
     point at each other, and the tree after a large load is frozen out of the cycle collector's
-    reach (protocol/gcpause.py), so such a cycle would never be freed. Reference counting frees it
+    reach (slfs/gcpause.py), so such a cycle would never be freed. Reference counting frees it
     now. (The kernel forgets a folder only after everything in it, and the workspace's queues check
     `attached` before they use a node.)"""
     if isinstance(node, Folder):

@@ -2,11 +2,9 @@
 items of a folder, and passed through as they are. Each folder's are in its object's home, kept by
 the agent and the object's UUID, never by its name (model/overlay_homes.py).
 
-Overlay nodes are keyed by their path on disk. The names of one disk file (hard links: `ln`,
-git's objects) share one inode, as the kernel expects: a link's reply carries the inode of its
-target, and only then do `stat` of every name, and what is written through one name, agree at once.
-Such a node works through the name it was last looked up by, and removing that name moves it to
-another name the file still has, so it never points at a removed path.
+The Overlay keeps the homes (which agent's, which object's, moved when an object is re-rezzed or
+an old overlay is found) and composes the disk side (model/overlay_disk.py) and the overlay files'
+inodes (model/overlay_inodes.py: the names of one disk file share one).
 """
 
 from __future__ import annotations
@@ -15,23 +13,22 @@ import errno
 import hashlib
 import logging
 import os
-import stat
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .. import paths
 from ..session.listener import SessionInfo
 from ..world import names
 from ..world.errors import FsError
 from .history import agent_key
+from .overlay_disk import OverlayDisk
 from .overlay_homes import OWN, PRIMS, Home, Index, adoptable, id_name, prim_moves
+from .overlay_inodes import OverlayInodes
 from .tree import Folder, Item, NewFile, Node, OverlayNode, Tree
 
 log = logging.getLogger(__name__)
 
-KEY_PREFIX = "local:"
 LEGACY = "objects"  # the layout before homes: overlay/objects/<folder name>/...
 
 
@@ -44,36 +41,21 @@ class Overlay:
                  session: Callable[[], SessionInfo | None] = lambda: None,
                  note_error: Callable[[str], None] = lambda _m: None) -> None:
         self.tree = tree
-        # The overlay's directories and index are the user's alone (they hold object names), unless
-        # the mount is shared with other users (allow_other): then they show as 0755 there too.
-        self.dir_mode = 0o755 if shared else 0o700
-        self.file_mode = 0o644 if shared else 0o600
+        self._disk = OverlayDisk(shared=shared)
+        self._inodes = OverlayInodes(tree)
         self._session = session
         self._note_error = note_error  # last_error in the status, and the log
-        self._root_checked = False
         # The agent whose homes the mount shows (None until the session says) and their index;
         # `_live`: the tree is the viewer's current state (a load before a connection is not yet).
         self.agent: str | None = None
         self.index: Index | None = None
         self._live = False
         tree.on_object = self._object_changed
-        # Hard links: the inode of each non-directory by its disk identity (st_dev, st_ino), and the
-        # paths (and their parents) known for an inode whose file has several names.
-        self._by_disk: dict[tuple[int, int], int] = {}
-        self._disk_of: dict[int, tuple[int, int]] = {}
-        self._names: dict[int, dict[str, Node]] = {}
-
-    @staticmethod
-    def root_dir() -> Path:
-        return paths.data_dir() / "overlay"
-
-    def agent_dir(self, agent: str) -> Path:
-        return self.root_dir() / "agents" / agent
 
     def home_dir(self, object_id: str) -> Path:
         """An object's home (its files under `own/`, its child prims' under `prims/`)."""
         assert self.agent is not None
-        return self.agent_dir(self.agent) / "objects" / id_name(object_id)
+        return self._disk.agent_dir(self.agent) / "objects" / id_name(object_id)
 
     def folder_dir(self, folder: Folder) -> Path | None:
         """Where the local overlay of a folder lives: in its object's home, keyed by the agent and
@@ -82,7 +64,7 @@ class Overlay:
         if self.agent is None:
             return None
         if folder is self.tree.root:
-            return self.agent_dir(self.agent) / "root"
+            return self._disk.agent_dir(self.agent) / "root"
         home = self.home_dir(folder.object_id)
         return home / PRIMS / id_name(folder.uuid) if folder.is_child else home / OWN
 
@@ -104,87 +86,24 @@ class Overlay:
             st = os.lstat(path)
         except OSError:
             return None
-        return self.node(parent, name, path, st)
+        return self._inodes.node(parent, name, path, st)
+
+    # The overlay files' inodes (model/overlay_inodes.py).
 
     def node(self, parent: Node, name: str, path: str, st: os.stat_result | None = None) -> OverlayNode:
-        key = KEY_PREFIX + path
-        ino = self._inode(parent, key, path, st)
-        node = self.tree.node(ino)
-        if not isinstance(node, OverlayNode):
-            node = OverlayNode(inode=ino, uuid=key, name=name, path=path, overlay_parent=parent)
-            self.tree.add_node(node)
-        node.uuid, node.path, node.name, node.overlay_parent = key, path, name, parent
-        return node
-
-    def _inode(self, parent: Node, key: str, path: str, st: os.stat_result | None) -> int:
-        """The path's own inode, or for another name of a file that has one, that file's inode."""
-        if st is None:
-            try:
-                st = os.lstat(path)
-            except OSError:
-                return self.tree.inode_for(key)
-        if stat.S_ISDIR(st.st_mode):
-            return self.tree.inode_for(key)
-        disk = (st.st_dev, st.st_ino)
-        ino = self._by_disk.get(disk)
-        node = self.tree.node(ino) if ino is not None else None
-        if ino is None or not (isinstance(node, OverlayNode) and _same_file(node.path, disk)):
-            # The first name seen of this file, or its inode was forgotten (or the disk inode
-            # number reused by another file): the path's own inode.
-            ino = self.tree.inode_for(key)
-            node = self.tree.node(ino)
-        self._by_disk[disk] = ino
-        self._disk_of[ino] = disk
-        if st.st_nlink > 1:
-            self.tree.bind_key(key, ino)
-            names = self._names.setdefault(ino, {})
-            if isinstance(node, OverlayNode) and node.overlay_parent is not None:
-                names.setdefault(node.path, node.overlay_parent)
-            names[path] = parent
-        return ino
+        return self._inodes.node(parent, name, path, st)
 
     def moved(self, old_path: str, new_path: str) -> None:
         """After a rename on disk, the node (and for a directory everything below) follows."""
-        for key, ino in self.tree.rekey_prefix(KEY_PREFIX + old_path, KEY_PREFIX + new_path):
-            path = key[len(KEY_PREFIX):]
-            before = old_path + path[len(new_path):]
-            names = self._names.get(ino)
-            if names is not None and before in names:
-                names[path] = names.pop(before)
-            node = self.tree.node(ino)
-            # A file with several names keeps working through its other name if that one is current.
-            if isinstance(node, OverlayNode) and (names is None or node.path == before):
-                node.uuid, node.path = key, path
+        self._inodes.moved(old_path, new_path)
 
     def adopt_inode(self, path: str, inode: int) -> None:
         """A file becoming overlay content at `path` keeps the kernel inode it had."""
-        self.tree.bind_key(KEY_PREFIX + path, inode)
+        self._inodes.adopt_inode(path, inode)
 
     def removed(self, node: OverlayNode) -> None:
-        """The name `node.path` is gone: a new file at that path must get a new inode. A file that
-        still has other names lives on under one of them."""
-        self.tree.unbind_key(node.uuid, node.inode)
-        names = self._names.pop(node.inode, {})
-        names.pop(node.path, None)
-        disk = self._disk_of.get(node.inode)
-        others = {p: parent for p, parent in names.items() if disk is not None and _same_file(p, disk)}
-        if others and self.tree.node(node.inode) is node:
-            path, parent = next(iter(others.items()))
-            node.uuid, node.path, node.name = KEY_PREFIX + path, path, os.path.basename(path)
-            node.overlay_parent = parent
-            if len(others) > 1:
-                self._names[node.inode] = others
-            return
-        # Its last name, or the inode went to an item (an overlay file renamed onto an item's
-        # name): other names of the file are looked up afresh, as a file of their own.
-        for path, parent in others.items():
-            self.tree.unbind_key(KEY_PREFIX + path, node.inode)
-            if isinstance(parent, Folder):
-                self.tree.invalidate_entry(parent, os.path.basename(path))
-        if disk is not None and self._by_disk.get(disk) == node.inode:
-            del self._by_disk[disk]
-        self._disk_of.pop(node.inode, None)
-        node.overlay_parent = None
+        """The name `node.path` is gone: a new file at that path must get a new inode."""
+        self._inodes.removed(node)
 
     # Disk work the writer runs off the trio thread.
 
@@ -196,15 +115,12 @@ class Overlay:
     def write_new(self, parent: Node, name: str, data: bytes) -> str:
         """Write `data` as the overlay file `name` of `parent` (replacing one there atomically)."""
         path = os.path.join(self.ensure(parent), name)
-        tmp = path + ".slfs-tmp"
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
+        self._disk.write_file(path, data)
         return path
 
     def unlink(self, node: OverlayNode) -> None:
         os.unlink(node.path)
-        self.removed(node)
+        self._inodes.removed(node)
 
     # Changes the fs layer asks for on overlay files and directories: made on disk as asked.
 
@@ -212,42 +128,32 @@ class Overlay:
     def change(node: OverlayNode, *, size: int | None = None, mode: int | None = None, uid: int | None = None,
                gid: int | None = None, atime_ns: int | None = None, mtime_ns: int | None = None) -> None:
         """setattr: each change given (None: unchanged). A symlink's mode is not changed."""
-        if size is not None:
-            os.truncate(node.path, size)
-        if mode is not None and not stat.S_ISLNK(os.lstat(node.path).st_mode):
-            os.chmod(node.path, stat.S_IMODE(mode))
-        if uid is not None or gid is not None:
-            os.lchown(node.path, -1 if uid is None else uid, -1 if gid is None else gid)
-        if atime_ns is not None or mtime_ns is not None:
-            st = os.lstat(node.path)
-            os.utime(node.path, ns=(st.st_atime_ns if atime_ns is None else atime_ns,
-                                    st.st_mtime_ns if mtime_ns is None else mtime_ns),
-                     follow_symlinks=False)
+        OverlayDisk.change(node.path, size=size, mode=mode, uid=uid, gid=gid, atime_ns=atime_ns, mtime_ns=mtime_ns)
 
     def mkdir(self, parent: Folder | OverlayNode, name: str, mode: int) -> OverlayNode:
         path = os.path.join(self.ensure(parent), name)
         os.mkdir(path, mode)
-        return self.node(parent, name, path)
+        return self._inodes.node(parent, name, path)
 
     def rmdir(self, node: OverlayNode) -> None:
         os.rmdir(node.path)
-        self.removed(node)
+        self._inodes.removed(node)
 
     def create(self, parent: Folder | OverlayNode, name: str, flags: int, mode: int) -> tuple[OverlayNode, int]:
         """A new overlay file, opened: its node and the descriptor (the caller's to close)."""
         path = os.path.join(self.ensure(parent), name)
         fd = os.open(path, (flags | os.O_CREAT) & ~os.O_NOCTTY, mode)
-        return self.node(parent, name, path), fd
+        return self._inodes.node(parent, name, path), fd
 
     def symlink(self, parent: Folder | OverlayNode, name: str, target: bytes) -> OverlayNode:
         path = os.path.join(self.ensure(parent), name)
         os.symlink(target, path)
-        return self.node(parent, name, path)
+        return self._inodes.node(parent, name, path)
 
     def link(self, node: OverlayNode, parent: Folder | OverlayNode, name: str) -> OverlayNode:
         path = os.path.join(self.ensure(parent), name)
         os.link(node.path, path)
-        return self.node(parent, name, path)
+        return self._inodes.node(parent, name, path)
 
     def rename(self, src: OverlayNode, parent: Folder | OverlayNode, name: str, dst: Node | None) -> OverlayNode:
         """Within the overlay: a plain rename on disk, never over an item, a folder or a folder's
@@ -256,10 +162,10 @@ class Overlay:
             raise FsError(errno.EEXIST, "")
         path = os.path.join(self.ensure(parent), name)
         if isinstance(dst, OverlayNode):
-            self.removed(dst)
+            self._inodes.removed(dst)
         os.rename(src.path, path)
-        self.moved(src.path, path)
-        return self.node(parent, name, path)
+        self._inodes.moved(src.path, path)
+        return self._inodes.node(parent, name, path)
 
     def ensure(self, parent: Node) -> str:
         base = self.dir_of(parent)
@@ -269,33 +175,8 @@ class Overlay:
             raise FsError(errno.EPERM, "")
         if isinstance(parent, Folder) and parent is not self.tree.root:
             self._note_home(parent)
-        self._make_dirs(base)
+        self._disk.make_dirs(base)
         return base
-
-    def _make_dirs(self, path: str) -> None:
-        """`path` and the directories above it up to the overlay root, each made with dir_mode
-        (os.makedirs gives the ones above the umask's mode, 0755 usually)."""
-        if not self._root_checked:
-            root = self.root_dir()
-            paths.ensure(root.parent)
-            try:
-                os.mkdir(root, self.dir_mode)
-            except FileExistsError:
-                if stat.S_IMODE(os.stat(root).st_mode) != self.dir_mode:
-                    os.chmod(root, self.dir_mode)  # one made 0755 by an older slfs: it guards all below
-            self._root_checked = True
-        missing: list[str] = []
-        while not os.path.isdir(path):
-            missing.append(path)
-            parent = os.path.dirname(path)
-            if parent == path:
-                break
-            path = parent
-        for d in reversed(missing):
-            try:
-                os.mkdir(d, self.dir_mode)
-            except FileExistsError:
-                pass
 
     # Homes: which object's files a folder shows (model/overlay_homes.py).
 
@@ -324,10 +205,10 @@ class Overlay:
 
     def _select(self, agent: str) -> None:
         self.agent = agent
-        self.index = Index(self.agent_dir(agent), self.file_mode)
+        self.index = Index(self._disk.agent_dir(agent), self._disk.file_mode)
         self.index.load()
         self._migrate()
-        log.info("overlay: local files of agent %s in %s", agent, self.agent_dir(agent))
+        log.info("overlay: local files of agent %s in %s", agent, self._disk.agent_dir(agent))
 
     def _sync(self, complete: bool) -> None:
         """Homes whose objects went away while no session said so (a crash, a viewer that quit),
@@ -387,7 +268,7 @@ class Overlay:
         if old is None:
             return
         key = id_name(folder.object_id)
-        objects = self.agent_dir(self.agent or "") / "objects"
+        objects = self._disk.agent_dir(self.agent or "") / "objects"
         src, dst = objects / old, objects / key
         if not src.is_dir():  # removed by hand: nothing to take, and it no longer waits
             del index.homes[old]
@@ -396,7 +277,7 @@ class Overlay:
         if dst.exists():
             return
         os.rename(src, dst)
-        self.moved(str(src), str(dst))
+        self._inodes.moved(str(src), str(dst))
         home = index.homes.pop(old)
         index.homes[key] = home
         home.gone = home.ambiguous = False
@@ -420,7 +301,7 @@ class Overlay:
             if old == key or not (prims / old).is_dir() or (prims / key).exists():
                 continue
             os.rename(prims / old, prims / key)
-            self.moved(str(prims / old), str(prims / key))
+            self._inodes.moved(str(prims / old), str(prims / key))
             home.prims[key] = home.prims.pop(old)
 
     def _note_home(self, folder: Folder) -> None:
@@ -439,7 +320,7 @@ class Overlay:
             home.prims[id_name(folder.uuid)] = folder.link_name
             changed = True
         if changed:
-            self._make_dirs(str(index.dir))
+            self._disk.make_dirs(str(index.dir))
             index.save()
 
     def _migrate(self) -> None:
@@ -447,17 +328,17 @@ class Overlay:
         whose name is one published object's goes to that object's home; the others wait for an
         object of their name (as if gone while no other had it). The mount root's (overlay/root)
         goes to the first agent's."""
-        old_root, new_root = self.root_dir() / "root", self.agent_dir(self.agent or "") / "root"
+        old_root, new_root = self._disk.root_dir() / "root", self._disk.agent_dir(self.agent or "") / "root"
         if old_root.is_dir() and not new_root.exists():  # the mount root's, to the first agent's
-            self._make_dirs(str(new_root.parent))
+            self._disk.make_dirs(str(new_root.parent))
             os.rename(old_root, new_root)
             log.info("overlay: %s moved to %s", old_root, new_root)
-        legacy = self.root_dir() / LEGACY
+        legacy = self._disk.root_dir() / LEGACY
         if not legacy.is_dir():
             return
         index = self.index
         assert index is not None
-        objects = self.agent_dir(self.agent or "") / "objects"
+        objects = self._disk.agent_dir(self.agent or "") / "objects"
         for entry in sorted(os.scandir(legacy), key=lambda e: e.name):
             if not entry.is_dir(follow_symlinks=False):
                 continue
@@ -467,7 +348,7 @@ class Overlay:
             if home_dir.exists():
                 log.warning("overlay: %s not moved: %s exists", entry.path, home_dir)
                 continue
-            self._make_dirs(str(home_dir))
+            self._disk.make_dirs(str(home_dir))
             os.rename(entry.path, home_dir / OWN)
             stem, tag = names.strip_tag(entry.name)
             home = Home(name=folder.link_name if folder is not None else names.to_sl(stem),
@@ -506,7 +387,7 @@ class Overlay:
                 continue
             found = [p for t, p in prims.items() if t.startswith(tag) and names.to_fs(p.link_name) == stem]
             key = id_name(found[0].uuid) if len(found) == 1 else _legacy_key(entry.name)
-            self._make_dirs(str(home_dir / PRIMS))
+            self._disk.make_dirs(str(home_dir / PRIMS))
             if (home_dir / PRIMS / key).exists():
                 continue
             os.rename(entry.path, home_dir / PRIMS / key)
@@ -519,11 +400,3 @@ class Overlay:
 def _legacy_key(dir_name: str) -> str:
     """The home of an old overlay directory no object is known for yet (by its name's digest)."""
     return "legacy-" + hashlib.sha256(os.fsencode(dir_name)).hexdigest()[:32]
-
-
-def _same_file(path: str, disk: tuple[int, int]) -> bool:
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return False
-    return (st.st_dev, st.st_ino) == disk
