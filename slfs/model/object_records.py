@@ -6,9 +6,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from ..gcpause import paused_gc
 from ..protocol.constants import NULL_UUID
 from ..protocol.errors import ProtocolError
-from ..protocol.gcpause import paused_gc
 from ..protocol.types import LinkedObject, ObjectUpdate, Permissions, PublishedObject
 from .inventories import Inventories
 from .layout import Relayout
