@@ -267,7 +267,7 @@ class Control:
             return node.cache.inworld if node.cache.inworld is not None else node.cache.content or b""
 
         async def fetch() -> None:
-            await self.ws.read_content(self._item_named(vdir, file_name))
+            await self.ws.content.read_content(self._item_named(vdir, file_name))
 
         node = self._file(vdir.inode, f"{file_name}.inworld", render, direct_io=True)
         node.prepare = fetch

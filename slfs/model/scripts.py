@@ -34,10 +34,10 @@ class Scripts:
         try:
             if word == "reset":
                 reset = ScriptResetParams(prim_id=item.folder.uuid, item_id=item.uuid)
-                await self.ws.call(what, "object.script.reset", reset)
+                await self.ws.calls.call(what, "object.script.reset", reset)
             else:
                 running = SetRunningParams(prim_id=item.folder.uuid, item_id=item.uuid, running=word == "run")
-                await self.ws.call(what, "object.script.set_running", running)
+                await self.ws.calls.call(what, "object.script.set_running", running)
         except FsError as exc:
             self.ws.note_error(exc.message)  # the writer of F.state sees only an errno
             raise

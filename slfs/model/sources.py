@@ -179,7 +179,7 @@ class Sources:
                 continue
             child = node.entries.get(part)
             if last and isinstance(child, Item):
-                text = (await self.ws.read_content(child)).decode("utf-8", "replace")
+                text = (await self.ws.content.read_content(child)).decode("utf-8", "replace")
                 return Source(path=self.abspath(self.tree.path_of(child)), text=text, key=child.uuid)
             if not last and isinstance(child, Folder):
                 node = child

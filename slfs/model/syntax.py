@@ -30,13 +30,13 @@ class SyntaxFiles:
     async def refresh(self) -> None:
         """Fetch every file the viewer's cache lists; keep the old set if the viewer fails."""
         try:
-            listing: SyntaxCacheList = await self.ws.call("syntax", "language.syntax.cache", {}, SyntaxCacheList)
+            listing: SyntaxCacheList = await self.ws.calls.call("syntax", "language.syntax.cache", {}, SyntaxCacheList)
             files: dict[str, bytes] = {}
             for name in listing.files:
                 if "/" in name or name in ("", ".", ".."):
                     log.warning("ignoring syntax file with an unusable name %r", name)
                     continue
-                got: SyntaxCacheFile = await self.ws.call(f"syntax {name}", "language.syntax.get",
+                got: SyntaxCacheFile = await self.ws.calls.call(f"syntax {name}", "language.syntax.get",
                                                           SyntaxCacheGetParams(filename=name),
                                                           SyntaxCacheFile)
                 content = got.content
