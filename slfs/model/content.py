@@ -24,6 +24,7 @@ from ..session import CONNECTED, ViewerSession
 from ..sources import envelope
 from ..world.errors import FsError, transient_read_error
 from .calls import Calls
+from .compiles import Place
 from .history import FETCHED, VIEWER, History
 from .options import Options
 from .tree import Folder, Item, Tree
@@ -187,8 +188,9 @@ class Content:
             # but the size listings show is known now.
             self.tree.stat_changed(item)
 
-    def set_inworld_places(self, item: Item, places: Any) -> None:
-        """Where our build's sources sit in the in-world text just saved (compile rows map back)."""
+    def set_inworld_places(self, item: Item, places: tuple[Place | None, ...] | None) -> None:
+        """Where our build's sources sit in the in-world text just saved (the viewer's compile rows
+        map back through them); for the saver (save.py still writes it itself, see issue 37)."""
         item.cache.inworld_places = places
 
     def set_mtime(self, item: Item, mtime_ns: int) -> None:
