@@ -69,7 +69,11 @@ PUBLISH_HINT = ("this viewer publishes nothing until asked: in the viewer, right
 
 
 class Workspace:
-    """Everything the file system shows, kept current from the viewer."""
+    """The session's listener: applies what the viewer tells to the tree and emits the events.
+
+    It builds the session (it is its listener) and the services the session's notifications feed;
+    the callers are given those services (Calls, Content, LiveScripts, History ...) rather than
+    asking the workspace to act for them."""
 
     def __init__(self, host: str, port: int, options: Options | None = None, *, mountpoint: str = "",
                  fanout: Fanout | None = None, debug: Debug | None = None,
