@@ -195,7 +195,7 @@ def build_services(mountpoint: str, host: str, port: int, options: Options, *, e
     scripts = Scripts(ws, ws.calls)
     control = Control(ws, ws.content, events, syntax, scripts, stats)
     ops = Operations(ws, writer, overlay, control, lookups=lookups, stats=stats, debug=debug)
-    control_server = ControlServer(ws, ws.calls, ws.content, scripts, writer, events, stats, socket_path)
+    control_server = ControlServer(ws, scripts, writer, events, stats, socket_path)
     fanout.connect([overlay, events, syntax, writer, writer.unsent, ops, ws.history], ops.invalidation_listeners)
     return Services(ws=ws, events=events, syntax=syntax, writer=writer, scripts=scripts, control=control, ops=ops,
                     control_server=control_server, stats=stats,

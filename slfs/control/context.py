@@ -10,8 +10,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..local.events import EventLog
-from ..model.calls import Calls
-from ..model.content import Content
 from ..model.scripts import Scripts
 from ..model.tree import ROOT_INODE, Folder, Item, Node
 from ..model.workspace import Workspace
@@ -25,12 +23,9 @@ Commands = dict[str, tuple[type, Handler]]
 
 
 class MountContext:
-    def __init__(self, ws: Workspace, calls: Calls, content: Content, scripts: Scripts, writer: Writer,
-                 events: EventLog, stats: Stats) -> None:
+    def __init__(self, ws: Workspace, scripts: Scripts, writer: Writer, events: EventLog, stats: Stats) -> None:
         self.ws = ws
         self.tree = ws.tree
-        self.calls = calls  # the viewer's methods
-        self.content = content  # items' content
         self.scripts = scripts  # state changes and diagnostics are the model's
         self.writer = writer  # and so are saves and builds
         self.events = events

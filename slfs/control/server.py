@@ -38,8 +38,6 @@ import trio
 
 from .. import jsontext
 from ..local.events import EventLog
-from ..model.calls import Calls
-from ..model.content import Content
 from ..model.scripts import Scripts
 from ..model.workspace import Workspace
 from ..model.writes import Writer
@@ -73,13 +71,13 @@ class ControlServer:
     """The socket, its framing and dispatch, and the mount-wide requests (status, stats, events);
     the other requests are served by their groups (context.py's MountContext is what they share)."""
 
-    def __init__(self, ws: Workspace, calls: Calls, content: Content, scripts: Scripts, writer: Writer,
-                 events: EventLog, stats: Stats, socket_path: str) -> None:
+    def __init__(self, ws: Workspace, scripts: Scripts, writer: Writer, events: EventLog, stats: Stats,
+                 socket_path: str) -> None:
         self.ws = ws
         self.stats = stats
         self.events = events
         self.socket_path = socket_path
-        ctx = MountContext(ws, calls, content, scripts, writer, events, stats)
+        ctx = MountContext(ws, scripts, writer, events, stats)
         self.commands: Commands = {
             "status": (NoParams, self._status),
             "stats": (NoParams, self._stats),
