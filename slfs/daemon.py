@@ -188,12 +188,12 @@ def build_services(mountpoint: str, host: str, port: int, options: Options, *, e
                    kernel_knows=lookups.knows)
     # One event log per mount: rotation is not coordinated between processes.
     events = EventLog(paths.state_dir() / f"events-{paths.mount_key(mountpoint)}.jsonl" if event_log else None)
-    syntax = SyntaxFiles(ws)
+    syntax = SyntaxFiles(ws, ws.calls)
     overlay = Overlay(ws.tree, shared="allow_other" in options.fuse, session=lambda: ws.info,
                       note_error=ws.note_error)
-    writer = Writer(ws, overlay, Keeper(), Sources(ws, overlay))
-    scripts = Scripts(ws)
-    control = Control(ws, events, syntax, scripts, stats)
+    writer = Writer(ws, overlay, Keeper(), Sources(ws, overlay, ws.content))
+    scripts = Scripts(ws, ws.calls)
+    control = Control(ws, ws.content, events, syntax, scripts, stats)
     ops = Operations(ws, writer, overlay, control, lookups=lookups, stats=stats, debug=debug)
     control_server = ControlServer(ws, scripts, writer, events, stats, socket_path)
     fanout.connect([overlay, events, syntax, writer, writer.unsent, ops, ws.history], ops.invalidation_listeners)

@@ -106,7 +106,7 @@ class HistoryRequests:
             return None
         if item.cache.content is None:
             try:
-                await self.ws.read_content(item)
+                await self.ws.content.read_content(item)
             except FsError:
                 return None
         return digest_of(item.cache.content) if item.cache.content is not None else None

@@ -127,7 +127,7 @@ class PushRequests:
                 return
             async with limit:
                 try:
-                    data = await self.ws.read_content(item)
+                    data = await self.ws.content.read_content(item)
                 except FsError as exc:
                     entry["error"] = exc.message
                     return
@@ -174,11 +174,11 @@ class PushRequests:
             # A rollback: what the item holds now is read from the viewer, not taken from the cache
             # (a save cut off may have landed); a viewer that is away fails the restore, and the
             # push says the item was not restored.
-            await self.ws.read_content(item, fresh=True)
+            await self.ws.content.read_content(item, fresh=True)
         expect: bytes | None = None
         before: str | None = None
         if p.expect is not None and item.readable:
-            current = await self.ws.read_content(item)
+            current = await self.ws.content.read_content(item)
             if digest_of(current) != p.expect:
                 raise FsError(errno.ESTALE, f"{p.path}: changed in-world since the push planned it")
             expect = current

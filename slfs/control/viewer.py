@@ -28,7 +28,7 @@ class ViewerRequests:
         object_id = p.object_id.lower()
         if not object_id:
             raise FsError(errno.EINVAL, "an object UUID is required")
-        await self.ctx.ws.call(f"open {object_id}", "object.request", ObjectRequestParams(object_id=object_id))
+        await self.ctx.ws.calls.call(f"open {object_id}", "object.request", ObjectRequestParams(object_id=object_id))
         if await self.ctx.ws.wait_for_world(lambda: object_id in self.ctx.tree.objects,
                                         p.timeout):
             return self.ctx.describe(self.ctx.tree.objects[object_id])
@@ -36,7 +36,7 @@ class ViewerRequests:
 
     async def close(self, p: PathParams) -> Any:
         obj = self.ctx.object_of(p.path)
-        await self.ctx.ws.call(f"close {obj.name}", "object.unpublish", ObjectUnpublishParams(object_id=obj.uuid))
+        await self.ctx.ws.calls.call(f"close {obj.name}", "object.unpublish", ObjectUnpublishParams(object_id=obj.uuid))
         return self.ctx.describe(obj)
 
     async def viewer_command(self, p: ViewerCommandParams) -> Any:
@@ -55,8 +55,8 @@ class ViewerRequests:
         missing = sorted(k for k in required.union(VIEWER_COMMANDS.get(command, ())) if k not in params)
         if missing:
             raise FsError(errno.EINVAL, f"{command} needs {', '.join(missing)}")
-        result = await self.ctx.ws.call(command, "command.execute",
-                                    CommandExecuteParams(command=command, params=params))
+        result = await self.ctx.ws.calls.call(command, "command.execute",
+                                              CommandExecuteParams(command=command, params=params))
         return {"command": command, "result": result}
 
     async def offered_commands(self) -> dict[str, CommandInfo]:
@@ -67,7 +67,7 @@ class ViewerRequests:
         if info is not None and self._offered is not None and self._offered[0] is info:
             return self._offered[1]
         try:
-            res: CommandListResponse = await self.ctx.ws.call("commands", "command.list", {}, CommandListResponse)
+            res: CommandListResponse = await self.ctx.ws.calls.call("commands", "command.list", {}, CommandListResponse)
         except FsError as exc:
             if exc.rpc_code == METHOD_NOT_FOUND:
                 raise FsError(errno.EOPNOTSUPP, "the viewer offers no commands (it has no command.list; "
@@ -79,7 +79,7 @@ class ViewerRequests:
 
     async def commands(self, p: NoParams) -> Any:
         try:
-            return await self.ctx.ws.call("commands", "command.list", {})
+            return await self.ctx.ws.calls.call("commands", "command.list", {})
         except FsError as exc:
             if exc.rpc_code == METHOD_NOT_FOUND:
                 return {"commands": []}  # G1: no command.list, so no commands

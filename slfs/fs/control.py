@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Iterator
 import attrs
 
 from ..local.events import EventLog
+from ..model.content import Content
 from ..model.live import LIVE_DIR_KEY, LiveScript
 from ..model.scripts import Scripts
 from ..model.syntax import SyntaxFiles
@@ -71,11 +72,13 @@ def folder_now(tree: Tree, vdir: Virtual) -> Folder | None:
 
 
 class Control:
-    def __init__(self, ws: Workspace, events: EventLog, syntax: SyntaxFiles, scripts: Scripts, stats: Stats) -> None:
+    def __init__(self, ws: Workspace, content: Content, events: EventLog, syntax: SyntaxFiles, scripts: Scripts,
+                 stats: Stats) -> None:
         self.ws = ws
         self.stats = stats  # the mount's, for `.slfs/stats`
         self.scripts = scripts
         self.tree: Tree = ws.tree
+        self.content = content  # `.inworld` sidecars fetch through it
         self.events = events
         self.syntax = syntax
         self.nodes: dict[int, Virtual] = {}
@@ -267,7 +270,7 @@ class Control:
             return node.cache.inworld if node.cache.inworld is not None else node.cache.content or b""
 
         async def fetch() -> None:
-            await self.ws.read_content(self._item_named(vdir, file_name))
+            await self.content.read_content(self._item_named(vdir, file_name))
 
         node = self._file(vdir.inode, f"{file_name}.inworld", render, direct_io=True)
         node.prepare = fetch

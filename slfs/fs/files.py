@@ -106,7 +106,7 @@ class ItemFile:
         if node.edit.buffer is not None:  # being edited through another handle: its buffer, uncached
             return Opened(None)
         if not (node.cache.content_valid and node.cache.content is not None):
-            await self.ws.read_content(node)
+            await self.ws.content.read_content(node)
         return Opened(None, keep_cache=True)
 
     def read(self, node: Item, h: Handle, off: int, size: int) -> bytes | Awaitable[bytes]:
@@ -131,7 +131,7 @@ class ItemFile:
         return self._read_fetched(node, off, size)
 
     async def _read_fetched(self, item: Item, off: int, size: int) -> bytes:
-        data = await self.ws.read_content(item)
+        data = await self.ws.content.read_content(item)
         return data[off : off + size]
 
     async def write(self, node: Item, h: Handle, off: int, buf: bytes) -> int:

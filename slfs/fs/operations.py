@@ -157,7 +157,7 @@ class Operations(pyfuse3.Operations):
     async def _lookup_fetched(self, parent: Node | Virtual, sname: str, item: Item) -> pyfuse3.EntryAttributes:
         # The kernel keeps st_size from this reply, and an O_APPEND write appends at it: make it
         # exact, as getattr does (a fetch that fails fails the lookup, and is not cached).
-        await self.ws.read_content(item)
+        await self.ws.content.read_content(item)
         node = self._lookup(parent, sname)  # it may have moved meanwhile
         if node is None:
             raise FsError(errno.ENOENT, "")
@@ -179,7 +179,7 @@ class Operations(pyfuse3.Operations):
 
     async def _getattr_fetched(self, item: Item) -> pyfuse3.EntryAttributes:
         # st_size must be exact whenever a program can see it (git reads exactly st_size).
-        await self.ws.read_content(item)
+        await self.ws.content.read_content(item)
         return self.attributes.entry(item)
 
     @guarded
@@ -246,7 +246,7 @@ class Operations(pyfuse3.Operations):
         node = self._node(inode)
         if isinstance(node, Folder):
             if node.inode != ROOT_INODE:
-                self.ws.start_prefetch(node)
+                self.ws.content.start_prefetch(node)
             listing = self.listings.of_folder(node, self.shown_epoch)
         elif isinstance(node, OverlayNode):
             if not os.path.isdir(node.path):

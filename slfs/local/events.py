@@ -166,7 +166,7 @@ class EventLog:
 
     @staticmethod
     def _render_runtime(event: dict[str, Any]) -> list[str]:
-        # The texts were made terminal-safe when the event was made (Workspace); lines stay lines.
+        # The texts were made terminal-safe when the event was made (model/runtime.py); lines stay lines.
         text = str(event.get("message", "")).replace("\n", " ")
         stamp = _stamp(event["time"])
         if event["type"] != "runtime.error":

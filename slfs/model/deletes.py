@@ -113,7 +113,7 @@ class Deletes(Saver):
             data = bytes(item.edit.buffer)
         elif item.readable:
             try:
-                data = await self.ws.read_content(item)
+                data = await self.ws.content.read_content(item)
             except FsError as exc:
                 log.warning("%s: no copy in the trash (%s)", shown, exc.message)
         else:
@@ -123,7 +123,7 @@ class Deletes(Saver):
             if await self.keeper.keep(TRASH, shown, data, "deleted") is None:
                 raise FsError(errno.EIO, f"{shown} was not deleted: its trash copy failed ({self.keeper.last_failure})")
         try:
-            await self.ws.call(f"delete {shown}", "object.item.delete",
+            await self.ws.calls.call(f"delete {shown}", "object.item.delete",
                                ItemDeleteParams(prim_id=folder.uuid, item_id=item.uuid))
         except FsError as exc:
             exc.message = f"deleting {shown} failed: {exc.message}"

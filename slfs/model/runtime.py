@@ -20,11 +20,17 @@ from typing import Any
 import attrs
 
 from ..protocol.constants import NULL_UUID
-from ..protocol.types import ItemRef
+from ..protocol.text import clean
+from ..protocol.types import ItemRef, RuntimeDebug, RuntimeError_
 from .live import LiveScripts
 from .tree import Folder, Item, Tree
 
 ITEM, OBJECT, MOUNT = "item", "object", "mount"  # the scope of an attributed line
+
+# Runtime output is other residents' text: each message is bounded (a script can say 16 MB in one
+# event on viewers with no frame limit) and kept terminal-safe.
+MAX_RUNTIME_TEXT = 16384
+MAX_STACK = 64
 
 
 @attrs.frozen
@@ -83,3 +89,35 @@ def attribute(tree: Tree, live: LiveScripts, *, object_id: Any, prim_id: Any, it
     if prims:
         return Speaker(OBJECT, None, prims[0].object_folder)
     return Speaker(MOUNT)
+
+
+def debug_fields(tree: Tree, live: LiveScripts, msg: RuntimeDebug) -> dict[str, Any]:
+    """The `runtime.debug` event's fields."""
+    return {**speaker_fields(tree, live, msg), "channel": clean(msg.channel, 40),
+            "message": clean(msg.message, MAX_RUNTIME_TEXT, keep_newlines=True)}
+
+
+def error_fields(tree: Tree, live: LiveScripts, msg: RuntimeError_) -> dict[str, Any]:
+    """The `runtime.error` event's fields."""
+    stack = [clean(str(frame), 1000) for frame in msg.stack[:MAX_STACK]]
+    return {**speaker_fields(tree, live, msg), "channel": clean(msg.channel, 40),
+            "message": clean(msg.message, MAX_RUNTIME_TEXT, keep_newlines=True),
+            "error": clean(msg.error, 2000), "line": msg.line, "column": msg.column, "stack": stack}
+
+
+def speaker_fields(tree: Tree, live: LiveScripts, msg: RuntimeDebug | RuntimeError_) -> dict[str, Any]:
+    """Who spoke, as far as any reference the viewer sent resolves (`attribute`): the item's ids
+    and path, else its object's, else what the viewer sent; `scope` says which."""
+    who = attribute(tree, live, object_id=msg.object_id, prim_id=msg.prim_id, item_id=msg.item_id,
+                    script_id=msg.script_id, ref=msg.item)
+    fields: dict[str, Any] = {"scope": who.scope, "object_id": msg.object_id, "prim_id": msg.prim_id,
+                              "item_id": msg.item_id, "object_name": clean(msg.object_name, 200)}
+    if msg.script_id:
+        fields["script_id"] = clean(msg.script_id, 64)
+    if who.item is not None and who.item.folder is not None:
+        fields.update(item_id=who.item.uuid, prim_id=who.item.folder.uuid, path=tree.path_of(who.item),
+                      item_name=clean(who.item.info.name, 200))
+    if who.obj is not None:  # names are residents' text too: they lead the lines of the logs
+        fields.update(object_id=who.obj.uuid, object_name=clean(who.obj.link_name, 200))
+        fields.setdefault("path", tree.path_of(who.obj))
+    return fields

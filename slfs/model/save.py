@@ -101,7 +101,7 @@ class Saver:
                                        err=exc.errno)
                 if exc.errno == errno.EACCES and "embedded items" in exc.message:
                     # The viewer knows the notecard embeds items we were not told of: read-only now.
-                    self.ws.set_embedded_items(item, max(1, item.cache.embedded_items or 0))
+                    self.ws.content.set_embedded_items(item, max(1, item.cache.embedded_items or 0))
                 raise
             else:
                 if sent:  # a text in-world already leaves a recovered one still unsent
@@ -124,7 +124,7 @@ class Saver:
                 raise FsError(errno.EBUSY, f"{path}: has unsaved writes on the mount; save or close it first")
             self._refuse_unsaveable(item)
             if expect is not None:
-                current = await self.ws.read_content(item, current=True)
+                current = await self.ws.content.read_content(item, current=True)
                 if current != expect:
                     raise FsError(errno.ESTALE, f"{path}: changed in-world since the push planned it")
                 item.take_base(current)
@@ -204,7 +204,7 @@ class Saver:
         # else's that came first) moves the revision, and a fetch there tells which
         # (Item.content_current); one that has told it already: the revision it confirmed.
         confirmed = item.content_current and item.cache.content == data
-        self.ws.set_content(item, data, valid=True, revision=None if confirmed else revision_before,
+        self.ws.content.set_content(item, data, valid=True, revision=None if confirmed else revision_before,
                             inworld=inworld.encode("utf-8") if build is not None or verbatim is not None else None)
         self.ws.history.record(item, SAVED, data, inworld=item.cache.inworld)
         if build is not None:
@@ -212,7 +212,7 @@ class Saver:
         item.take_base(data)
         item.echo.set_unconfirmed(echo_came and revision_before is None and not confirmed)
         if not item.content_current:
-            self.ws.confirm_content(item)  # the echo (or what passed for it) came before the answer
+            self.ws.content.confirm_content(item)  # the echo (or what passed for it) came before the answer
         if verdict is not None:
             self._record_compile(item, res, verdict, path, build)
         if build is not None:
@@ -251,9 +251,9 @@ class Saver:
         """Whether a save the drop cut may go again: the session is back and the item holds its
         base (the save did not land) or what we sent (it did). Anything else is someone else's
         change, which a resend would overwrite: ESTALE, the edits in the recovery folder."""
-        if not await self.ws.await_viewer():
+        if not await self.ws.calls.await_viewer():
             return False
-        current = await self.ws.read_content(item, fresh=True)
+        current = await self.ws.content.read_content(item, fresh=True)
         if current == data or current == inworld.encode("utf-8"):
             log.info("%s: the link to the viewer dropped during the save, which landed; saving again "
                      "for the viewer's answer", path)
@@ -275,7 +275,7 @@ class Saver:
             return True
         try:
             # Ours, not yet confirmed, or an older revision: only the viewer's current text tells.
-            return await self.ws.read_content(item, current=True) == data
+            return await self.ws.content.read_content(item, current=True) == data
         except FsError:
             return False  # the save path says why, with its own errno
 
@@ -297,7 +297,7 @@ class Saver:
             if item.edit.buffer is not None and item.edit.dirty:
                 raise FsError(errno.EBUSY, f"{self.tree.path_of(item)}: has unsaved writes; save or close it first")
             path = self.tree.path_of(item)
-            data = await self.ws.read_content(item)
+            data = await self.ws.content.read_content(item)
             text = self._decode(data, path)
             build = await self.sources.build(item, text, path)
             if build is None:
@@ -321,7 +321,7 @@ class Saver:
             path = self.tree.path_of(item)
             if item.edit.buffer is not None and item.edit.dirty:
                 raise FsError(errno.EBUSY, f"{path}: has unsaved writes; save or close it first")
-            data = await self.ws.read_content(item, current=True)
+            data = await self.ws.content.read_content(item, current=True)
             item.take_base(data)
             self._begin()
             try:
@@ -349,7 +349,7 @@ class Saver:
         sent, that is a failed compile without detail: the save stands. Anything else leaves what
         the viewer stored unknown: F.diag says so, the item is fetched again, and EIO."""
         try:
-            await self.ws.read_content(item, fresh=True)
+            await self.ws.content.read_content(item, fresh=True)
         except FsError as exc:
             log.warning("%s: cannot read back after %r: %s", path, message, exc.message)
         stored = item.cache.inworld if item.cache.inworld is not None else item.cache.content
@@ -366,7 +366,7 @@ class Saver:
         self.ws.record_compile(item, failure_report(message, "the viewer did not say whether it compiled"), path)
         self._set_buffer(item, None)
         item.edit.dirty = False
-        self.ws.refetch(item)
+        self.ws.content.refetch(item)
 
     def _decode(self, data: bytes, path: str) -> str:
         try:
@@ -385,13 +385,13 @@ class Saver:
             # Newer viewers: the revision says it. Read at the current one, or stale.
             if item.edit.base_revision >= now:
                 return
-            current = await self.ws.read_content(item, current=True)
+            current = await self.ws.content.read_content(item, current=True)
             if current not in (item.edit.base, data):  # the base again: nothing in-world is lost
                 await self._stale(item, data, path, current)
             return
         if item.content_current and item.cache.content == base:
             return
-        current = await self.ws.read_content(item, current=True)
+        current = await self.ws.content.read_content(item, current=True)
         if current in (base, data):
             return
         await self._stale(item, data, path, current)
@@ -402,7 +402,7 @@ class Saver:
         # The file now shows the in-world version; the local edits are in the recovery folder.
         self._set_buffer(item, None)
         item.edit.dirty = False
-        self.ws.set_content(item, current, valid=True)
+        self.ws.content.set_content(item, current, valid=True)
         item.take_base(current)
         self.tree.invalidate_item(item, data=True)
         raise FsError(errno.ESTALE, f"{path}: changed in-world since it was read; {kept}")
@@ -410,7 +410,7 @@ class Saver:
     async def _with_retries(self, what: str, method: str, params: RequestParams, result_type: type[Any]) -> Any:
         """Right after a save some viewers report an existing item as not found, and a region may be
         briefly down: retry a few times."""
-        return await self.ws.call(what, method, params, result_type, retries=self.ws.options.save_retries,
+        return await self.ws.calls.call(what, method, params, result_type, retries=self.ws.options.save_retries,
                                   transient=transient_save_error)
 
     def _record_compile(self, item: Item, res: ContentSaveResponse, verdict: CompileRows, path: str,

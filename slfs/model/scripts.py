@@ -8,6 +8,7 @@ import os
 
 from ..protocol.types import ScriptResetParams, SetRunningParams
 from ..world.errors import FsError
+from .calls import Calls
 from .compiles import diagnostic_rows
 from .tree import Item, Node
 from .workspace import Workspace
@@ -16,9 +17,10 @@ STATE_WORDS = ("run", "stop", "reset")
 
 
 class Scripts:
-    def __init__(self, ws: Workspace) -> None:
+    def __init__(self, ws: Workspace, calls: Calls) -> None:
         self.ws = ws
         self.tree = ws.tree
+        self.calls = calls
 
     @staticmethod
     def state_word(item: Item) -> str:
@@ -34,10 +36,10 @@ class Scripts:
         try:
             if word == "reset":
                 reset = ScriptResetParams(prim_id=item.folder.uuid, item_id=item.uuid)
-                await self.ws.call(what, "object.script.reset", reset)
+                await self.calls.call(what, "object.script.reset", reset)
             else:
                 running = SetRunningParams(prim_id=item.folder.uuid, item_id=item.uuid, running=word == "run")
-                await self.ws.call(what, "object.script.set_running", running)
+                await self.calls.call(what, "object.script.set_running", running)
         except FsError as exc:
             self.ws.note_error(exc.message)  # the writer of F.state sees only an errno
             raise

@@ -17,8 +17,7 @@ from typing import Any, Protocol
 
 from .tree import Invalidation
 
-# The lines keep the logger they always had (the workspace emitted them).
-log = logging.getLogger("slfs.model.workspace")
+log = logging.getLogger(__name__)
 
 
 class Service(Protocol):

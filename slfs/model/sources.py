@@ -47,6 +47,7 @@ from ..sources import (
 )
 from ..world.errors import FsError
 from .compiles import CompileReport, Place
+from .content import Content
 from .overlay import Overlay
 from .tree import Folder, Item
 from .workspace import Workspace
@@ -76,10 +77,11 @@ class Build:
 
 
 class Sources:
-    def __init__(self, ws: Workspace, overlay: Overlay) -> None:
+    def __init__(self, ws: Workspace, overlay: Overlay, content: Content) -> None:
         self.ws = ws
         self.tree = ws.tree
         self.overlay = overlay
+        self.content = content  # includes are read through it
         self.options = ws.options
 
     # --- where includes come from --------------------------------------------------------
@@ -179,7 +181,7 @@ class Sources:
                 continue
             child = node.entries.get(part)
             if last and isinstance(child, Item):
-                text = (await self.ws.read_content(child)).decode("utf-8", "replace")
+                text = (await self.content.read_content(child)).decode("utf-8", "replace")
                 return Source(path=self.abspath(self.tree.path_of(child)), text=text, key=child.uuid)
             if not last and isinstance(child, Folder):
                 node = child

@@ -8,14 +8,16 @@ from typing import Any
 
 from ..protocol.types import SyntaxCacheFile, SyntaxCacheGetParams, SyntaxCacheList
 from ..world.errors import FsError
+from .calls import Calls
 from .workspace import Workspace
 
 log = logging.getLogger(__name__)
 
 
 class SyntaxFiles:
-    def __init__(self, ws: Workspace) -> None:
+    def __init__(self, ws: Workspace, calls: Calls) -> None:
         self.ws = ws
+        self.calls = calls
         self.files: dict[str, bytes] = {}
         self.syntax_id = ""
 
@@ -30,15 +32,15 @@ class SyntaxFiles:
     async def refresh(self) -> None:
         """Fetch every file the viewer's cache lists; keep the old set if the viewer fails."""
         try:
-            listing: SyntaxCacheList = await self.ws.call("syntax", "language.syntax.cache", {}, SyntaxCacheList)
+            listing: SyntaxCacheList = await self.calls.call("syntax", "language.syntax.cache", {}, SyntaxCacheList)
             files: dict[str, bytes] = {}
             for name in listing.files:
                 if "/" in name or name in ("", ".", ".."):
                     log.warning("ignoring syntax file with an unusable name %r", name)
                     continue
-                got: SyntaxCacheFile = await self.ws.call(f"syntax {name}", "language.syntax.get",
-                                                          SyntaxCacheGetParams(filename=name),
-                                                          SyntaxCacheFile)
+                got: SyntaxCacheFile = await self.calls.call(f"syntax {name}", "language.syntax.get",
+                                                       SyntaxCacheGetParams(filename=name),
+                                                       SyntaxCacheFile)
                 content = got.content
                 files[name] = (content if isinstance(content, str) else json.dumps(content, indent=2)).encode()
         except FsError as exc:

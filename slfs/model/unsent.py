@@ -214,7 +214,7 @@ class Unsent:
             why = item.save_refusal()
             if why is not None:
                 raise FsError(errno.EACCES, f"{path}: {why}")
-            current = await self.ws.read_content(item, fresh=True)
+            current = await self.ws.content.read_content(item, fresh=True)
             self._unsaved_writes(item, data)  # re-checked after the await
             if current == data:
                 self._drop_buffer(item, data)

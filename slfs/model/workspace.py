@@ -1,33 +1,28 @@
-"""The model's live side: the tree fed by the session, content fetched on demand, status.
+"""The sink: the viewer's notifications applied to the tree, and the events they make.
+
+The workspace is the session's listener. What it does not decide itself it hands to the service
+that owns it: calls to the viewer (calls.py), items' content (content.py), who spoke a runtime
+line (runtime.py), live-synced scripts (live.py), the viewer's editor commands (editor_commands.py).
 
 Concurrency (trio): code between two awaits is atomic. Session callbacks run on the session's
 reader task and only touch in-memory state; anything that needs I/O is started in the
-workspace's own nursery. Content fetches of one item are coalesced: the first caller fetches,
-the others wait on its event.
+workspace's own nursery.
 """
 
 from __future__ import annotations
 
 import errno
 import logging
-import math
 import os
 import time
 from collections.abc import Callable
 from typing import Any
 
-import attrs
 import trio
 
-from ..backoff import Backoff
 from ..local.item_times import ItemTimes
-from ..protocol.codec import RequestParams, encode_params
-from ..protocol.errors import RpcError
-from ..protocol.text import clean
 from ..protocol.types import (
     CompilationResult,
-    ContentGetParams,
-    ContentGetResponse,
     ObjectRequestParams,
     ObjectUnpublish,
     ObjectUpdate,
@@ -37,21 +32,23 @@ from ..protocol.types import (
     ScriptUnsubscribe,
     SyntaxChange,
 )
-from ..session import CONNECTED, NotConnected, SessionInfo, ViewerSession
+from ..session import CONNECTED, SessionInfo, ViewerSession
 from ..session.listener import ListedObject
-from ..sources import envelope
 from ..winpaths import PathTranslator, detect
-from ..world.errors import CallCut, FsError, from_rpc, region_down, transient_read_error
+from ..world.errors import FsError
 from ..world.generations import features_shown, generation_of
+from . import runtime
+from .calls import Calls
 from .compiles import CompileReport, compiled_report, event_fields
+from .content import Content, FetchQueue
 from .editor_commands import EditorCommands
-from .history import FETCHED, VIEWER, History, agent_key
+from .history import History, agent_key
 from .invalidations import PendingInvalidations
 from .live import LIVE_DIR_KEY, LiveScripts
 from .options import Debug, Options
-from .runtime import attribute
+from .runtime import MAX_RUNTIME_TEXT as MAX_RUNTIME_TEXT  # tests/inproc/test_hostile_runtime.py imports it here
 from .services import Fanout
-from .tree import EntryChanged, Folder, Invalidation, Item, Tree
+from .tree import EntryChanged, Invalidation, Item, Tree
 
 log = logging.getLogger(__name__)
 
@@ -70,20 +67,13 @@ STATUS_ORDER = (
 PUBLISH_HINT = ("this viewer publishes nothing until asked: in the viewer, right-click an object and choose "
                 "\"Explore in IDE\" (or use its object explorer), or run: slfs open OBJECT_UUID")
 
-# Runtime output is other residents' text: each message is bounded (a script can say 16 MB in one
-# event on viewers with no frame limit) and kept terminal-safe.
-MAX_RUNTIME_TEXT = 16384
-MAX_STACK = 64
-
-
-@attrs.define
-class _Fetch:
-    done: trio.Event = attrs.field(factory=trio.Event)
-    error: FsError | None = None
-
 
 class Workspace:
-    """Everything the file system shows, kept current from the viewer."""
+    """The session's listener: applies what the viewer tells to the tree and emits the events.
+
+    It builds the session (it is its listener) and the services the session's notifications feed;
+    the callers are given those services (Calls, Content, LiveScripts, History ...) rather than
+    asking the workspace to act for them."""
 
     def __init__(self, host: str, port: int, options: Options | None = None, *, mountpoint: str = "",
                  fanout: Fanout | None = None, debug: Debug | None = None,
@@ -93,7 +83,9 @@ class Workspace:
         # Where events and invalidation reports go (model/services.py): connected by build_services.
         self.fanout = fanout or Fanout()
         self.invalidations = PendingInvalidations(self.fanout)
-        self.tree = Tree(on_invalidate=self._invalidate, on_stale=self.confirm_content, kernel_knows=kernel_knows)
+        # The tree's stale items are fetched again in the background by the content's workers.
+        fetch_queue = FetchQueue()
+        self.tree = Tree(on_invalidate=self._invalidate, on_stale=fetch_queue.put, kernel_knows=kernel_knows)
         session_kw.setdefault("live_sync", True)  # scripts open in the viewer's editor (model/live.py)
         # The viewer's local paths (challenge, live sync temp files, editor.open_file) as ours.
         opts = self.options
@@ -103,28 +95,17 @@ class Workspace:
         session_kw.setdefault("paths", self.paths)
         self.session = ViewerSession(self, host, port, **session_kw)
         self.info: SessionInfo | None = None
-        self.live = LiveScripts(self)
-        self.editor = EditorCommands(self)
         self.state = "connecting"
         self.state_detail = "starting"
         self.last_error = ""
         self.started_at = time.time()
-        self._fetches: dict[str, _Fetch] = {}  # by item UUID: renames move inodes, not items
         self.compiles: dict[str, CompileReport] = {}  # item_id -> the last compile this session
         # item_id -> the report of the in-world text (None: none) while `compiles` holds a failed
         # attempt's, which never reached the item (CompileReport.landed).
         self._inworld_compiles: dict[str, CompileReport | None] = {}
-        # Objects whose region answered "not connected" to the last call about them: id -> name.
-        self.regions_down: dict[str, str] = {}
         self._nursery: trio.Nursery | None = None
-        # Background fetches go through one queue served by `prefetch` workers: a queued item costs a
-        # reference, not a task (a find over 100,000 items would otherwise park 100,000 tasks).
-        self._fetch_send, self._fetch_recv = trio.open_memory_channel[Item](math.inf)
-        self.fetch_count = 0
-        self._fetching = 0  # background fetches a worker has taken and not finished
         # Set (and replaced) whenever the viewer's state is applied: confirmations wait on it.
         self._world_changed = trio.Event()
-        self._dropped_at: float | None = None  # trio clock of the last drop of a ready session
         self._loaded: list[ListedObject] | None = None  # the object.list load_objects applied
         self.background_errors = 0
         self.mountpoint = mountpoint
@@ -132,6 +113,14 @@ class Workspace:
         self.history = History(self.options, self.tree.path_of, self.emit)
         # Times programs set on item files (utimens), kept per agent across remounts.
         self.times = ItemTimes()
+        self.calls = Calls(self.session, self.tree, self.options, self.note_error)
+        self.content = Content(fetch_queue, self.tree, self.calls, self.session, self.history, self.times,
+                               self.options, self.note_error)
+        # The seam the tests replace (a viewer without script.list): live.py and the control
+        # server's script_list call through it.
+        self.call = self.calls.call
+        self.live = LiveScripts(self)
+        self.editor = EditorCommands(self)
 
     # --- life -------------------------------------------------------------------------------
 
@@ -139,8 +128,7 @@ class Workspace:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             await nursery.start(self.session.run)
-            for _ in range(max(1, self.options.prefetch)):
-                nursery.start_soon(self._fetch_worker)
+            nursery.start_soon(self.content.run_workers)
             nursery.start_soon(self.history.run)
             nursery.start_soon(self.times.run)
             task_status.started()
@@ -205,7 +193,7 @@ class Workspace:
         self.info = info
         self.history.open_for(info.agent_id, info.agent_name)
         self.times.open_for(agent_key(info.agent_id, info.agent_name))
-        self._dropped_at = None
+        self.calls.connected_again()
         if not info.lists_objects:
             # G1 has no object.list, and it drops the connection whenever its last live-sync editor
             # closes: keep what the mount shows and ask the viewer to publish each object again.
@@ -228,7 +216,7 @@ class Workspace:
         log.info("the viewer has no object.list: asking it to publish the %d objects shown again", len(object_ids))
         for object_id in object_ids:
             try:
-                await self.call(f"open {object_id}", "object.request", ObjectRequestParams(object_id=object_id))
+                await self.calls.call(f"open {object_id}", "object.request", ObjectRequestParams(object_id=object_id))
             except FsError as exc:
                 if exc.errno == errno.ENOENT and self.tree.unpublish(object_id):
                     log.info("%s is gone in-world: %s", object_id, exc.message)
@@ -238,7 +226,7 @@ class Workspace:
                     log.warning("could not ask the viewer to publish %s again: %s", object_id, exc.message)
 
     def on_disconnected(self, reason: str) -> None:
-        self._dropped_at = trio.current_time()
+        self.calls.dropped()
         self.tree.end_own_updates()
         self.emit("disconnected", reason=reason)
 
@@ -291,31 +279,10 @@ class Workspace:
                           was=was)
 
     def on_runtime_debug(self, msg: RuntimeDebug) -> None:
-        self.emit("runtime.debug", **self._speaker_fields(msg), channel=clean(msg.channel, 40),
-                  message=clean(msg.message, MAX_RUNTIME_TEXT, keep_newlines=True))
+        self.emit("runtime.debug", **runtime.debug_fields(self.tree, self.live, msg))
 
     def on_runtime_error(self, msg: RuntimeError_) -> None:
-        stack = [clean(str(frame), 1000) for frame in msg.stack[:MAX_STACK]]
-        self.emit("runtime.error", **self._speaker_fields(msg), channel=clean(msg.channel, 40),
-                  message=clean(msg.message, MAX_RUNTIME_TEXT, keep_newlines=True),
-                  error=clean(msg.error, 2000), line=msg.line, column=msg.column, stack=stack)
-
-    def _speaker_fields(self, msg: RuntimeDebug | RuntimeError_) -> dict[str, Any]:
-        """Who spoke, as far as any reference the viewer sent resolves (model/runtime.py): the
-        item's ids and path, else its object's, else what the viewer sent; `scope` says which."""
-        who = attribute(self.tree, self.live, object_id=msg.object_id, prim_id=msg.prim_id, item_id=msg.item_id,
-                        script_id=msg.script_id, ref=msg.item)
-        fields: dict[str, Any] = {"scope": who.scope, "object_id": msg.object_id, "prim_id": msg.prim_id,
-                                  "item_id": msg.item_id, "object_name": clean(msg.object_name, 200)}
-        if msg.script_id:
-            fields["script_id"] = clean(msg.script_id, 64)
-        if who.item is not None and who.item.folder is not None:
-            fields.update(item_id=who.item.uuid, prim_id=who.item.folder.uuid, path=self.tree.path_of(who.item),
-                          item_name=clean(who.item.info.name, 200))
-        if who.obj is not None:  # names are residents' text too: they lead the lines of the logs
-            fields.update(object_id=who.obj.uuid, object_name=clean(who.obj.link_name, 200))
-            fields.setdefault("path", self.tree.path_of(who.obj))
-        return fields
+        self.emit("runtime.error", **runtime.error_fields(self.tree, self.live, msg))
 
     def on_syntax_change(self, msg: SyntaxChange) -> None:
         self.emit("syntax.change", id=msg.id)
@@ -366,13 +333,6 @@ class Workspace:
             self.compiles[key] = inworld
         log.info("%s: holds the in-world text again; the failed attempt's diagnostics are cleared", path)
 
-    def refetch(self, item: Item) -> None:
-        """What the viewer holds may differ from what we know: fetch it again (in the background)."""
-        item.cache.content_valid = False
-        item.cache.generation += 1
-        self.tree.invalidate_item(item, data=True)
-        self._fetch_send.send_nowait(item)
-
     def on_unsubscribe(self, msg: ScriptUnsubscribe) -> None:
         self.live.on_unsubscribe(msg)
 
@@ -384,222 +344,6 @@ class Workspace:
         # editor.open_file and editor.show_message start programs on the peer's word: editor_commands.py.
         if not self.editor.on_command(command, params):
             self.emit("viewer.command", command=command, params=params)
-
-    # --- calls ------------------------------------------------------------------------------
-
-    async def call(self, what: str, method: str, params: RequestParams, result_type: type[Any] | None = None,
-                   *, timeout: float | None = None, retries: int = 0,
-                   transient: Callable[[RpcError], bool] = lambda _e: False, idempotent: bool = False) -> Any:
-        """Call the viewer; every failure becomes an FsError with a clear errno and message.
-
-        An error `transient` says will pass is retried up to `retries` times, with jittered
-        exponential backoff. A region that stays down is named in `.slfs/status`."""
-        about = self._object_of(params)
-        # Reconnecting right after a drop: wait (bounded) rather than fail at once. A call the
-        # drop interrupts is not sent again (a create might then happen twice).
-        await self.await_viewer()
-        backoff = Backoff(0.1, 2.0)
-        resent = False
-        for attempt in range(retries + 2):  # one more for a read resent after a reconnect
-            try:
-                if result_type is None:
-                    result = await self.session.call(method, params, timeout=timeout)
-                else:
-                    result = await self.session.call_typed(method, params, result_type, timeout=timeout)
-                if about is not None:
-                    self.regions_down.pop(about.uuid, None)
-                return result
-            except NotConnected as exc:
-                if self._dropped_at is None and self.info is not None:
-                    self._dropped_at = trio.current_time()  # the drop, before the session reports it
-                if idempotent and not resent and await self.await_viewer():
-                    resent = True  # cut by a drop and the session is back: asking again is safe
-                    continue
-                raise CallCut(errno.EIO, f"{what}: not connected to the viewer ({exc.message})") from None
-            except RpcError as exc:
-                if attempt >= retries or not transient(exc):
-                    err = from_rpc(exc, what)
-                    if region_down(exc) and about is not None:
-                        self.regions_down[about.uuid] = about.name or about.uuid
-                        self.note_error(err.message)
-                    raise err from None
-                delay = backoff.delay()
-                log.info("%s: %s; retrying in %.2f s", what, exc.message, delay)
-                await trio.sleep(delay)
-        raise AssertionError("unreachable")
-
-    async def await_viewer(self) -> bool:
-        """Whether the session is up, waiting for it while it reconnects after a drop: at most
-        `reconnect_wait` seconds from the drop (a viewer gone for longer fails calls at once)."""
-        if self.session.ready:
-            return True
-        if self._dropped_at is None:
-            return False
-        left = self._dropped_at + self.options.reconnect_wait - trio.current_time()
-        if left <= 0:
-            return False
-        with trio.move_on_after(left):
-            await self.session.wait_ready()
-            return True
-        return False
-
-    def _object_of(self, params: RequestParams) -> Folder | None:
-        """The object folder a call is about (by its prim_id), for status lines."""
-        wire = encode_params(params) or {}
-        node = self.tree.find(str(wire.get("prim_id") or wire.get("object_id") or ""))
-        return node.object_folder if isinstance(node, Folder) else None
-
-    # --- content ----------------------------------------------------------------------------
-
-    async def read_content(self, item: Item, *, current: bool = False, fresh: bool = False) -> bytes:
-        """The item's content, fetched once and cached. Offline, the last known content.
-        `current`: known at the item's current revision, which our own save's content is not
-        until a fetch confirms it (Item.content_current); a read shows it meanwhile. `fresh`:
-        fetched now, whatever is cached (what a save cut by a drop left in-world)."""
-        for _attempt in range(4):
-            cache = item.cache
-            if cache.content is not None and not fresh and (item.content_current if current else cache.content_valid):
-                return cache.content
-            if not item.readable:
-                raise FsError(errno.EACCES, f"{self.tree.path_of(item)}: script is not readable "
-                              "(needs copy and modify permission)")
-            if not self.connected and not await self.await_viewer():
-                if item.cache.content is not None and not fresh:
-                    return item.cache.content
-                raise FsError(errno.EIO, f"{self.tree.path_of(item)}: not connected to the viewer "
-                              f"({self.session.state_detail})")
-            fetch = self._fetches.get(item.uuid)
-            if fetch is not None:
-                await fetch.done.wait()
-                if fetch.error is not None:
-                    raise fetch.error
-                continue
-            fetch = self._fetches[item.uuid] = _Fetch()
-            try:
-                await self._fetch(item)
-                fresh = False
-            except FsError as exc:
-                fetch.error = exc
-                raise
-            finally:
-                fetch.done.set()
-                del self._fetches[item.uuid]
-        if item.cache.content is not None:
-            return item.cache.content  # changing faster than we can read it: serve the newest we have
-        raise FsError(errno.EIO, f"{self.tree.path_of(item)}: content keeps changing")
-
-    async def _fetch(self, item: Item) -> None:
-        assert item.folder is not None
-        first = item.cache.content is None
-        if first:
-            await self.history.wait_open()  # the history tells a first fetch's mtime (below)
-        generation, revision = item.cache.generation, item.info.revision
-        path = self.tree.path_of(item)
-        res: ContentGetResponse = await self.call(
-            f"read {path}", "object.content.get", ContentGetParams(prim_id=item.folder.uuid, item_id=item.uuid),
-            ContentGetResponse, retries=self.options.save_retries, transient=transient_read_error, idempotent=True,
-        )
-        self.fetch_count += 1
-        if item.info.type == "notecard":
-            self.set_embedded_items(item, res.embedded_items or 0)
-        current = generation == item.cache.generation
-        # A script kept in an envelope (Firestorm's preprocessor) is shown as the source inside it.
-        unwrapped = envelope.unwrap(res.content) if item.is_script else None
-        shown = unwrapped.source if unwrapped is not None else res.content
-        data = shown.encode("utf-8", "replace")
-        # Content that changed since we last knew it, and not by our save (whose text we knew): a
-        # save in the viewer, someone else's edit, a recompile.
-        origin = VIEWER if item.cache.content is not None and item.cache.content != data else FETCHED
-        inworld = res.content.encode("utf-8", "replace") if unwrapped is not None else None
-        seen = None
-        if first and item.cache.content is None and self.times.shown(item.uuid, data) is None:
-            # A first fetch (no stat has shown the file yet: sizes are unknown before it): its
-            # mtime is when the item came to hold this text, as far as the history knows, so a
-            # remount shows what the last mount did; else now. Never changed once shown: editors
-            # take a changed mtime for a change on disk.
-            since = self.history.since(item.uuid, data)
-            seen = since if since is not None else time.time()
-            item.mtime_ns = round(seen * 1e6) * 1000  # the store's doubles hold microseconds exactly
-        self.set_content(item, data, valid=current, revision=revision if current else None, inworld=inworld)
-        self.history.record(item, origin, data, inworld=inworld, at=seen)
-        if current:
-            item.fetched_at(data, revision)
-
-    def set_embedded_items(self, item: Item, count: int) -> None:
-        """What the viewer says the notecard embeds: more than none makes it read-only (mode 0444)."""
-        if item.cache.embedded_items != count:
-            item.cache.embedded_items = count
-            self.tree.invalidate_item(item, data=False)
-
-    def set_content(self, item: Item, data: bytes, *, valid: bool, revision: int | None = None,
-                    inworld: bytes | None = None) -> None:
-        """Record content (of `revision`, by default the item's current one) as the file shows it,
-        and, for a script kept in an envelope, the text as stored in-world; mtime moves only when
-        the bytes differ from what was known before."""
-        first = item.cache.content is None
-        changed = not first and item.cache.content != data
-        item.cache.content = data
-        if inworld != item.cache.inworld:
-            item.cache.inworld_places = None  # no longer the text our build's places describe
-        item.cache.inworld = inworld
-        item.cache.content_valid = valid
-        item.cache.content_revision = revision if revision is not None or not valid else item.info.revision
-        item.echo.set_unconfirmed(False)
-        set_on = self.times.shown(item.uuid, data) if first or changed else None
-        if changed:
-            # A time a program set on this very text (cp -p sets it before the close that saves)
-            # stays; any other change is now, and forgets the time set on the old text.
-            if set_on is None:
-                self.times.forget(item.uuid)
-            item.mtime_ns = set_on if set_on is not None else time.time_ns()
-            self.tree.invalidate_item(item, data=True)
-        else:
-            if set_on is not None:
-                item.mtime_ns = set_on
-            # A first fetch needs no kernel invalidation (unknown sizes were never cached there),
-            # but the size listings show is known now.
-            self.tree.stat_changed(item)
-
-    def set_mtime(self, item: Item, mtime_ns: int) -> None:
-        """utimens (touch -d, cp -p, rsync -a): the time is shown, and kept across remounts, while
-        the item holds the text the file shows now."""
-        item.mtime_ns = mtime_ns
-        shown = bytes(item.edit.buffer) if item.edit.buffer is not None else item.cache.content
-        if shown is not None:
-            self.times.set(item.uuid, mtime_ns, shown)
-        self.tree.invalidate_item(item, data=False)  # a rename onto the item: the kernel has the old time
-
-    def confirm_content(self, item: Item) -> None:
-        """Fetch the item in the background until its content is current (Item.content_current):
-        items someone has read, so sizes stay exact without a stat waiting on the viewer, and our
-        own save's content at the revision its echo brought. The tree's on_stale."""
-        self._fetch_send.send_nowait(item)
-
-    async def _fetch_worker(self) -> None:
-        async for item in self._fetch_recv:
-            if item.attached and not item.content_current and item.readable and self.connected:
-                self._fetching += 1
-                try:
-                    await self.read_content(item, current=True)
-                except FsError as exc:
-                    log.debug("background fetch of %s failed: %s", item.uuid, exc.message)
-                except Exception as exc:  # a bug: this worker must go on serving the queue
-                    self.background_errors += 1
-                    log.exception("background fetch of %s failed", item.uuid)
-                    self.note_error(f"background fetch failed: {exc!r}")
-                finally:
-                    self._fetching -= 1
-
-    def start_prefetch(self, folder: Folder) -> None:
-        """The first listing of a prim fetches its items, `prefetch` at a time."""
-        if folder.listed:
-            return
-        folder.listed = True
-        if self.options.prefetch <= 0 or not self.connected:
-            return
-        for item in list(folder.items.values()):
-            if item.readable and item.cache.content is None:
-                self._fetch_send.send_nowait(item)
 
     # --- status -----------------------------------------------------------------------------
 
@@ -616,13 +360,12 @@ class Workspace:
                        viewer_generation=generation_of(info.features, lists_objects=info.lists_objects),
                        agent=info.agent_name, agent_id=info.agent_id)
         out["windows_paths"] = self.paths.status()
-        out.update(objects=len(self.tree.objects), items=self.tree.item_count, content_fetches=self.fetch_count,
-                   fetches_pending=self._fetch_send.statistics().current_buffer_used + self._fetching)
+        out.update(objects=len(self.tree.objects), items=self.tree.item_count, **self.content.status())
         if info is not None and not info.lists_objects and self.connected and not self.tree.objects:
             out["publish_hint"] = PUBLISH_HINT
         out["last_error"] = self.last_error or "none"
-        out["background_errors"] = self.background_errors
-        out["region_unavailable"] = ", ".join(sorted(self.regions_down.values())) or "none"
+        out["background_errors"] = self.background_errors + self.content.worker_errors
+        out.update(self.calls.status())
         out.update(self.fanout.status())
         ordered = {key: out.pop(key) for key in STATUS_ORDER if key in out}
         return {**ordered, **out}  # keys not in STATUS_ORDER (none today) after the others

@@ -97,7 +97,7 @@ class Writer(Deletes):
         if not item.writable:
             raise FsError(errno.EACCES, f"{self.tree.path_of(item)}: no modify permission")
         if item.edit.buffer is None:
-            data = await self.ws.read_content(item)
+            data = await self.ws.content.read_content(item)
             self._refuse_unsaveable(item)
             if item.edit.buffer is None:  # re-checked: another request may have made it meanwhile
                 self._set_buffer(item, bytearray(data))
@@ -117,7 +117,7 @@ class Writer(Deletes):
         # the old tail.
         if item.edit.buffer is None:
             current = item.cache.content if item.cache.content_valid and item.cache.content is not None else \
-                await self.ws.read_content(item)
+                await self.ws.content.read_content(item)
             self._refuse_unsaveable(item)
             if item.edit.buffer is None:  # re-checked after the await
                 self._set_buffer(item, bytearray())
@@ -208,7 +208,7 @@ class Writer(Deletes):
         fails at close as any save does, with the text kept in the recovery folder."""
         if name in folder.tombstones:
             return
-        if not await self.ws.await_viewer():
+        if not await self.ws.calls.await_viewer():
             raise Refused(errno.EIO, f"{self.tree.path_of(folder)}/{name}: cannot create a file while not "
                           f"connected to the viewer ({self.ws.session.state_detail})")
 
@@ -264,7 +264,7 @@ class Writer(Deletes):
         """utimens: an item keeps it while it holds its text (Workspace.set_mtime); a new file
         carries it into the item it becomes; a folder shows it until its listing changes."""
         if isinstance(node, Item):
-            self.ws.set_mtime(node, mtime_ns)
+            self.ws.content.set_mtime(node, mtime_ns)
         elif isinstance(node, Folder):
             if node is self.tree.root:
                 return  # its time is the mount's (accepted, as before, and not kept)
@@ -326,7 +326,7 @@ class Writer(Deletes):
             self._set_buffer(item, bytearray(scratch.data))
             item.edit.dirty = True
         else:
-            self.ws.set_mtime(item, scratch.mtime_ns)  # the file's time goes on (cp -p set it)
+            self.ws.content.set_mtime(item, scratch.mtime_ns)  # the file's time goes on (cp -p set it)
 
     # --- names: unlink, renames ------------------------------------------------------------
 
@@ -348,7 +348,7 @@ class Writer(Deletes):
         if isinstance(node, MemoryFile):
             return bytes(node.data)
         if isinstance(node, Item):
-            return bytes(node.edit.buffer) if node.edit.buffer is not None else await self.ws.read_content(node)
+            return bytes(node.edit.buffer) if node.edit.buffer is not None else await self.ws.content.read_content(node)
         raise FsError(errno.EISDIR, "")
 
     async def move_to_overlay(self, src: Node, src_parent: Folder | OverlayNode, old: str,
@@ -404,7 +404,7 @@ class Writer(Deletes):
                 del dst_parent.tombstones[new]
                 self.tree.relayout(dst_parent)
             await self.replace_into(target, data, src.inode)
-            self.ws.set_mtime(target, mtime_ns)  # a rename keeps the file's time (rsync set it)
+            self.ws.content.set_mtime(target, mtime_ns)  # a rename keeps the file's time (rsync set it)
             await self._drop_source(src, src_parent, old)
             return
         if isinstance(dst, NewFile):
@@ -420,7 +420,7 @@ class Writer(Deletes):
         data = await self.data_of(src)
         mtime_ns = await self._mtime_of(src)
         item = await self.create(dst_parent, new, data, src.inode)
-        self.ws.set_mtime(item, mtime_ns)
+        self.ws.content.set_mtime(item, mtime_ns)
         await self._drop_source(src, src_parent, old)
 
     async def _mtime_of(self, node: Node) -> int:
@@ -454,7 +454,7 @@ class Writer(Deletes):
             with trio.move_on_after(grace):
                 # A stop while the session reconnects after a drop waits for it as a save would
                 # (reconnect_wait from the drop), rather than sending the files to recovery at once.
-                viewer = self.ws.connected or await self.ws.await_viewer()
+                viewer = self.ws.connected or await self.ws.calls.await_viewer()
                 for item in items if viewer else ():
                     unlinked = item.folder is not None and item.folder.tombstones.get(item.name) is item
                     if item.attached and not unlinked:
@@ -508,7 +508,7 @@ class Writer(Deletes):
             item.take_base(None)
             await self.save(item)
         else:
-            self.ws.set_content(item, data, valid=True)
+            self.ws.content.set_content(item, data, valid=True)
             self.ws.history.record(item, SAVED, data)
             item.take_base(data)
         return item
@@ -532,7 +532,7 @@ class Writer(Deletes):
         finally:
             self._end()
         if want.type != "script":
-            self.ws.set_content(item, data, valid=True)
+            self.ws.content.set_content(item, data, valid=True)
             self.ws.history.record(item, SAVED, data)
             item.take_base(data)
         else:
@@ -547,7 +547,7 @@ class Writer(Deletes):
             params = ItemCreateParams(prim_id=folder.uuid, name=want.sl_name, type=want.type, text=text)
         async with self._create_locks[folder.uuid]:
             # A region that is down answers before anything is created: safe to retry.
-            res: ItemCreateResponse = await self.ws.call(f"create {shown}", "object.item.create", params,
+            res: ItemCreateResponse = await self.ws.calls.call(f"create {shown}", "object.item.create", params,
                                                          ItemCreateResponse, retries=self.ws.options.save_retries,
                                                          transient=region_down)
         data = res.as_item()
@@ -586,7 +586,7 @@ class Writer(Deletes):
             raise FsError(errno.EACCES, f"{shown}: no modify permission")
         assert item.folder is not None
         if want.sl_name != info.name:
-            await self.ws.call(f"rename {shown}", "object.item.modify",
+            await self.ws.calls.call(f"rename {shown}", "object.item.modify",
                                ItemModifyParams(prim_id=item.folder.uuid, item_id=item.uuid, name=want.sl_name))
             item.record = attrs.evolve(info, name=want.sl_name)
         self.tree.relayout(item.folder)
@@ -602,7 +602,8 @@ class Writer(Deletes):
         check_sl_name(sl_name, new_name)
         if not folder.writable:
             raise FsError(errno.EACCES, f"{shown}: no modify permission on the prim")
-        await self.ws.call(f"rename {shown}", "object.modify", ObjectModifyParams(prim_id=folder.uuid, name=sl_name))
+        await self.ws.calls.call(f"rename {shown}", "object.modify",
+                                 ObjectModifyParams(prim_id=folder.uuid, name=sl_name))
         folder.link_name = sl_name
         self.tree.relayout(folder.parent or self.tree.root)
         # Its local files (.git/, .vscode/...) are kept by the object's identity: they stay with it.
@@ -616,7 +617,7 @@ class Writer(Deletes):
             raise FsError(errno.EBUSY, f"{shown}: has unsaved writes; save or close it first")
         self._refuse_unsaveable(item)
         if item.cache.content is None:
-            await self.ws.read_content(item)
+            await self.ws.content.read_content(item)
         if item.edit.buffer is not None:  # re-checked after the await
             raise FsError(errno.EBUSY, f"{shown}: is being written; save or close it first")
         item.take_base(item.cache.content)

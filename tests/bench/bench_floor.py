@@ -236,7 +236,7 @@ async def hold_model(nursery: trio.Nursery, port: int, items: int) -> None:
     with trio.fail_after(300):
         for node in list(services.ws.tree.nodes.values()):
             if type(node) is Item:
-                await services.ws.read_content(node)
+                await services.ws.content.read_content(node)
 
 
 HELD: list[object] = []  # what hold_model keeps alive

@@ -64,7 +64,7 @@ async def run(objects: int, items: int, rounds: int) -> None:
                 await ops.releasedir(fh)
             attrs = {child: pyfuse3.EntryAttributes() for r in rows.values() for _, child in r}
             for item in list(fs.ws.tree.iter_items()):  # warm: sizes known, so each listing replays
-                await fs.ws.read_content(item)
+                await fs.ws.content.read_content(item)
 
             async def slfs(ino: int) -> None:
                 fh = await ops.opendir(ino, CTX)
