@@ -265,7 +265,11 @@ class ControlDir:
         return self.control.lookup(d, name)
 
     def listing(self, d: Virtual, epoch: int) -> Listing:
-        return Listing(sorted((v.name, v.inode) for v in self.control.children(d)))
+        return Listing(sorted(self.rows(d)))
+
+    def rows(self, d: Virtual) -> list[tuple[str, int]]:
+        """(name, inode) of what the directory holds, unsorted."""
+        return [(v.name, v.inode) for v in self.control.children(d)]
 
     def mkdir(self, d: Virtual, name: str, mode: int) -> Node:
         return self.closed.mkdir(d, name, mode)
@@ -306,7 +310,7 @@ class LiveDir:
         return found
 
     def listing(self, d: Virtual, epoch: int) -> Listing:
-        rows = [(v.name, v.inode) for v in self.control.control.children(d)]
+        rows = self.control.rows(d)
         rows += [(name, n.inode) for name, n in self.ws.live.new_files.items()]
         return Listing(sorted(rows))
 
