@@ -25,7 +25,7 @@ from ..model.tree import (
     describe_perms,
 )
 from ..world import names
-from .control import FILE, LINK, Virtual
+from .virtual import FILE, LINK, Virtual
 
 XATTR_PREFIX = "user.sl."
 

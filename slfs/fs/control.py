@@ -14,8 +14,6 @@ import functools
 import os
 from collections.abc import Awaitable, Callable, Iterator
 
-import attrs
-
 from ..local.events import EventLog
 from ..model.content import Content
 from ..model.live import LIVE_DIR_KEY, LiveScript
@@ -29,46 +27,10 @@ from ..stats import Stats, render
 from ..status_text import status_values
 from ..world import names
 from ..world.errors import FsError
+from .history import HistoryView
+from .virtual import BYID, DIR, FILE, HISTORY_KINDS, LINK, LIVE, SYNTAX, Virtual, folder_now
 
-DIR, FILE, LINK = "dir", "file", "link"
-LIVE = "live"  # the kind of MOUNT/.slfs/live
 OBJECT_LOG = "log"  # MOUNT/.slfs/log and OBJECT/.slfs/log: runtime output no script's F.log holds
-
-
-@attrs.define(eq=False)
-class Virtual:
-    """A node slfs makes up: a control directory, a status or sidecar file, a by-id link."""
-
-    inode: int
-    kind: str
-    name: str
-    parent_inode: int
-    # The inode of the folder whose control directory this belongs to, resolved through the tree
-    # at each use: an object removed and published again is a new Folder under the same inode,
-    # and a Virtual holding the old one showed none of its files' sidecars (G1 after a reconnect).
-    folder_inode: int | None = None
-    render: Callable[[], bytes] | None = None
-    writer: Callable[[bytes], Awaitable[None]] | None = None
-    target: Callable[[], str | None] | None = None
-    # Growing files (events, logs) bypass the page cache so tail -f sees new lines.
-    direct_io: bool = False
-    # Awaited by open() before render(): what the file shows may need a fetch first.
-    prepare: Callable[[], Awaitable[None]] | None = None
-    # A live file (MOUNT/.slfs/live/NAME): reads, writes and saves go to the model's live script.
-    live: LiveScript | None = None
-    # A history directory's item_id; a version file's size and mtime (fs/history.py); whether
-    # the node's attributes never change (the kernel may then cache them for attr_timeout).
-    ref: str = ""
-    size: int | None = None
-    mtime_ns: int | None = None
-    steady: bool = False
-
-
-def folder_now(tree: Tree, vdir: Virtual) -> Folder | None:
-    if vdir.folder_inode is None:
-        return None
-    node = tree.node(vdir.folder_inode)
-    return node if isinstance(node, Folder) and node.attached else None
 
 
 class Control:
@@ -93,16 +55,14 @@ class Control:
             # kernel's getattr and the open was cut at the old size: a half last line).
             "status": lambda parent: self._file(parent, "status", self._render_status, direct_io=True),
             "stats": lambda parent: self._file(parent, "stats", self._render_stats, direct_io=True),
-            "by-id": lambda parent: self._dir(parent, "by-id", "byid"),
+            "by-id": lambda parent: self._dir(parent, "by-id", BYID),
             "diagnostics": lambda parent: self._file(parent, "diagnostics", self.render_all_diagnostics,
                                                      direct_io=True),
             "events": lambda parent: self._file(parent, "events", self.events.render, direct_io=True),
             "log": lambda parent: self._file(parent, "log", self.events.render_mount_log, direct_io=True),
-            "syntax": lambda parent: self._dir(parent, "syntax", "syntax"),
+            "syntax": lambda parent: self._dir(parent, "syntax", SYNTAX),
             "live": lambda parent: self._get(LIVE_DIR_KEY, lambda ino: Virtual(ino, LIVE, "live", parent)),
         }
-        from .history import HistoryView  # here, not at the top: fs/history.py imports Virtual from this module
-
         self.history = HistoryView(ws.history, self.tree, self._get)
 
     # --- node construction ---------------------------------------------------------------
@@ -159,7 +119,7 @@ class Control:
                     side = make_sidecar(vdir, file_name, node)
                     if side is not None:
                         yield side
-        elif vdir.kind == "byid":
+        elif vdir.kind == BYID:
             # Only a UUID names a link: an id the viewer sent as `a/b` or `..` never becomes one.
             if only is not None:
                 found = self.tree.find(only) if is_uuid(only) else None
@@ -169,12 +129,12 @@ class Control:
             for node in list(self.tree.by_uuid.values()):
                 if is_uuid(node.uuid):
                     yield self._link(vdir.inode, node)
-        elif vdir.kind.startswith("hist"):
+        elif vdir.kind in HISTORY_KINDS:
             yield from self.history.children(vdir, only)
-        elif vdir.kind not in (FILE, LINK):
-            extra = getattr(self, f"_children_{vdir.kind}", None)
-            if extra is not None:
-                yield from extra(vdir, only)
+        elif vdir.kind == SYNTAX:
+            yield from self._children_syntax(vdir, only)
+        elif vdir.kind == LIVE:
+            yield from self._children_live(vdir, only)
 
     def _children_syntax(self, vdir: Virtual, only: str | None) -> Iterator[Virtual]:
         for name in list(self.syntax.files):

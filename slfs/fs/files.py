@@ -22,11 +22,12 @@ import attrs
 import pyfuse3
 
 from ..model.live import LiveScript
-from ..model.tree import Item, MemoryFile, Node, OverlayNode, Tree
+from ..model.overlay import Overlay
+from ..model.tree import Folder, Item, MemoryFile, Node, OverlayNode, Tree
 from ..model.workspace import Workspace
 from ..model.writes import Writer
 from ..world.errors import FsError
-from .control import FILE, Virtual
+from .virtual import FILE, LINK, Virtual
 
 # A read-only open of fetched content (the warm `grep -r`) gets no Handle: its fh is the item's
 # inode plus this (counted handles stay far below it), so open, flush and release touch no table
@@ -291,6 +292,7 @@ class Files:
     """The backends, and the one place that picks a node's."""
 
     def __init__(self, ws: Workspace, writer: Writer) -> None:
+        self.writer = writer
         self.items = ItemFile(ws, writer)
         self.memory = MemoryFileBackend(writer)
         self.overlay = OverlayFile()
@@ -311,6 +313,67 @@ class Files:
             if node.kind == FILE:
                 return self.control
         return None
+
+    @staticmethod
+    async def write(backend: FileBackend[Any], node: AnyNode, h: Handle, off: int, buf: bytes) -> int:
+        """A write through `h`; one refused whole (EFBIG) refuses every later one through it."""
+        if h.refused:
+            raise FsError(errno.EFBIG, h.refused)
+        try:
+            written = await backend.write(node, h, off, buf)
+        except FsError as exc:
+            if exc.errno == errno.EFBIG:
+                h.refused, h.trunc_pending = exc.message, False
+            raise
+        h.trunc_pending = False
+        return written
+
+    async def commit_truncation(self, node: AnyNode | None, h: Handle) -> None:
+        """A handle opened with O_TRUNC and never written, at its release: the empty file is stored."""
+        h.trunc_pending = False
+        backend = self.of(node) if node is not None else None
+        if node is not None and backend is not None:
+            await backend.commit(node, h, durable=False)
+
+    async def setattr(self, node: AnyNode, attr: pyfuse3.EntryAttributes, fields: pyfuse3.SetattrFields,
+                      h: Handle | None) -> None:
+        """A setattr: an overlay file's attributes are its own on disk; a size goes to the file's
+        backend (through `h` when the kernel names an open file), a mode too, an mtime to the model."""
+        if isinstance(node, OverlayNode):
+            Overlay.change(node, size=attr.st_size if fields.update_size else None,
+                           mode=attr.st_mode if fields.update_mode else None,
+                           uid=attr.st_uid if fields.update_uid else None,
+                           gid=attr.st_gid if fields.update_gid else None,
+                           atime_ns=attr.st_atime_ns if fields.update_atime else None,
+                           mtime_ns=attr.st_mtime_ns if fields.update_mtime else None)
+            return
+        backend = self.of(node)
+        if fields.update_size:
+            if h is not None:
+                h.trunc_pending = False
+            if backend is None:
+                raise FsError(errno.EACCES if isinstance(node, Virtual) else errno.EISDIR, "")
+            await backend.resize(node, attr.st_size, by_path=h is None)
+        if fields.update_mode and backend is not None:
+            backend.set_mode(node, attr.st_mode)
+        if fields.update_mtime and isinstance(node, (Item, MemoryFile, Folder)):
+            # rsync -a, cp -p, touch -d: kept (an item's across remounts, until its text changes;
+            # a folder's until its listing changes).
+            self.writer.set_mtime(node, attr.st_mtime_ns)
+        # Other changes to items (owner, atime) are accepted and not kept: modes show the in-world
+        # permissions.
+
+    @staticmethod
+    def readlink(node: AnyNode) -> bytes:
+        """An overlay symlink's target on disk, or a by-id link's (the item's path now)."""
+        if isinstance(node, OverlayNode):
+            return os.fsencode(os.readlink(node.path))
+        if not isinstance(node, Virtual) or node.kind != LINK or node.target is None:
+            raise FsError(errno.EINVAL, "")
+        target = node.target()
+        if target is None:
+            raise FsError(errno.ENOENT, "")
+        return os.fsencode(target)
 
     def follow(self, h: Handle, node: AnyNode) -> FileBackend[Any] | None:
         """The backend for what a handle's inode means now, its descriptor made to match: an

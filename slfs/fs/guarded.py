@@ -40,8 +40,7 @@ import pyfuse3
 from ..stats import FOLD_AT, Histogram, Stats
 from ..world.errors import FsError
 
-# The handlers' log lines keep the logger they always had (tests and users filter on it).
-log = logging.getLogger("slfs.fs.operations")
+log = logging.getLogger(__name__)
 
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 

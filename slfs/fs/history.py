@@ -15,10 +15,9 @@ from ..local.history_store import Version
 from ..model.history import History
 from ..model.tree import ROOT_INODE, Item, Tree
 from ..protocol.ids import is_uuid
-from .control import FILE, Virtual, folder_now
+from .virtual import FILE, HIST_BY_ID, HIST_DIR, HIST_ITEM, HIST_ROOT, Virtual, folder_now
 
 HISTORY = "history"
-HIST_ROOT, HIST_DIR, HIST_ITEM, HIST_BY_ID = "histroot", "histdir", "histitem", "histbyid"
 BY_ID = "by-id"
 CACHE_BYTES = 8 << 20  # texts kept for open version files (each open reads its own copy at once)
 

@@ -63,7 +63,7 @@ async def test_rm_then_a_new_file_of_the_name_holds_exactly_the_new_text(mount_f
     assert (await m.read_bytes("Box", "Main.lsl")) == NEW_MAIN.encode()
 
 
-@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: release:", r"^WARNING slfs\.model\.workspace:")
+@pytest.mark.allow_log(r"^WARNING slfs\.fs\.guarded: release:", r"^WARNING slfs\.model\.workspace:")
 async def test_an_rm_then_touch_keeps_the_item(mount_factory: MountFactory, viewer_generation: str | None) -> None:
     m = await write_mount(mount_factory)
     t = mark(m)
@@ -79,8 +79,8 @@ async def test_an_rm_then_touch_keeps_the_item(mount_factory: MountFactory, view
 
 
 @pytest.mark.allow_log(
-    r"^WARNING slfs\.fs\.operations: setattr:",
-    r"^WARNING slfs\.fs\.operations: write:",
+    r"^WARNING slfs\.fs\.guarded: setattr:",
+    r"^WARNING slfs\.fs\.guarded: write:",
     r"^WARNING slfs\.model\.workspace:",
 )
 @pytest.mark.parametrize("how", ["cp", "dd", "append", "truncate"])
@@ -111,7 +111,7 @@ async def test_an_oversize_script_is_refused_whole(mount_factory: MountFactory, 
     assert rc == 0 and refused and refused[-1]["errno"] == "EFBIG" and refused[-1]["path"] == "Box/Main.lsl"
 
 
-@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: write:", r"^WARNING slfs\.model\.workspace:")
+@pytest.mark.allow_log(r"^WARNING slfs\.fs\.guarded: write:", r"^WARNING slfs\.model\.workspace:")
 async def test_a_new_oversize_file_is_not_created(mount_factory: MountFactory, tmp_path: Path) -> None:
     m = await write_mount(mount_factory)
     big_note = tmp_path / "big"
@@ -128,7 +128,7 @@ async def test_a_new_oversize_file_is_not_created(mount_factory: MountFactory, t
     assert recovery_files(m) == []
 
 
-@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: getattr: read", r"^WARNING slfs\.fs\.operations: open:")
+@pytest.mark.allow_log(r"^WARNING slfs\.fs\.guarded: getattr: read", r"^WARNING slfs\.fs\.guarded: open:")
 async def test_identical_text_is_never_saved_again(mount_factory: MountFactory, tmp_path: Path) -> None:
     need("rsync")
     m = await write_mount(mount_factory)
@@ -196,8 +196,8 @@ async def test_a_remount_shows_when_the_text_was_first_seen(mount_factory: Mount
 
 
 @pytest.mark.allow_log(
-    r"^WARNING slfs\.fs\.operations: flush:",
-    r"^WARNING slfs\.fs\.operations: release:",
+    r"^WARNING slfs\.fs\.guarded: flush:",
+    r"^WARNING slfs\.fs\.guarded: release:",
     r"^WARNING slfs\.model\.workspace:",
 )
 async def test_an_emptied_notecard_goes_to_the_viewer(mount_factory: MountFactory,

@@ -99,7 +99,7 @@ async def test_diag_luau_failing_save(mounted: Mount) -> None:
     assert mt and mt.group(1) == str(m.path(CUBE, "Counter.luau")) and mt.group(4) == "error", text
 
 
-@pytest.mark.allow_log(r"WARNING slfs\.fs\.operations: write: .*\.state: write run, stop or reset")
+@pytest.mark.allow_log(r"WARNING slfs\.fs\.guarded: write: .*\.state: write run, stop or reset")
 async def test_state_sidecar(mounted: Mount) -> None:
     m = mounted
     assert m.sim is not None

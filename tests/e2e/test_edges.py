@@ -173,7 +173,7 @@ async def test_mv_between_languages_says_why(mounted: Mount) -> None:
     assert "Hello.lsl" in names and not [n for n in names if n.startswith("Hello") and n.endswith(".luau")]
 
 
-@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: (open|read|lookup): (read )?Locked Box/Read Me")
+@pytest.mark.allow_log(r"^WARNING slfs\.fs\.guarded: (open|read|lookup): (read )?Locked Box/Read Me")
 async def test_a_permission_error_on_a_notecard_does_not_speak_of_scripts(mounted: Mount) -> None:
     m = mounted
     note = m.path("Locked Box", "Read Me")

@@ -124,8 +124,8 @@ def fill(directory: Path) -> None:
     r"^ERROR slfs\.local\.keep: recovery: could not keep",
     r"^ERROR slfs\.local\.keep: trash: could not keep",
     r"^WARNING slfs\.daemon:",
-    r"^WARNING slfs\.fs\.operations: flush: save",
-    r"^WARNING slfs\.fs\.operations: unlink:",
+    r"^WARNING slfs\.fs\.guarded: flush: save",
+    r"^WARNING slfs\.fs\.guarded: unlink:",
     r"^WARNING slfs\.model\.workspace:",
 )
 async def test_full_disk_costs_the_copies_not_the_mount(mount_factory: MountFactory, tmp_path: Path) -> None:
@@ -248,7 +248,7 @@ async def save_as_the_viewer_dies(m: Mount, data: bytes, *, back_after: float | 
     return err
 
 
-@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: flush: save", r"^WARNING slfs\.model\.workspace: saving")
+@pytest.mark.allow_log(r"^WARNING slfs\.fs\.guarded: flush: save", r"^WARNING slfs\.model\.workspace: saving")
 async def test_viewer_killed_mid_save(mount_factory: MountFactory) -> None:
     m = await write_mount(mount_factory, sim_kwargs={"method_latency_ms": {"object.content.save": 2000}})
     world = sim_of(m).world
@@ -299,7 +299,7 @@ async def restart(m: Mount, i: int, world: Any, sim_kwargs: dict[str, Any]) -> N
 
 
 @pytest.mark.allow_log(  # which operation a restart cuts depends on timing: any may fail, each says so
-    r"^WARNING slfs\.fs\.operations: \w+: .*(not connected to the viewer|not created in-world)",
+    r"^WARNING slfs\.fs\.guarded: \w+: .*(not connected to the viewer|not created in-world)",
     r"^WARNING slfs\.model\.syntax: syntax files not refreshed: syntax",
     r"^WARNING slfs\.model\.workspace: (creating|saving) .* failed",
     r"^WARNING slfs\.model\.workspace: create: .*cannot create a file while not connected",  # at open()
@@ -347,7 +347,7 @@ async def test_thirty_viewer_restarts(mount_factory: MountFactory) -> None:
 # --- 5. 2,000 malformed and random frames from the viewer -------------------------------------
 
 
-@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: open: Locked",
+@pytest.mark.allow_log(r"^WARNING slfs\.fs\.guarded: open: Locked",
                        r"^WARNING slfs\.session\.(session|connection|incoming):")
 async def test_two_thousand_hostile_frames(mount_factory: MountFactory) -> None:
     m = await mount_factory()
@@ -436,7 +436,7 @@ async def test_readers_are_served_during_a_20_s_save(mount_factory: MountFactory
 
 
 @pytest.mark.allow_log(  # which of them a drop cuts depends on timing: any may fail, each says so
-    r"^WARNING slfs\.fs\.operations: \w+: .*(not connected to the viewer|not created in-world)",
+    r"^WARNING slfs\.fs\.guarded: \w+: .*(not connected to the viewer|not created in-world)",
     r"^WARNING slfs\.model\.workspace: (creating|saving) .* failed",
     r"^WARNING slfs\.model\.workspace: create: .*cannot create a file while not connected",  # at open()
     r"^WARNING slfs\.model\.workspace: .*: written after its create failed",
@@ -487,8 +487,8 @@ async def test_sixteen_writers_through_five_drops(mount_factory: MountFactory) -
 
 
 @pytest.mark.allow_log(
-    r"^WARNING slfs\.fs\.operations: flush:",
-    r"^WARNING slfs\.fs\.operations: fsync: create",
+    r"^WARNING slfs\.fs\.guarded: flush:",
+    r"^WARNING slfs\.fs\.guarded: fsync: create",
     r"^WARNING slfs\.model\.workspace:",
 )
 async def test_writes_after_a_failed_create_are_kept(mount_factory: MountFactory) -> None:

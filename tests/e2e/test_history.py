@@ -55,7 +55,7 @@ async def save(m: Mount, rel: str, text: str) -> None:
     await m.run("sh", "-c", 'printf %s "$1" > "$2"', "sh", text, str(m.path(rel)))
 
 
-@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: open:")
+@pytest.mark.allow_log(r"^WARNING slfs\.fs\.guarded: open:")
 async def test_ls_cat_diff_and_the_cli(wm: Mount) -> None:
     m = wm
     assert await m.read_bytes("Box", "Note") == NOTE_TEXT.encode()

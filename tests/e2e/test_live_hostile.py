@@ -115,7 +115,7 @@ async def test_a_temp_dir_another_user_can_change_is_refused(mount_factory: Moun
 
 
 @pytest.mark.allow_log(
-    r"^WARNING slfs\.fs\.operations: open: live: Pocket Script\.lsl:",
+    r"^WARNING slfs\.fs\.guarded: open: live: Pocket Script\.lsl:",
     r"^WARNING slfs\.model\.workspace: live: Pocket Script\.lsl:",
 )
 async def test_writes_keep_the_mode_and_never_follow_a_swapped_in_symlink(mount_factory: MountFactory,

@@ -212,7 +212,7 @@ async def test_slfs_edit_mounts_home_sl_when_no_mount_runs(mount_factory: MountF
         await m.thread(force_unmount, home / "sl")
 
 
-@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: create:")
+@pytest.mark.allow_log(r"^WARNING slfs\.fs\.guarded: create:")
 async def test_sed_i_and_perl_pi_save_a_live_file(mount_factory: MountFactory, tmp_path: Path) -> None:
     """sed -i and perl -pi write a temp file beside the live file and rename it over it: the
     content reaches the viewer's temp file as a write and close of the live file would."""
@@ -251,7 +251,7 @@ async def test_sed_i_and_perl_pi_save_a_live_file(mount_factory: MountFactory, t
 
 
 @pytest.mark.allow_log(
-    r"^WARNING slfs\.fs\.operations: create:",
+    r"^WARNING slfs\.fs\.guarded: create:",
     r"^WARNING slfs\.model\.workspace: daemon stopped before the new",
 )
 async def test_temp_files_in_the_live_directory_removed_or_left_at_unmount(mount_factory: MountFactory,

@@ -170,7 +170,7 @@ async def test_state_rename_delete(mounted: Mount, monkeypatch: pytest.MonkeyPat
             assert "does not offer" in await refused(client, "slfs_command", command="no.such.command")
 
 
-@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: open: No Modify")
+@pytest.mark.allow_log(r"^WARNING slfs\.fs\.guarded: open: No Modify")
 async def test_hostile_arguments(mounted: Mount, monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
     m = mounted
     async with session(m, monkeypatch) as client:
@@ -207,7 +207,7 @@ async def test_hostile_arguments(mounted: Mount, monkeypatch: pytest.MonkeyPatch
         assert (await call(client, "slfs_status"))["state"] == "connected"  # the server is still there
 
 
-@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: (lookup|flush): .*not connected to the viewer",
+@pytest.mark.allow_log(r"^WARNING slfs\.fs\.guarded: (lookup|flush): .*not connected to the viewer",
                        r"^WARNING slfs\.model\.workspace: (saving .* failed|daemon stopped before it was saved)")
 @pytest.mark.own_mount("stops the viewer")
 async def test_viewer_away(mounted: Mount, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -96,8 +96,8 @@ async def xattr(m: Mount, path: str, name: str) -> str | None:
 
 
 @pytest.mark.allow_log(
-    r"^WARNING slfs\.fs\.operations: open:",
-    r"^WARNING slfs\.fs\.operations: setattr:",
+    r"^WARNING slfs\.fs\.guarded: open:",
+    r"^WARNING slfs\.fs\.guarded: setattr:",
     r"^WARNING slfs\.model\.workspace:",
 )
 @pytest.mark.viewer(2, reason="only newer viewers say how many items a notecard embeds")
@@ -128,7 +128,7 @@ async def test_notecard_holding_embedded_items_is_read_only(mount_factory: Mount
 
 @pytest.mark.allow_log(
     r"^ERROR slfs\.model\.writes: unsaved",
-    r"^WARNING slfs\.fs\.operations: flush: save",
+    r"^WARNING slfs\.fs\.guarded: flush: save",
     r"^WARNING slfs\.model\.workspace: saving",
 )
 @pytest.mark.viewer(2, reason="only newer viewers refuse to save a notecard holding embedded items")
@@ -143,7 +143,7 @@ async def test_viewer_refusing_an_embedded_notecard_save(mount_factory: MountFac
     assert stat.S_IMODE((await m.thread(os.stat, m.path("Box", "Plain"))).st_mode) == 0o444
 
 
-@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: flush:", r"^WARNING slfs\.model\.workspace:")
+@pytest.mark.allow_log(r"^WARNING slfs\.fs\.guarded: flush:", r"^WARNING slfs\.model\.workspace:")
 @pytest.mark.viewer(2, reason="revisions exist only in newer viewers")
 async def test_revision_refreshes_and_guards_saves(mount_factory: MountFactory) -> None:
     m = await newer_mount(mount_factory)
@@ -230,8 +230,8 @@ async def _lists(m: Mount, folder: str, name: str) -> bool:
 
 
 @pytest.mark.allow_log(
-    r"^WARNING slfs\.fs\.operations: flush: save",
-    r"^WARNING slfs\.fs\.operations: lookup: read",
+    r"^WARNING slfs\.fs\.guarded: flush: save",
+    r"^WARNING slfs\.fs\.guarded: lookup: read",
     r"^WARNING slfs\.model\.workspace: read",
     r"^WARNING slfs\.model\.workspace: save",
     r"^WARNING slfs\.model\.workspace: saving",
@@ -323,7 +323,7 @@ async def test_garbled_compile_answer(mount_factory: MountFactory, failure: str)
     assert diag == [f"{m.mnt}/Box/Main.lsl:0:0: error: {UNPRINTABLE}"]
 
 
-@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: flush: create", r"^WARNING slfs\.model\.workspace: creating")
+@pytest.mark.allow_log(r"^WARNING slfs\.fs\.guarded: flush: create", r"^WARNING slfs\.model\.workspace: creating")
 @pytest.mark.viewer(2, reason="newer viewers name why a create failed")
 async def test_refused_creates_leave_no_name(mount_factory: MountFactory) -> None:
     m = await newer_mount(mount_factory)

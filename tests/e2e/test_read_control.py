@@ -65,7 +65,7 @@ async def test_by_id_links(mounted: Mount) -> None:
     assert hello.item_id in listed and len(listed) == len(SAMPLE_FILES) + len(SAMPLE_DIRS)
 
 
-@pytest.mark.allow_log(r"ERROR slfs\.fs\.operations: unexpected error in lookup")
+@pytest.mark.allow_log(r"ERROR slfs\.fs\.guarded: unexpected error in lookup")
 async def test_injected_fault_keeps_mount_alive(mount_factory: MountFactory) -> None:
     m = await mount_factory(env={"SLFS_INJECT_FAULT": "Hello.lsl"}, allow_traceback=True)
     res = await m.run("cat", m.path("Hello Cube/Hello.lsl"), check=False)

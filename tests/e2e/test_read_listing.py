@@ -98,7 +98,7 @@ async def test_cat_every_file(mounted: Mount) -> None:
         assert res.stdout == expected_bytes(m, path), path
 
 
-@pytest.mark.allow_log(r"WARNING slfs\.fs\.operations: open: .*: script is not readable")
+@pytest.mark.allow_log(r"WARNING slfs\.fs\.guarded: open: .*: script is not readable")
 async def test_grep_r(mounted: Mount) -> None:
     m = mounted
     require_tool("grep")
@@ -158,7 +158,7 @@ async def test_stat_and_modes(mounted: Mount) -> None:
     assert stat.S_ISDIR(root.st_mode)
 
 
-@pytest.mark.allow_log(r"WARNING slfs\.fs\.operations: open: .*: script is not readable")
+@pytest.mark.allow_log(r"WARNING slfs\.fs\.guarded: open: .*: script is not readable")
 async def test_unreadable_script_eacces_without_fetch(mounted: Mount) -> None:
     m = mounted
     assert m.sim is not None

@@ -151,7 +151,7 @@ async def test_reconnect_keeps_paths_and_inodes(mounted: Mount) -> None:
     assert (await m.run("cat", m.path("Hello Cube/Hello.lsl"))).stdout == hello
 
 
-@pytest.mark.allow_log(r"WARNING slfs\.fs\.operations: \w+: .*not connected to the viewer")
+@pytest.mark.allow_log(r"WARNING slfs\.fs\.guarded: \w+: .*not connected to the viewer")
 async def test_disconnected_cached_reads_uncached_eio_fast(mount_factory: MountFactory) -> None:
     # Right after a drop a call waits up to reconnect_wait for the session; past it, EIO at once.
     m = await mount_factory(options=["reconnect_wait=0.5"])
@@ -228,7 +228,7 @@ async def test_name_handover_on_rename(mounted: Mount) -> None:
     assert (await m.run("cat", m.path("Hello Cube/Hello.lsl@95f4ea03"))).stdout == notes.content.encode()
 
 
-@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: lookup: read Hello")
+@pytest.mark.allow_log(r"^WARNING slfs\.fs\.guarded: lookup: read Hello")
 @pytest.mark.own_mount("needs the daemon's content cache cold: the failing fetch must be the first")
 async def test_fetch_error_is_not_cached(mounted: Mount) -> None:
     m = mounted

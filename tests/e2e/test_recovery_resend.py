@@ -36,8 +36,8 @@ pytestmark = pytest.mark.generations("G1", "G2", "G3", "G4")
 # What a save while the viewer is stopped logs: the failed save, its fsync or flush, the refused
 # unlink, and on G1 the publish asked again after the reconnect (viewer-source.md §2).
 VIEWER_STOPPED = (
-    r"^WARNING slfs\.fs\.operations: (flush|fsync): save",
-    r"^WARNING slfs\.fs\.operations: unlink:",
+    r"^WARNING slfs\.fs\.guarded: (flush|fsync): save",
+    r"^WARNING slfs\.fs\.guarded: unlink:",
     r"^WARNING slfs\.model\.workspace: could not ask the viewer",
     r"^WARNING slfs\.model\.workspace: saving",
 )

@@ -63,7 +63,7 @@ async def test_a_verdict_of_nul_bytes_never_fails_the_save(mount_factory: MountF
 # --- diagnostics describe the in-world text --------------------------------------------------------
 
 
-@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: flush:", r"^WARNING slfs\.model\.workspace: saving Hello")
+@pytest.mark.allow_log(r"^WARNING slfs\.fs\.guarded: flush:", r"^WARNING slfs\.model\.workspace: saving Hello")
 async def test_a_failed_include_is_forgotten_once_the_file_holds_the_inworld_text(mounted: Mount) -> None:
     m = mounted
     path = m.path(CUBE, "Hello.lsl")

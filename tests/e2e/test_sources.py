@@ -131,7 +131,7 @@ async def test_an_error_in_an_include_is_found_by_vim_q(mount_factory: MountFact
 
 @pytest.mark.allow_log(
     r"^ERROR slfs\.model\.writes: unsaved",
-    r"^WARNING slfs\.fs\.operations: flush:",
+    r"^WARNING slfs\.fs\.guarded: flush:",
     r"^WARNING slfs\.model\.workspace: saving",
 )
 async def test_a_missing_include_fails_cp_and_keeps_the_source(mount_factory: MountFactory, tmp_path: Path) -> None:

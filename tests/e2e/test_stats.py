@@ -86,7 +86,7 @@ async def released(client: ControlClient, m: Mount) -> dict[str, int]:
     return counts(await m.thread(client.request, "stats"))
 
 
-@pytest.mark.allow_log(r"WARNING slfs\.fs\.operations: open: .*: script is not readable")
+@pytest.mark.allow_log(r"WARNING slfs\.fs\.guarded: open: .*: script is not readable")
 async def test_warm_grep_costs_open_flush_release_per_file(mounted: Mount) -> None:
     m = mounted
     client = await m.thread(ControlClient, registry(m)["socket"])
@@ -140,7 +140,7 @@ async def test_warm_grep_costs_open_flush_release_per_file(mounted: Mount) -> No
         await m.thread(client.close)
 
 
-@pytest.mark.allow_log(r"WARNING slfs\.fs\.operations: open: stats is read-only")
+@pytest.mark.allow_log(r"WARNING slfs\.fs\.guarded: open: stats is read-only")
 async def test_stats_file_and_verb(mounted: Mount) -> None:
     m = mounted
     await m.run("cat", m.path("Hello Cube", "Hello.lsl"))

@@ -30,7 +30,7 @@ from support.writes import (
 pytestmark = pytest.mark.generations("G2", "G3", "G4")
 
 
-@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: release:", r"^WARNING slfs\.model\.workspace:")
+@pytest.mark.allow_log(r"^WARNING slfs\.fs\.guarded: release:", r"^WARNING slfs\.model\.workspace:")
 async def test_touch_creates_an_empty_script_once(mount_factory: MountFactory) -> None:
     m = await write_mount(mount_factory)
     t = mark(m)
@@ -55,7 +55,7 @@ async def test_umount_carries_out_a_pending_delete(mount_factory: MountFactory) 
     assert copy.read_text() == NOTE_TEXT
 
 
-@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: rename: Tool\.luau: would change the")
+@pytest.mark.allow_log(r"^WARNING slfs\.fs\.guarded: rename: Tool\.luau: would change the")
 async def test_rename_over_an_item_of_another_language_is_exdev(mount_factory: MountFactory) -> None:
     m = await write_mount(mount_factory)
     t = mark(m)

@@ -59,8 +59,8 @@ def renameat2(src: os.PathLike[str], dst: os.PathLike[str], flags: int) -> None:
 
 
 @pytest.mark.allow_log(
-    r"^WARNING slfs\.fs\.operations: setattr:",
-    r"^WARNING slfs\.fs\.operations: write:",
+    r"^WARNING slfs\.fs\.guarded: setattr:",
+    r"^WARNING slfs\.fs\.guarded: write:",
     r"^WARNING slfs\.model\.workspace:",
 )
 async def test_efbig_at_the_crossing_write(wm: Mount) -> None:
@@ -92,7 +92,7 @@ async def test_efbig_at_the_crossing_write(wm: Mount) -> None:
     assert content(m, NOTE) == "a" * 65536
 
 
-@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: setattr:", r"^WARNING slfs\.model\.workspace:")
+@pytest.mark.allow_log(r"^WARNING slfs\.fs\.guarded: setattr:", r"^WARNING slfs\.model\.workspace:")
 async def test_truncate_of_a_new_file_far_past_the_limit(wm: Mount) -> None:
     """`truncate -s 100G` of a new file in an object: EFBIG at once (the daemon once zero-filled
     that much memory for the new file), and the mount goes on serving."""
@@ -128,7 +128,7 @@ async def test_63_byte_name_is_fine(wm: Mount) -> None:
 # --- permissions -------------------------------------------------------------------------------
 
 
-@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations:")
+@pytest.mark.allow_log(r"^WARNING slfs\.fs\.guarded:")
 async def test_no_modify_eacces_even_as_root(wm: Mount) -> None:
     m = wm
     box, locked = m.path("Box"), m.path("Locked")
@@ -153,7 +153,7 @@ async def test_no_modify_eacces_even_as_root(wm: Mount) -> None:
 # --- renames -----------------------------------------------------------------------------------
 
 
-@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: rename: rename: exchanging files is")
+@pytest.mark.allow_log(r"^WARNING slfs\.fs\.guarded: rename: rename: exchanging files is")
 async def test_renameat2_flags(wm: Mount) -> None:
     m = wm
     box = m.path("Box")
@@ -166,7 +166,7 @@ async def test_renameat2_flags(wm: Mount) -> None:
     assert_writes(m, t, [("object.item.modify", NOTE)])
 
 
-@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: rename:",
+@pytest.mark.allow_log(r"^WARNING slfs\.fs\.guarded: rename:",
                        r"^WARNING slfs\.model\.workspace: rename: .*cannot change in place")
 async def test_mv_inside_prim_across_prims_and_kinds(wm: Mount) -> None:
     m = wm
@@ -258,7 +258,7 @@ async def test_unlinked_open_file_never_reaches_viewer(wm: Mount) -> None:
     assert_writes(m, t, [("object.item.delete", NOTE)])
 
 
-@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: mkdir: mkdir sub: prims cannot")
+@pytest.mark.allow_log(r"^WARNING slfs\.fs\.guarded: mkdir: mkdir sub: prims cannot")
 async def test_mkdir_rules_and_overlay(wm: Mount) -> None:
     m = wm
     box = m.path("Box")
@@ -345,9 +345,9 @@ async def test_save_during_a_one_second_drop_lands(wm: Mount) -> None:
 
 
 @pytest.mark.allow_log(
-    r"^WARNING slfs\.fs\.operations: flush: create",
-    r"^WARNING slfs\.fs\.operations: flush: save",
-    r"^WARNING slfs\.fs\.operations: lookup:",
+    r"^WARNING slfs\.fs\.guarded: flush: create",
+    r"^WARNING slfs\.fs\.guarded: flush: save",
+    r"^WARNING slfs\.fs\.guarded: lookup:",
     r"^WARNING slfs\.model\.workspace: creating",
     r"^WARNING slfs\.model\.workspace: saving",
     r"^WARNING slfs\.model\.workspace: create: Box/Newer: cannot create a file while not connected",
@@ -391,7 +391,7 @@ async def _state_not(m: Mount, state: str) -> bool:
     return (await m.status()).get("state") != state
 
 
-@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: flush: save", r"^WARNING slfs\.model\.workspace: saving")
+@pytest.mark.allow_log(r"^WARNING slfs\.fs\.guarded: flush: save", r"^WARNING slfs\.model\.workspace: saving")
 async def test_failed_save_stays_dirty(wm: Mount) -> None:
     m = wm
     p = m.path("Box", "Note")
@@ -419,7 +419,7 @@ async def test_transient_not_found_is_retried(wm: Mount) -> None:
     assert recovery_files(m) == []
 
 
-@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: flush:", r"^WARNING slfs\.model\.workspace:")
+@pytest.mark.allow_log(r"^WARNING slfs\.fs\.guarded: flush:", r"^WARNING slfs\.model\.workspace:")
 async def test_in_world_change_between_read_and_save_is_estale(wm: Mount) -> None:
     m = wm
     p = m.path("Box", "Note")
@@ -451,7 +451,7 @@ async def test_in_world_change_between_read_and_save_is_estale(wm: Mount) -> Non
     assert content(m, NOTE) == "mine again\n"
 
 
-@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: flush:", r"^WARNING slfs\.model\.workspace:")
+@pytest.mark.allow_log(r"^WARNING slfs\.fs\.guarded: flush:", r"^WARNING slfs\.model\.workspace:")
 async def test_an_edit_in_world_before_our_echo_is_shown_and_guarded(mount_factory: MountFactory) -> None:
     """Someone edits the script right after our save, and their update comes before our save's
     echo (0.3 s late here): the file shows their edit, and a buffer still holding ours is not

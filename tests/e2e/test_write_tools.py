@@ -313,7 +313,7 @@ async def test_tar_extraction(wm: Mount, tmp_path: os.PathLike[str]) -> None:
     ])
 
 
-@pytest.mark.allow_log(r"^WARNING slfs\.fs\.operations: open:")
+@pytest.mark.allow_log(r"^WARNING slfs\.fs\.guarded: open:")
 async def test_cp_r_out_and_back(wm: Mount, tmp_path: os.PathLike[str]) -> None:
     m = wm
     out = os.path.join(tmp_path, "copy")
