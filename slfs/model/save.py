@@ -389,7 +389,3 @@ class Saver:
                                    preprocessed=True,
                                    includes=build.expansion.includes)
         self.ws.record_compile(item, report, path)
-
-    def _set_buffer(self, item: Item, buffer: bytearray | None) -> None:
-        """Edits.set_buffer, for `slfs resend` (unsent.py), which saves through this Saver."""
-        self.edits.set_buffer(item, buffer)
