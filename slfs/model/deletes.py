@@ -14,20 +14,25 @@ from ..protocol.types import (
     ItemDeleteParams,
 )
 from ..world.errors import FsError
+from .edits import Edits
 from .history import DELETED
-from .save import Saver
-from .sources import Sources
+from .pending import PendingSaves
 from .tree import Folder, Item, Orphan
 from .workspace import Workspace
 
 log = logging.getLogger(__name__)
 
 
-class Deletes(Saver):
-    """The slots half of the Writer: rebind, adopt, detach, and the tombstones' delayed deletes."""
+class Deleter:
+    """The items' slots: adopt, detach, the tombstones (`Folder.tombstones`, written here only)
+    and their delayed deletes, each counted in `pending` while it waits or runs."""
 
-    def __init__(self, ws: Workspace, keeper: Keeper, sources: Sources) -> None:
-        super().__init__(ws, keeper, sources)
+    def __init__(self, ws: Workspace, keeper: Keeper, edits: Edits, pending: PendingSaves) -> None:
+        self.ws = ws
+        self.tree = ws.tree
+        self.keeper = keeper
+        self.edits = edits
+        self.pending = pending
         self._hurry = trio.Event()
 
     # --- slots: adopt, detach, tombstones ------------------------------------------------------
@@ -45,8 +50,7 @@ class Deletes(Saver):
             return None  # deleted in-world meanwhile
         self.rebind(item, self.tree.fresh_inode())
         item.take_base(item.cache.content)
-        self._set_buffer(item, bytearray())
-        item.edit.dirty = True
+        self.edits.start(item, bytearray())
         self.tree.relayout(folder)
         log.info("%s: re-created, keeps item %s", self.tree.path_of(item), item.uuid)
         return item
@@ -75,18 +79,23 @@ class Deletes(Saver):
             self.ws.note_error(message)
             raise FsError(code, message)
         self.rebind(item, self.tree.fresh_inode())
-        self._tombstone(folder, item.name, item)
+        self.tombstone(folder, item.name, item)
 
-    def _tombstone(self, folder: Folder, name: str, item: Item) -> None:
+    def tombstone(self, folder: Folder, name: str, item: Item) -> None:
         """The name leaves the listing now; the delete reaches the viewer after the grace period,
         unless a create of the name adopts the item first."""
         folder.tombstones[name] = item
         self.tree.relayout(folder)
         self.ws.spawn(self._delete_later, folder, name, item)
 
+    def take_back(self, folder: Folder, name: str, item: Item) -> None:
+        """A file renamed over the tombstoned `item`'s name saves into it: the item is listed again."""
+        if item.folder is folder and folder.tombstones.get(name) is item:
+            del folder.tombstones[name]
+            self.tree.relayout(folder)
+
     async def _delete_later(self, folder: Folder, name: str, item: Item) -> None:
-        self._begin()
-        try:
+        with self.pending.counting():
             with trio.move_on_after(self.ws.options.delete_grace):
                 await self._hurry.wait()  # set at shutdown: carry the delete out now
             if folder.tombstones.get(name) is not item:
@@ -100,8 +109,6 @@ class Deletes(Saver):
             except FsError as exc:
                 self.ws.note_error(exc.message)
                 self.tree.relayout(folder)  # it is still there: show it again
-        finally:
-            self._end()
 
     async def _keep_then_delete(self, folder: Folder, item: Item, shown: str) -> None:
         """The item's text to the history and the trash, then the delete in-world. Raises FsError
@@ -140,11 +147,8 @@ class Deletes(Saver):
             raise FsError(errno.EACCES, f"{shown}: no modify permission")
         if not self.ws.connected:
             raise FsError(errno.EIO, f"{shown}: not connected to the viewer; not deleted")
-        self._begin()
-        try:
+        with self.pending.counting():
             await self._keep_then_delete(folder, item, shown)
-        finally:
-            self._end()
 
     def hurry_deletes(self) -> None:
         """Shutdown: deletes whose grace period has not passed are carried out now (wait_idle

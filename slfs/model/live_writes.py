@@ -11,7 +11,7 @@ the file is written: the compile is the viewer's, and its answer comes as `scrip
 A new file in `.slfs/live/` under a tool's temporary name (sed -i's `sedXXXXXX`, perl -pi's
 `XXXXXXXX`, mkstemp's) is a NewFile kept in memory, as new files of folders are before their first
 flush: renamed over a live file it is saved into it exactly as a write and close of the live file
-would be, and the live file takes over its inode (as an item does in `Writer.replace_into`). One
+would be, and the live file takes over its inode (as an item does in `Renamer.replace_into`). One
 not renamed within SCRATCH_GRACE seconds of its last write, or still there when the daemon stops,
 goes to the recovery folder.
 
@@ -81,7 +81,7 @@ class LiveWriter:
         ls.dirty = True
 
     def _refuse_oversize(self, ls: LiveScript, size: int) -> None:
-        """As for items (Writer._refuse_oversize): past the limit the whole pending text is
+        """As for items (ItemWrites._refuse_oversize): past the limit the whole pending text is
         dropped, so a close never saves the part that fitted."""
         limit = size_limit("script")
         if size <= limit:

@@ -1,6 +1,7 @@
 """Saving an item's edits in-world: the size and text checks, the conflict check against what
 the file was read from, the save's echo, the resend of a save a drop cut, the compile verdict, and
-the recovery folder for what the viewer did not take. The Writer (writes.py) builds on this."""
+the recovery folder for what the viewer did not take. The Writer (writes.py) hands saves here;
+creates (create.py), renames (rename.py) and the item writes (item_writes.py) save through it."""
 
 from __future__ import annotations
 
@@ -21,9 +22,10 @@ from ..protocol.types import (
     ContentSaveResponse,
 )
 from ..world.errors import CallCut, FsError, transient_save_error
-from ..world.naming_rules import size_limit
 from .compiles import CompileReport, failure_report, log_problems
+from .edits import Edits, check_size, decode
 from .history import SAVED
+from .pending import PendingSaves
 from .sources import Build, Sources
 from .tree import Item
 from .unsent import Unsent
@@ -33,18 +35,18 @@ log = logging.getLogger(__name__)
 
 
 class Saver:
-    """The save half of the Writer: the per-item save locks, the pending-save count (wait_idle)
-    and the scripts no compile has accepted yet."""
+    """Saves of items' texts: the per-item save locks, and the scripts no compile has accepted
+    yet. Each save counts in `pending` while it is in flight."""
 
-    def __init__(self, ws: Workspace, keeper: Keeper, sources: Sources) -> None:
+    def __init__(self, ws: Workspace, keeper: Keeper, sources: Sources, edits: Edits,
+                 pending: PendingSaves) -> None:
         self.ws = ws
         self.tree = ws.tree
         self.keeper = keeper
         self.sources = sources
-        self.pending_saves = 0
+        self.edits = edits
+        self.pending = pending
         self._save_locks: defaultdict[str, trio.Lock] = defaultdict(trio.Lock)
-        self._idle = trio.Event()
-        self._idle.set()
         self._never_compiled: set[str] = set()  # scripts created here that no compile has accepted yet
         self.unsent = Unsent(ws, keeper, self)  # the texts not in-world, and `slfs resend`
 
@@ -60,25 +62,9 @@ class Saver:
 
     # --- saving -----------------------------------------------------------------------------
 
-    def _begin(self) -> None:
-        self.pending_saves += 1
-        self._idle = trio.Event() if self._idle.is_set() else self._idle
-
-    def _end(self) -> None:
-        self.pending_saves -= 1
-        if self.pending_saves == 0:
-            self._idle.set()
-
-    async def wait_idle(self, timeout: float) -> bool:
-        with trio.move_on_after(timeout):
-            await self._idle.wait()
-            return True
-        return False
-
-    def check_size(self, item_type: str, size: int, shown: str) -> None:
-        limit = size_limit(item_type)
-        if size > limit:
-            raise FsError(errno.EFBIG, f"{shown}: {item_type}s hold at most {limit} bytes")
+    def created_script(self, item: Item) -> None:
+        """A script created here: until a compile accepts it, nothing of it runs."""
+        self._never_compiled.add(item.uuid)
 
     async def wait_saved(self, item: Item) -> None:
         """Until no save of `item` is in progress (a script's compile answer is then in)."""
@@ -92,22 +78,19 @@ class Saver:
                 return
             data = bytes(item.edit.buffer)
             path = self.tree.path_of(item)
-            self._begin()
-            try:
-                sent = await self._save(item, data, path)
-            except FsError as exc:
-                if exc.errno != errno.ESTALE and data:  # an empty text refused: nothing to keep
-                    await self.recover(path, data, f"saving {path} failed: {exc.message}", item=item,
-                                       err=exc.errno)
-                if exc.errno == errno.EACCES and "embedded items" in exc.message:
-                    # The viewer knows the notecard embeds items we were not told of: read-only now.
-                    self.ws.content.set_embedded_items(item, max(1, item.cache.embedded_items or 0))
-                raise
-            else:
+            with self.pending.counting():
+                try:
+                    sent = await self._save(item, data, path)
+                except FsError as exc:
+                    if exc.errno != errno.ESTALE and data:  # an empty text refused: nothing to keep
+                        await self.recover(path, data, f"saving {path} failed: {exc.message}", item=item,
+                                           err=exc.errno)
+                    if exc.errno == errno.EACCES and "embedded items" in exc.message:
+                        # The viewer knows the notecard embeds items we were not told of: read-only now.
+                        self.ws.content.set_embedded_items(item, max(1, item.cache.embedded_items or 0))
+                    raise
                 if sent:  # a text in-world already leaves a recovered one still unsent
                     self.unsent.saved(item)
-            finally:
-                self._end()
 
     async def push_save(self, item: Item, data: bytes, *, running: bool | None, expect: bytes | None,
                         main: str | None = None, local_root: str | None = None, verbatim: bytes | None = None) -> bool:
@@ -122,16 +105,15 @@ class Saver:
             path = self.tree.path_of(item)
             if item.edit.buffer is not None and item.edit.dirty:
                 raise FsError(errno.EBUSY, f"{path}: has unsaved writes on the mount; save or close it first")
-            self._refuse_unsaveable(item)
+            self.edits.refuse_unsaveable(item)
             if expect is not None:
                 current = await self.ws.content.read_content(item, current=True)
                 if current != expect:
                     raise FsError(errno.ESTALE, f"{path}: changed in-world since the push planned it")
                 item.take_base(current)
-            self._begin()
-            try:
-                self.check_size(item.info.type, len(data), path)
-                text = self._decode(data, path)
+            with self.pending.counting():
+                check_size(item.info.type, len(data), path)
+                text = decode(data, path)
                 build: Build | None = None
                 if verbatim is not None:
                     held = item.cache.inworld if item.cache.inworld is not None else item.cache.content
@@ -139,7 +121,7 @@ class Saver:
                         self._nothing_to_save(item, path)
                         return False
                     sent = await self._save(item, data, path, running=running,
-                                            verbatim=self._decode(verbatim, path))
+                                            verbatim=decode(verbatim, path))
                     if sent:
                         self.unsent.saved(item)
                     return sent
@@ -149,22 +131,15 @@ class Saver:
                         self._nothing_to_save(item, path)
                         return False
                 sent = await self._save(item, data, path, build=build, running=running)
-            finally:
-                self._end()
             if sent:
                 self.unsent.saved(item)
             return sent
 
-    def _refuse_unsaveable(self, item: Item) -> None:
-        why = item.save_refusal()
-        if why is not None:
-            raise FsError(errno.EACCES, f"{self.tree.path_of(item)}: {why}")
-
     async def _save(self, item: Item, data: bytes, path: str, *, build: Build | None = None,
                     force: bool = False, running: bool | None = None, verbatim: str | None = None) -> bool:
         """Whether anything was sent (nothing when the text is in-world already)."""
-        self.check_size(item.info.type, len(data), path)
-        text = self._decode(data, path)
+        check_size(item.info.type, len(data), path)
+        text = decode(data, path)
         if build is None and verbatim is None:
             if not force and await self._inworld_already(item, data, text):
                 # An editor's :w without a change, a cp or rsync of the same text, a restore of
@@ -198,8 +173,7 @@ class Saver:
         if not echo_came:
             item.echo.expect()
         if item.edit.buffer is not None and bytes(item.edit.buffer) == data:
-            self._set_buffer(item, None)
-            item.edit.dirty = False
+            self.edits.drop(item)
         # What we saved is known at the revision before the save: its echo (or an edit of someone
         # else's that came first) moves the revision, and a fetch there tells which
         # (Item.content_current); one that has told it already: the revision it confirmed.
@@ -281,12 +255,7 @@ class Saver:
 
     def _nothing_to_save(self, item: Item, path: str) -> None:
         """The text is in-world already: the edit ends as if never made (its mtime too)."""
-        before = item.edit.mtime_before
-        self._set_buffer(item, None)
-        item.edit.dirty = False
-        if before is not None and item.mtime_ns != before:
-            item.mtime_ns = before
-            self.tree.invalidate_item(item, data=False)
+        self.edits.undo(item, data=False)
         log.debug("%s: the text is what the item holds in-world; nothing to save", path)
         self.ws.forget_failed_attempt(item.uuid, path)  # its diagnostics describe the in-world text again
 
@@ -298,7 +267,7 @@ class Saver:
                 raise FsError(errno.EBUSY, f"{self.tree.path_of(item)}: has unsaved writes; save or close it first")
             path = self.tree.path_of(item)
             data = await self.ws.content.read_content(item)
-            text = self._decode(data, path)
+            text = decode(data, path)
             build = await self.sources.build(item, text, path)
             if build is None:
                 return "plain"
@@ -306,11 +275,8 @@ class Saver:
                 self.ws.forget_failed_attempt(item.uuid, path)
                 return "unchanged"
             item.take_base(data)
-            self._begin()
-            try:
+            with self.pending.counting():
                 await self._save(item, data, path, build=build)
-            finally:
-                self._end()
             return "saved"
 
     async def recompile(self, item: Item) -> None:
@@ -323,19 +289,15 @@ class Saver:
                 raise FsError(errno.EBUSY, f"{path}: has unsaved writes; save or close it first")
             data = await self.ws.content.read_content(item, current=True)
             item.take_base(data)
-            self._begin()
-            try:
+            with self.pending.counting():
                 await self._save(item, data, path, force=True)
-            finally:
-                self._end()
 
     def _refuse_empty(self, item: Item, path: str, answer: str) -> NoReturn:
         """G1-G3 refuse an empty `content` ("Invalid params: content is required", checked before
         anything else; viewer-source.md §2); G4 and the documented viewers store it, so the viewer
         decides. Refused, the file shows the in-world text again (nothing written is lost: there
         was nothing) and the error says what to do."""
-        self._set_buffer(item, None)
-        item.edit.dirty = False
+        self.edits.drop(item)
         self.tree.invalidate_item(item, data=True)
         why = (f"{path}: this viewer cannot store an empty {item.info.type} ({answer}); nothing was saved "
                "and the file shows the in-world text again. Write at least one character, or rm the item")
@@ -364,15 +326,8 @@ class Saver:
         """A save answered without a usable verdict: `F.diag` says what the viewer said, the local
         edits go (save() keeps them in the recovery folder) and the item is fetched again."""
         self.ws.record_compile(item, failure_report(message, "the viewer did not say whether it compiled"), path)
-        self._set_buffer(item, None)
-        item.edit.dirty = False
+        self.edits.drop(item)
         self.ws.content.refetch(item)
-
-    def _decode(self, data: bytes, path: str) -> str:
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise FsError(errno.EILSEQ, f"{path}: not valid UTF-8 text (byte {exc.start})") from None
 
     async def _check_conflict(self, item: Item, data: bytes, path: str) -> None:
         """Never overwrite an in-world change the file did not show (the viewer's save has no
@@ -400,8 +355,7 @@ class Saver:
         kept = await self.recover(path, data, f"{path} changed in-world since it was read; not saved (conflict)",
                                   noun="version", item=item, err=errno.ESTALE)
         # The file now shows the in-world version; the local edits are in the recovery folder.
-        self._set_buffer(item, None)
-        item.edit.dirty = False
+        self.edits.drop(item)
         self.ws.content.set_content(item, current, valid=True)
         item.take_base(current)
         self.tree.invalidate_item(item, data=True)
@@ -435,13 +389,3 @@ class Saver:
                                    preprocessed=True,
                                    includes=build.expansion.includes)
         self.ws.record_compile(item, report, path)
-
-    # --- open files of items --------------------------------------------------------------
-    def _set_buffer(self, item: Item, buffer: bytearray | None) -> None:
-        """Start or end a local edit: what stat shows of the item is its buffer's while it lasts, so
-        listings that kept its attributes are told (writes into the buffer need no telling: an item
-        being edited is never replayed)."""
-        if item.edit.buffer is None and buffer is not None:
-            item.edit.mtime_before = item.mtime_ns
-        item.edit.buffer = buffer
-        self.tree.stat_changed(item)

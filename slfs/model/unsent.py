@@ -22,7 +22,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 import trio
@@ -30,11 +30,11 @@ import trio
 from ..local.keep import Keeper, kept_clause
 from ..world.errors import FsError
 from .buffers import HELD_MAX
+from .edits import Edits
 from .history import RECOVERED as RECOVERED_VERSION
 from .tree import Item, NewFile
 
 if TYPE_CHECKING:
-    from .save import Saver
     from .workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -80,10 +80,19 @@ def _read_copy(path: Path) -> bytes:
         return f.read()
 
 
+class Resaves(Protocol):
+    """What `slfs resend` needs of the Saver (save.py), which records its failures here: the items'
+    edit buffers, and the save itself."""
+
+    edits: Edits
+
+    async def save(self, item: Item) -> None: ...
+
+
 class Unsent:
     """The recovered texts of this run, by item; the status's `unsent` list; `slfs resend`."""
 
-    def __init__(self, ws: Workspace, keeper: Keeper, saver: Saver) -> None:
+    def __init__(self, ws: Workspace, keeper: Keeper, saver: Resaves) -> None:
         self.ws = ws
         self.tree = ws.tree
         self.keeper = keeper
@@ -102,7 +111,7 @@ class Unsent:
 
     async def recover(self, item_path: str, data: bytes, why: str, *, err: int, noun: str,
                       item: Item | None) -> str:
-        """Keep content the viewer did not take (Saver.recover); the clause the caller's error
+        """Keep content the viewer did not take (save.py's Saver.recover); the clause the caller's error
         message ends with."""
         if item is not None:
             self.ws.history.record(item, RECOVERED_VERSION, data)
@@ -236,9 +245,8 @@ class Unsent:
 
     async def _save(self, item: Item, data: bytes, current: bytes) -> None:
         """A save through the file would be, from `current` (what the item holds in-world now)."""
-        self.saver._set_buffer(item, bytearray(data))
+        self.saver.edits.start(item, bytearray(data))
         item.take_base(current)
-        item.edit.dirty = True
         try:
             await self.saver.save(item)
         finally:
@@ -247,8 +255,7 @@ class Unsent:
 
     def _drop_buffer(self, item: Item, data: bytes) -> None:
         if item.edit.buffer is not None and bytes(item.edit.buffer) == data:
-            self.saver._set_buffer(item, None)
-            item.edit.dirty = False
+            self.saver.edits.drop(item)
 
     def _resent(self, out: dict[str, Any], outcome: str, **fields: Any) -> None:
         self.ws.emit("resend", path=out["path"], item_id=out["item_id"], recovery=out["recovery"], outcome=outcome,

@@ -39,7 +39,7 @@ class Refused(FsError):
 
 class CallCut(FsError):
     """The link to the viewer dropped with the call sent or about to be: whether the viewer acted
-    on it is unknown (EIO unless the caller finds out: Writer._resend_cut_save)."""
+    on it is unknown (EIO unless the caller finds out: Saver._resend_cut_save)."""
 
 
 def from_rpc(exc: RpcError, what: str) -> FsError:

@@ -127,7 +127,7 @@ async def test_notecard_holding_embedded_items_is_read_only(mount_factory: Mount
 
 
 @pytest.mark.allow_log(
-    r"^ERROR slfs\.model\.writes: unsaved",
+    r"^ERROR slfs\.model\.shutdown: unsaved",
     r"^WARNING slfs\.fs\.guarded: flush: save",
     r"^WARNING slfs\.model\.workspace: saving",
 )

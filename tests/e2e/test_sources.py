@@ -130,7 +130,7 @@ async def test_an_error_in_an_include_is_found_by_vim_q(mount_factory: MountFact
 
 
 @pytest.mark.allow_log(
-    r"^ERROR slfs\.model\.writes: unsaved",
+    r"^ERROR slfs\.model\.shutdown: unsaved",
     r"^WARNING slfs\.fs\.guarded: flush:",
     r"^WARNING slfs\.model\.workspace: saving",
 )

@@ -1,0 +1,88 @@
+"""An item's edit buffer (`Item.edit`), started, ended and touched here only, and the checks every
+write service makes before it sends a text: the size limit, UTF-8, whether the item may be saved,
+and how a refusal is told."""
+
+from __future__ import annotations
+
+import errno
+import time
+
+from ..world.errors import FsError
+from ..world.naming_rules import size_limit
+from .tree import Item
+from .workspace import Workspace
+
+
+def check_size(item_type: str, size: int, shown: str) -> None:
+    """EFBIG when a text of `size` bytes is more than an item of `item_type` may hold."""
+    limit = size_limit(item_type)
+    if size > limit:
+        raise FsError(errno.EFBIG, f"{shown}: {item_type}s hold at most {limit} bytes")
+
+
+def decode(data: bytes, path: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FsError(errno.EILSEQ, f"{path}: not valid UTF-8 text (byte {exc.start})") from None
+
+
+class Edits:
+    """Start, touch and end items' local edits; the refusals said before anything is sent."""
+
+    def __init__(self, ws: Workspace) -> None:
+        self.ws = ws
+        self.tree = ws.tree
+
+    def set_buffer(self, item: Item, buffer: bytearray | None) -> None:
+        """Start or end a local edit: what stat shows of the item is its buffer's while it lasts, so
+        listings that kept its attributes are told (writes into the buffer need no telling: an item
+        being edited is never replayed)."""
+        if item.edit.buffer is None and buffer is not None:
+            item.edit.mtime_before = item.mtime_ns
+        item.edit.buffer = buffer
+        self.tree.stat_changed(item)
+
+    def start(self, item: Item, buffer: bytearray | None, *, dirty: bool = True) -> None:
+        """A local edit holding `buffer`, to be saved when `dirty`."""
+        self.set_buffer(item, buffer)
+        item.edit.dirty = dirty
+
+    def drop(self, item: Item) -> None:
+        """The local edit ends unsaved (its text is in-world, in the recovery folder, or refused)."""
+        self.set_buffer(item, None)
+        item.edit.dirty = False
+
+    def touch(self, item: Item) -> None:
+        """The buffer changed: to be saved, and the file's time moves."""
+        item.edit.dirty = True
+        item.mtime_ns = time.time_ns()
+
+    def undo(self, item: Item, *, data: bool) -> None:
+        """The edit ends as if never made, its mtime too; the kernel is told (its data as well when
+        `data`: the file shows the in-world text again)."""
+        before = item.edit.mtime_before
+        self.drop(item)
+        if before is not None and item.mtime_ns != before:
+            item.mtime_ns = before
+            self.tree.invalidate_item(item, data=data)
+        elif data:
+            self.tree.invalidate_item(item, data=True)
+
+    def refuse_unsaveable(self, item: Item) -> None:
+        """EACCES for text that cannot be saved, before anything is sent; the status says why when
+        it is not the plain permission case (a notecard's embedded items come with its content)."""
+        why = item.save_refusal()
+        if why is not None:
+            message = f"{self.tree.path_of(item)}: {why}"
+            if item.writable:
+                self.ws.note_error(message)
+            raise FsError(errno.EACCES, message)
+
+    def refused(self, shown: str, exc: FsError) -> FsError:
+        """A text refused before anything was sent, said in the status, the log and an event; the
+        error to raise."""
+        message = f"{exc.message}; nothing was saved, the in-world text is unchanged"
+        self.ws.note_error(message)
+        self.ws.emit("refused", path=shown, errno=errno.errorcode.get(exc.errno, str(exc.errno)), message=message)
+        return FsError(exc.errno, message)
