@@ -102,6 +102,13 @@ def _our_daemon(pid: int) -> bool:
         return False
 
 
+def stopped_meanwhile(pid: int) -> None:
+    """A daemon started while the run began stopping (the check before it passed): killed now, as
+    the sweep may have taken its list already."""
+    if STOPPING:
+        _signal(pid, signal.SIGKILL)
+
+
 def sweep(grace: float = 0.0) -> list[str]:
     """Stop the daemons this process started that still run (SIGTERM, which unmounts, then after
     `grace` seconds SIGKILL), detach its mounts that are still mounted, remove its mountpoints:
@@ -114,7 +121,9 @@ def sweep(grace: float = 0.0) -> list[str]:
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline and any(_our_daemon(pid) and not _reaped(pid) for pid in pids):
             time.sleep(0.05)
-    for pid in pids:
+    # Again from the set: a test thread may have started a daemon during the grace (its
+    # mountpoint was made before the stop), which would otherwise outlive the run.
+    for pid in sorted(set(pids) | {p for p in DAEMON_PIDS if _our_daemon(p)}):
         if _our_daemon(pid) and not _reaped(pid) and _signal(pid, signal.SIGKILL):
             done.append(f"killed daemon {pid}")
             _reaped(pid)
@@ -278,11 +287,14 @@ class Mount:
         for o in options:
             argv += ["-o", o]
         argv.append(str(self.mnt))
+        if STOPPING:
+            raise RuntimeError("the test run is stopping: no new daemon")
         with open(log, "wb") as logf:
             self.proc = await trio.lowlevel.open_process(
                 argv, stdin=subprocess.DEVNULL, stdout=logf, stderr=logf, env=env
             )
         DAEMON_PIDS.add(self.proc.pid)
+        stopped_meanwhile(self.proc.pid)
         await self.wait_live(wait_state)
 
     async def wait_live(self, state: str | None = "connected", timeout: float = READY_TIMEOUT) -> None:

@@ -42,6 +42,7 @@ from support.mount import (
     is_mounted,
     new_mountpoint,
     parse_status,
+    stopped_meanwhile,
     viewer_tmpdir,
 )
 from support.simthread import SimBridge, SimThread
@@ -106,6 +107,7 @@ class SharedMount(Mount):
         with open(log, "wb") as logf:
             self.popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=logf, stderr=logf, env=self.env)
         DAEMON_PIDS.add(self.popen.pid)
+        stopped_meanwhile(self.popen.pid)
         self._wait_connected()
         self._explore()
 
