@@ -190,7 +190,7 @@ class Content:
 
     def set_inworld_places(self, item: Item, places: tuple[Place | None, ...] | None) -> None:
         """Where our build's sources sit in the in-world text just saved (the viewer's compile rows
-        map back through them); for the saver (save.py still writes it itself, see issue 37)."""
+        map back through them): the saver's, once its build is stored."""
         item.cache.inworld_places = places
 
     def set_mtime(self, item: Item, mtime_ns: int) -> None:

@@ -67,9 +67,7 @@ class Inventories:
                 if item.cache.content is not None and item.cache.content_valid and not item.content_current:
                     self._on_stale(item)  # presumably our save's content: a fetch confirms it
                 continue
-            item.cache.generation += 1
-            if item.cache.content is not None and item.cache.content_valid:
-                item.cache.content_valid = False
+            if item.cache.changed_in_world():
                 self._on_stale(item)
                 # Its size may change: the kernel's copy goes (one never fetched was never cached).
                 self._reports(InodeChanged(item.inode, data=False))

@@ -1,8 +1,9 @@
 """The nodes of the tree: folders (objects and prims), items, files kept in memory and overlay
 files, each with its inode; and the changes the tree reports about them.
 
-An item's state is in parts with one owner each: `record` (the tree), `cache` (the Workspace),
-`edit` (the Writer) and `echo` (world/echo.py). Kernel lookup counts are the file system layer's.
+An item's state is in parts with one owner each: `record` (the tree), `cache` (model/content.py,
+and the viewer's word that the text changed through Cache.changed_in_world), `edit` (model/edits.py)
+and `echo` (world/echo.py). Kernel lookup counts are the file system layer's.
 """
 
 from __future__ import annotations
@@ -86,7 +87,8 @@ class Node:
 
 @attrs.define(eq=False)
 class Cache:
-    """What the Workspace knows of an item's content (it alone writes these)."""
+    """What is known of an item's content: model/content.py alone sets it; the tree says only that
+    the viewer changed it (changed_in_world)."""
 
     # Content as bytes once fetched. `content_valid` is False when the viewer may have changed it
     # since (an inventory replacement): the old bytes stay for comparison and offline reads.
@@ -107,10 +109,19 @@ class Cache:
     # envelope's rows), while `inworld` is that build. Maps the viewer's own compiles of it too.
     inworld_places: tuple[Place | None, ...] | None = None
 
+    def changed_in_world(self) -> bool:
+        """The viewer's word that the text may have changed: a fetch begun before it is not current
+        and a read fetches again. True when a text held as valid went stale."""
+        self.generation += 1
+        if self.content is not None and self.content_valid:
+            self.content_valid = False
+            return True
+        return False
+
 
 @attrs.define(eq=False)
 class Edit:
-    """An item's edit buffer (the Writer alone writes these): edits not yet stored in-world, shared
+    """An item's edit buffer (model/edits.py alone writes these): edits not yet stored in-world, shared
     by every open handle as on a local disk, and the content they started from (a save whose base
     differs from the viewer's is a conflict), with the revision that base was read at."""
 

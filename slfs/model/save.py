@@ -182,7 +182,7 @@ class Saver:
                             inworld=inworld.encode("utf-8") if build is not None or verbatim is not None else None)
         self.ws.history.record(item, SAVED, data, inworld=item.cache.inworld)
         if build is not None:
-            item.cache.inworld_places = build.places()
+            self.ws.content.set_inworld_places(item, build.places())
         item.take_base(data)
         item.echo.set_unconfirmed(echo_came and revision_before is None and not confirmed)
         if not item.content_current:
