@@ -75,6 +75,11 @@ class Inventories:
             self._relayout(folder, None)
 
     @staticmethod
+    def renamed(item: Item, sl_name: str) -> None:
+        """The viewer accepted our rename of `item` (object.item.modify): its record says so now."""
+        item.record = attrs.evolve(item.info, name=sl_name)
+
+    @staticmethod
     def _content_may_have_changed(item: Item, old: InventoryItem, new: InventoryItem, echo: bool) -> bool:
         """Whether an inventory replacement may hide a content change of `item`.
 

@@ -149,6 +149,11 @@ class ObjectRecords:
             self._relayout(self._registry.root, (folder.uuid,))
         return True
 
+    @staticmethod
+    def renamed(folder: Folder, sl_name: str) -> None:
+        """The viewer accepted our rename of the prim (object.modify): its in-world name now."""
+        folder.link_name = sl_name
+
     def _set_permissions(self, folder: Folder, later: Permissions) -> None:
         before = folder.permissions
         folder.permissions = before.merged(later) if before is not None else later

@@ -14,7 +14,6 @@ import errno
 import os
 import time
 
-import attrs
 import trio
 
 from ..protocol.types import ItemModifyParams, ObjectModifyParams
@@ -172,8 +171,9 @@ class Renamer:
         if want.sl_name != info.name:
             await self.ws.calls.call(f"rename {shown}", "object.item.modify",
                                ItemModifyParams(prim_id=item.folder.uuid, item_id=item.uuid, name=want.sl_name))
-            item.record = attrs.evolve(info, name=want.sl_name)
-        self.tree.relayout(item.folder)
+            self.tree.renamed(item, want.sl_name)
+        else:
+            self.tree.relayout(item.folder)
 
     async def rename_folder(self, folder: Folder, new_name: str) -> None:
         shown = self.tree.path_of(folder)
@@ -186,8 +186,7 @@ class Renamer:
             raise FsError(errno.EACCES, f"{shown}: no modify permission on the prim")
         await self.ws.calls.call(f"rename {shown}", "object.modify",
                                  ObjectModifyParams(prim_id=folder.uuid, name=sl_name))
-        folder.link_name = sl_name
-        self.tree.relayout(folder.parent or self.tree.root)
+        self.tree.renamed(folder, sl_name)
         # Its local files (.git/, .vscode/...) are kept by the object's identity: they stay with it.
 
     async def replace_into(self, item: Item, data: bytes, inode: int) -> None:

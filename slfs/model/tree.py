@@ -64,7 +64,7 @@ class Tree:
         self.objects: dict[str, Folder] = {}  # the root's object folders by id (ObjectRecords writes it)
         self.layout = Layout(self.root, self.objects, self._reports)
         # Every relayout goes through self.relayout (a test's Tree overrides it).
-        inventories = Inventories(self._registry, self._reports, self.relayout, on_stale)
+        inventories = self._inventories = Inventories(self._registry, self._reports, self.relayout, on_stale)
         self._records = ObjectRecords(self.objects, self._registry, self._listed, inventories, self.relayout,
                                       self._reports)
 
@@ -254,6 +254,17 @@ class Tree:
         return self._records.update(msg)
 
     # --- reports to the kernel (model/tree_reports.py) ----------------------------------------
+
+    def renamed(self, node: Item | Folder, sl_name: str) -> None:
+        """The viewer accepted our rename of `node`: it shows under its new name at once, before
+        any update of the viewer's says so."""
+        if isinstance(node, Item):
+            self._inventories.renamed(node, sl_name)
+            assert node.folder is not None
+            self.relayout(node.folder)
+        else:
+            self._records.renamed(node, sl_name)
+            self.relayout(node.parent or self.root)
 
     def invalidate_entry(self, folder: Folder, name: str) -> None:
         """A name the kernel may have cached in `folder` means something else now (or nothing)."""
