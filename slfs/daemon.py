@@ -27,11 +27,11 @@ from .fs.lookups import Lookups
 from .fs.operations import Operations
 from .holders import Holder, mount_holders
 from .local.events import EventLog
-from .local.keep import RECOVERY, Keeper, folder_of
+from .local.keep import RECOVERY, KeptCopies, folder_of
 from .model.options import Debug, Options
 from .model.overlay import Overlay
 from .model.scripts import Scripts
-from .model.services import Fanout
+from .model.services import Broadcast
 from .model.sources import Sources
 from .model.syntax import SyntaxFiles
 from .model.workspace import Workspace
@@ -182,7 +182,7 @@ def build_services(mountpoint: str, host: str, port: int, options: Options, *, e
     `socket_path` is where the control server listens (the daemon's; the in-process tests serve
     none), `debug` the test suite's hooks."""
     stats = Stats()
-    fanout = Fanout()
+    fanout = Broadcast()
     lookups = Lookups()  # the kernel's counts (fs layer), asked by the tree before it frees a node
     ws = Workspace(host, port, options, mountpoint=mountpoint, fanout=fanout, debug=debug, stats=stats,
                    kernel_knows=lookups.knows)
@@ -191,7 +191,7 @@ def build_services(mountpoint: str, host: str, port: int, options: Options, *, e
     syntax = SyntaxFiles(ws, ws.calls)
     overlay = Overlay(ws.tree, shared="allow_other" in options.fuse, session=lambda: ws.info,
                       note_error=ws.note_error)
-    writer = Writer(ws, overlay, Keeper(), Sources(ws, overlay, ws.content))
+    writer = Writer(ws, overlay, KeptCopies(), Sources(ws, overlay, ws.content))
     scripts = Scripts(ws, ws.calls)
     control = Control(ws, ws.content, events, syntax, scripts, stats)
     ops = Operations(ws, writer, overlay, control, lookups=lookups, stats=stats, debug=debug)

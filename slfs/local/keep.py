@@ -154,14 +154,16 @@ def _holds(path: Path, data: bytes) -> bool:
 
 @attrs.frozen
 class TextCopy:
-    """Where a text a save did not land is kept (Keeper.keep_text)."""
+    """Where a text a save did not land is kept (KeptCopies.keep_text)."""
 
     path: Path | None  # the copy that holds it; None when none was needed or the disk refused it
     made: bool = False  # written now (False: an earlier copy of the same text holds it)
     inworld: bool = False  # the text is the one in-world (what the file was read from): nothing to keep
 
 
-class Keeper:
+class KeptCopies:
+    """The recovery and trash copies of texts, on disk (one per distinct text and item)."""
+
     def __init__(self) -> None:
         self.last_recovery = ""
         self.kept = 0  # recovery copies made this run

@@ -9,7 +9,7 @@ import logging
 
 import trio
 
-from ..local.keep import TRASH, Keeper
+from ..local.keep import TRASH, KeptCopies
 from ..protocol.types import (
     ItemDeleteParams,
 )
@@ -27,7 +27,7 @@ class Deleter:
     """The items' slots: adopt, detach, the tombstones (`Folder.tombstones`, written here only)
     and their delayed deletes, each counted in `pending` while it waits or runs."""
 
-    def __init__(self, ws: Workspace, keeper: Keeper, edits: Edits, pending: PendingSaves) -> None:
+    def __init__(self, ws: Workspace, keeper: KeptCopies, edits: Edits, pending: PendingSaves) -> None:
         self.ws = ws
         self.tree = ws.tree
         self.keeper = keeper

@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import trio
 
-from .services import Fanout
+from .services import Broadcast
 from .tree import EntryChanged, InodeChanged, Invalidation, StatChanged
 
 
 class PendingInvalidations:
-    def __init__(self, fanout: Fanout | None = None) -> None:
+    def __init__(self, fanout: Broadcast | None = None) -> None:
         self._entries: dict[tuple[int, str], None] = {}
         self._inodes: dict[int, bool] = {}  # inode -> whether cached pages are stale too
         self._ready = trio.Event()
         # Its listeners are told each report as it is made, before it is merged (the fs layer's
         # attribute and listing caches), StatChanged reports included, which go no further.
-        self._fanout = fanout or Fanout()
+        self._fanout = fanout or Broadcast()
 
     def __len__(self) -> int:
         return len(self._entries) + len(self._inodes)

@@ -34,7 +34,7 @@ MAX_STACK = 64
 
 
 @attrs.frozen
-class Speaker:
+class Attribution:
     scope: str
     item: Item | None = None
     obj: Folder | None = None
@@ -55,7 +55,7 @@ def script_id_of(item: Item) -> str | None:
 
 
 def attribute(tree: Tree, live: LiveScripts, *, object_id: Any, prim_id: Any, item_id: Any, script_id: Any,
-              ref: ItemRef | None) -> Speaker:
+              ref: ItemRef | None) -> Attribution:
     def item_named(uuid: str | None) -> Item | None:
         node = tree.find(uuid) if uuid else None
         return node if isinstance(node, Item) and node.attached and node.is_script else None
@@ -67,7 +67,7 @@ def attribute(tree: Tree, live: LiveScripts, *, object_id: Any, prim_id: Any, it
     for uuid in (_known(item_id), _known(ref.item_id) if ref else None):
         found = item_named(uuid)
         if found is not None:
-            return Speaker(ITEM, found, found.folder.object_folder if found.folder else None)
+            return Attribution(ITEM, found, found.folder.object_folder if found.folder else None)
     prims = [f for f in (folder_named(_known(u)) for u in (
         prim_id, ref.prim_id if ref else None, object_id, ref.root_id if ref else None)) if f is not None]
     sid = script_id.lower() if isinstance(script_id, str) and script_id else None
@@ -80,15 +80,15 @@ def attribute(tree: Tree, live: LiveScripts, *, object_id: Any, prim_id: Any, it
                 break
             found = next((i for i in prim.items.values() if i.is_script and script_id_of(i) == sid), None)
         if found is not None:
-            return Speaker(ITEM, found, found.folder.object_folder if found.folder else None)
+            return Attribution(ITEM, found, found.folder.object_folder if found.folder else None)
     if ref is not None and ref.name:
         for prim in prims:
             found = next((i for i in prim.items.values() if i.is_script and i.info.name == ref.name), None)
             if found is not None:
-                return Speaker(ITEM, found, prim.object_folder)
+                return Attribution(ITEM, found, prim.object_folder)
     if prims:
-        return Speaker(OBJECT, None, prims[0].object_folder)
-    return Speaker(MOUNT)
+        return Attribution(OBJECT, None, prims[0].object_folder)
+    return Attribution(MOUNT)
 
 
 def debug_fields(tree: Tree, live: LiveScripts, msg: RuntimeDebug) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 
 import trio
 
-from ..local.keep import Keeper
+from ..local.keep import KeptCopies
 from ..protocol import errors as codes
 from ..protocol.codec import RequestParams
 from ..protocol.compile_output import CompileRows, compile_rows
@@ -38,7 +38,7 @@ class Saver:
     """Saves of items' texts: the per-item save locks, and the scripts no compile has accepted
     yet. Each save counts in `pending` while it is in flight."""
 
-    def __init__(self, ws: Workspace, keeper: Keeper, sources: Sources, edits: Edits,
+    def __init__(self, ws: Workspace, keeper: KeptCopies, sources: Sources, edits: Edits,
                  pending: PendingSaves) -> None:
         self.ws = ws
         self.tree = ws.tree

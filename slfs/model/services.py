@@ -28,7 +28,7 @@ class Service(Protocol):
         """Lines for `.slfs/status` (key -> value)."""
 
 
-class Fanout:
+class Broadcast:
     """Events and invalidation reports, each to every consumer connected (none until then)."""
 
     __slots__ = ("connected", "listeners", "services")

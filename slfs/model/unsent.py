@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 import trio
 
-from ..local.keep import Keeper, kept_clause
+from ..local.keep import KeptCopies, kept_clause
 from ..world.errors import FsError
 from .buffers import HELD_MAX
 from .edits import Edits
@@ -92,7 +92,7 @@ class Resaves(Protocol):
 class Unsent:
     """The recovered texts of this run, by item; the status's `unsent` list; `slfs resend`."""
 
-    def __init__(self, ws: Workspace, keeper: Keeper, saver: Resaves) -> None:
+    def __init__(self, ws: Workspace, keeper: KeptCopies, saver: Resaves) -> None:
         self.ws = ws
         self.tree = ws.tree
         self.keeper = keeper

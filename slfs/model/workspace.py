@@ -47,7 +47,7 @@ from .invalidations import PendingInvalidations
 from .live import LIVE_DIR_KEY, LiveScripts
 from .options import Debug, Options
 from .runtime import MAX_RUNTIME_TEXT as MAX_RUNTIME_TEXT  # tests/inproc/test_hostile_runtime.py imports it here
-from .services import Fanout
+from .services import Broadcast
 from .tree import EntryChanged, Invalidation, Item, Tree
 
 log = logging.getLogger(__name__)
@@ -76,12 +76,12 @@ class Workspace:
     asking the workspace to act for them."""
 
     def __init__(self, host: str, port: int, options: Options | None = None, *, mountpoint: str = "",
-                 fanout: Fanout | None = None, debug: Debug | None = None,
+                 fanout: Broadcast | None = None, debug: Debug | None = None,
                  kernel_knows: Callable[[int], bool] = lambda _i: False, **session_kw: Any) -> None:
         self.options = options or Options()
         self.debug = debug or Debug()
         # Where events and invalidation reports go (model/services.py): connected by build_services.
-        self.fanout = fanout or Fanout()
+        self.fanout = fanout or Broadcast()
         self.invalidations = PendingInvalidations(self.fanout)
         # The tree's stale items are fetched again in the background by the content's workers.
         fetch_queue = FetchQueue()

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..local.keep import TRASH, Keeper, folder_of
+from ..local.keep import TRASH, KeptCopies, folder_of
 from .create import Creator
 from .deletes import Deleter
 from .edits import Edits
@@ -51,7 +51,7 @@ from .workspace import Workspace
 class Writer:
     """The write services behind one object: each public operation is one of theirs."""
 
-    def __init__(self, ws: Workspace, overlay: Overlay, keeper: Keeper, sources: Sources) -> None:
+    def __init__(self, ws: Workspace, overlay: Overlay, keeper: KeptCopies, sources: Sources) -> None:
         self.keeper = keeper
         self.sources = sources
         self.pending = PendingSaves()

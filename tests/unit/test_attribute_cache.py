@@ -9,7 +9,7 @@ from typing import Any
 from slfs.fs.attributes import Attributes
 from slfs.model.invalidations import PendingInvalidations
 from slfs.model.options import Options
-from slfs.model.services import Fanout
+from slfs.model.services import Broadcast
 from slfs.model.tree import Folder, Item, Tree
 from slfs.protocol import from_json
 from slfs.protocol import types as t
@@ -32,7 +32,7 @@ def update(**kw: Any) -> t.ObjectUpdate:
 
 
 def setup() -> tuple[Tree, Attributes, Item]:
-    fanout = Fanout()
+    fanout = Broadcast()
     pending = PendingInvalidations(fanout)
     tree = Tree(on_invalidate=pending.add)
     attributes = Attributes(tree, Options())

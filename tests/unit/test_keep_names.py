@@ -13,7 +13,7 @@ import pytest
 import trio
 
 from slfs.local import keep
-from slfs.local.keep import META_SUFFIX, NAME_MAX, TRASH, Keeper, copy_name
+from slfs.local.keep import META_SUFFIX, NAME_MAX, TRASH, KeptCopies, copy_name
 
 STAMP = "20240101-120000"
 PATH_MAX = os.pathconf("/", "PC_PATH_MAX")
@@ -65,7 +65,7 @@ def test_a_cut_never_splits_a_character() -> None:
 async def test_long_copy_is_written_with_its_full_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
     item_path = "O" * 255 + "/" + "P" * 246 + "@1a2b3c4d/" + "日" * 85
-    keeper = Keeper()
+    keeper = KeptCopies()
     with trio.fail_after(10):
         target = await keeper.keep(TRASH, item_path, b"content\n", "deleted")
         again = await keeper.keep(TRASH, item_path, b"second\n", "deleted")
@@ -89,7 +89,7 @@ async def test_a_sidecar_name_taken_moves_the_copy_on(tmp_path: Path, monkeypatc
     folder = tmp_path / "slfs" / "trash"
     folder.mkdir(parents=True)
     (folder / (name + META_SUFFIX)).write_text("someone else's\n")
-    target = await Keeper().keep(TRASH, item_path, b"data", "deleted")
+    target = await KeptCopies().keep(TRASH, item_path, b"data", "deleted")
     assert target == folder / f"{name}.2"
     assert (folder / (name + META_SUFFIX)).read_text() == "someone else's\n"
     assert not (folder / name).exists()
@@ -100,7 +100,7 @@ async def test_a_failed_copy_leaves_nothing_and_says_none(tmp_path: Path, monkey
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
     (tmp_path / "slfs").mkdir()
     (tmp_path / "slfs" / "trash").write_text("a file where the folder should be")
-    keeper = Keeper()
+    keeper = KeptCopies()
     assert await keeper.keep(TRASH, "Box/" + "n" * 600, b"data", "deleted") is None
     assert keeper.failures == 1 and "trash copy of Box/" in keeper.last_failure
     problem = await keeper.check(TRASH, "Box/Note", 4, "deleted")
@@ -111,6 +111,6 @@ async def test_a_failed_copy_leaves_nothing_and_says_none(tmp_path: Path, monkey
 async def test_check_passes_on_a_writable_folder_and_writes_nothing(tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
-    keeper = Keeper()
+    keeper = KeptCopies()
     assert await keeper.check(TRASH, "Box/Note", 1000, "deleted") is None
     assert list((tmp_path / "slfs" / "trash").iterdir()) == [] and keeper.failures == 0

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from slfs.local.keep import Keeper, TextCopy
+from slfs.local.keep import KeptCopies, TextCopy
 from slfs.status_text import status_values
 
 ORIGINAL = b"line one\n"
@@ -28,7 +28,7 @@ def copies(folder: Path) -> list[Path]:
 
 
 async def test_the_same_text_failing_again_is_kept_once(folder: Path) -> None:
-    k = Keeper()
+    k = KeptCopies()
     first = await k.keep_text(ITEM, "Box/Note", MINE, "fsync failed", inworld=(ORIGINAL,))
     again = await k.keep_text(ITEM, "Box/Note", MINE, "flush failed", inworld=(ORIGINAL,))
     assert first.made and first.path is not None and first.path.read_bytes() == MINE
@@ -38,7 +38,7 @@ async def test_the_same_text_failing_again_is_kept_once(folder: Path) -> None:
 
 
 async def test_the_in_world_text_gets_no_copy_and_is_never_last_recovery(folder: Path) -> None:
-    k = Keeper()
+    k = KeptCopies()
     mine = await k.keep_text(ITEM, "Box/Note", MINE, "write failed", inworld=(ORIGINAL, ORIGINAL))
     # vim's restore of the original fails too: the original is what the item holds in-world.
     restored = await k.keep_text(ITEM, "Box/Note", ORIGINAL, "restore failed", inworld=(ORIGINAL, None))
@@ -51,7 +51,7 @@ async def test_the_in_world_text_gets_no_copy_and_is_never_last_recovery(folder:
 
 
 async def test_each_distinct_text_gets_its_copy_and_the_newest_is_last(folder: Path) -> None:
-    k = Keeper()
+    k = KeptCopies()
     a = await k.keep_text(ITEM, "Box/Note", b"A\n", "failed")
     b = await k.keep_text(ITEM, "Box/Note", b"B\n", "failed")
     assert a.made and b.made and a.path != b.path
@@ -62,14 +62,14 @@ async def test_each_distinct_text_gets_its_copy_and_the_newest_is_last(folder: P
 
 
 async def test_the_same_text_of_another_item_is_its_own_copy(folder: Path) -> None:
-    k = Keeper()
+    k = KeptCopies()
     one = await k.keep_text(ITEM, "Box/Note", MINE, "failed")
     other = await k.keep_text("a0000002-0000-4000-8000-000000000002", "Box/Other", MINE, "failed")
     assert one.made and other.made and one.path != other.path
 
 
 async def test_a_copy_removed_or_edited_since_is_made_again(folder: Path) -> None:
-    k = Keeper()
+    k = KeptCopies()
     first = await k.keep_text(ITEM, "Box/Note", MINE, "failed")
     assert first.path is not None
     first.path.unlink()
