@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterable
 from typing import Any, TextIO
 
+from ..event_types import Event
 from ..protocol.text import printable
 
 RESET = "\x1b[0m"
@@ -46,9 +47,9 @@ def write_raw(stream: TextIO, text: str) -> None:
 
 # --- events ---------------------------------------------------------------------------------------
 
-_KIND_COLOUR = {"runtime.error": "red", "error": "red", "refused": "red", "recovery": "red",
-                "disconnected": "yellow", "connected": "green", "runtime.debug": "blue",
-                "unpublish": "yellow", "publish": "green"}
+_KIND_COLOUR = {Event.RUNTIME_ERROR: "red", Event.ERROR: "red", Event.REFUSED: "red", Event.RECOVERY: "red",
+                Event.DISCONNECTED: "yellow", Event.CONNECTED: "green", Event.RUNTIME_DEBUG: "blue",
+                Event.UNPUBLISH: "yellow", Event.PUBLISH: "green"}
 _SKIP = {"seq", "time", "type", "path", "item_id", "object_id", "prim_id", "script_id", "scope",
          "object_name", "item_name", "channel", "diagnostics", "stack", "includes", "digest"}
 
@@ -60,20 +61,20 @@ def _one_line(text: Any) -> str:
 def event_message(e: dict[str, Any]) -> str:
     """What an event says, in words, on one line."""
     kind = e.get("type", "")
-    if kind == "connected":
+    if kind == Event.CONNECTED:
         viewer = " ".join(str(e[k]) for k in ("viewer", "version") if e.get(k))
         return f"to {viewer}" if viewer else ""
-    if kind in ("disconnected", "unpublish"):
+    if kind in (Event.DISCONNECTED, Event.UNPUBLISH):
         return _one_line(e.get("reason") or "")
-    if kind == "publish":
+    if kind == Event.PUBLISH:
         return _one_line(e.get("name") or "")
-    if kind == "runtime.debug":
+    if kind == Event.RUNTIME_DEBUG:
         return _one_line(e.get("message", ""))
-    if kind == "runtime.error":
+    if kind == Event.RUNTIME_ERROR:
         where = f" (line {e['line']})" if e.get("line") else ""
         parts = [p for p in (_one_line(e.get("message", "")), _one_line(e.get("error", ""))) if p]
         return ": ".join(parts) + where
-    if kind == "compile":
+    if kind == Event.COMPILE:
         diags = e.get("diagnostics") or []
         errors = [d for d in diags if str(d.get("level", "")).lower() == "error"]
         if e.get("compiled"):
@@ -86,11 +87,11 @@ def event_message(e: dict[str, Any]) -> str:
         elif e.get("note"):
             head += f": {_one_line(e['note'])}"
         return head
-    if kind == "script.state_requested":
+    if kind == Event.SCRIPT_STATE_REQUESTED:
         return str(e.get("action", ""))
-    if kind == "script.state":
+    if kind == Event.SCRIPT_STATE:
         return str(e.get("state", "")) + (f" (was {e['was']})" if e.get("was") else "")
-    if kind in ("refused", "error"):
+    if kind in (Event.REFUSED, Event.ERROR):
         parts = [str(e[k]) for k in ("operation", "errno") if e.get(k)]
         return " ".join([*parts, _one_line(e.get("message", ""))]).strip()
     rest = {k: v for k, v in e.items() if k not in _SKIP and v not in (None, "", [], {})}
@@ -105,7 +106,7 @@ def event_where(e: dict[str, Any]) -> str:
     path = e.get("path")
     if path:
         return str(path).lstrip("/")
-    return str(e.get("object_name") or e.get("name") or "") if e.get("type") != "publish" else ""
+    return str(e.get("object_name") or e.get("name") or "") if e.get("type") != Event.PUBLISH else ""
 
 
 STATE_COLOUR = {"running": "green", "stopped": "yellow", "faulted": "red"}
@@ -113,9 +114,9 @@ STATE_COLOUR = {"running": "green", "stopped": "yellow", "faulted": "red"}
 
 def event_colour(e: dict[str, Any]) -> str | None:
     kind = e.get("type", "")
-    if kind == "compile":
+    if kind == Event.COMPILE:
         return "green" if e.get("compiled") else "red"
-    if kind == "script.state":
+    if kind == Event.SCRIPT_STATE:
         return STATE_COLOUR.get(str(e.get("state")))
     return _KIND_COLOUR.get(kind)
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import attrs
 
+from ..event_types import RUNTIME, Event
 from ..world.errors import FsError
 from ..world.names import CONTROL_DIR
 from ..world.naming_rules import NOTECARD_MAX, SCRIPT_MAX, is_overlay_name, parse_remote_name
@@ -25,7 +26,6 @@ from .waits import EventWait
 
 READ_MAX = 1 << 20  # a sidecar log may be longer than any item; more is cut and said so
 VERDICT_WAIT = 20.0  # a live file's compile comes after close(): how long a save waits for it
-RUNTIME = ("runtime.debug", "runtime.error")
 SCRIPT_EXTS = (".lsl", ".luau")
 
 
@@ -226,7 +226,7 @@ def save(client: MountClient, path: str, text: str, *, create: bool, tail_s: flo
         diag = client.diag(path, wait=True, wait_s=VERDICT_WAIT)
         waited = not diag.timed_out
         ours = [e for e in client.events(before).get("events", [])
-                if e.get("type") == "compile" and e.get("path") == rel]
+                if e.get("type") == Event.COMPILE and e.get("path") == rel]
         if ours:
             last = ours[-1]
             compiled = bool(last.get("compiled"))

@@ -20,6 +20,7 @@ from typing import Any
 
 import pyfuse3
 
+from ..event_types import Event
 from ..model.options import Debug
 from ..model.overlay import Overlay
 from ..model.tree import Folder, Invalidation, Item, Node
@@ -84,7 +85,7 @@ class Operations(pyfuse3.Operations):
         """An error the errno alone does not explain (a name the viewer cannot hold): the status's
         last_error and the log say why, and so does an `error` event."""
         self.ws.note_error(f"{handler}: {exc.message}")
-        self.ws.emit("error", operation=handler, errno=errno.errorcode.get(exc.errno, str(exc.errno)),
+        self.ws.emit(Event.ERROR, operation=handler, errno=errno.errorcode.get(exc.errno, str(exc.errno)),
                      message=exc.message)
 
     # --- Service: what `.slfs/status` shows of the kernel side

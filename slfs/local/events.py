@@ -28,6 +28,7 @@ from typing import Any
 import trio
 
 from .. import paths
+from ..event_types import RUNTIME, Event
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +128,7 @@ class EventLog:
         self.events.append(event)
         text = json.dumps(event, default=str)
         self._lines.append(text.encode() + b"\n")
-        if event.get("type") in ("runtime.debug", "runtime.error"):
+        if event.get("type") in RUNTIME:
             self._runtime_lines(event)
         self._write(text)
         for chan in list(self._subscribers):
@@ -169,7 +170,7 @@ class EventLog:
         # The texts were made terminal-safe when the event was made (model/runtime.py); lines stay lines.
         text = str(event.get("message", "")).replace("\n", " ")
         stamp = _stamp(event["time"])
-        if event["type"] != "runtime.error":
+        if event["type"] != Event.RUNTIME_ERROR:
             return [f"{stamp} {event.get('channel', 'debug')}: {text}"]
         where = f" (line {event['line']})" if event.get("line") else ""
         detail = event.get("error") or text

@@ -18,12 +18,12 @@ from pydantic import Field
 from ..client import ClientError, MountClient, NoMount, mounts
 from ..client import files as client_files
 from ..client.waits import EventWait
+from ..event_types import RUNTIME, Event
 from .calls import BUILD_TIMEOUT, SAVE_TIMEOUT, blocking
 from .confine import confine, relative
 from .results import done, fail, relativize
 
-RUNTIME = ("runtime.debug", "runtime.error")
-WAITED = ("compile", *RUNTIME)
+WAITED = (Event.COMPILE, *RUNTIME)
 MAX_TAIL = 10.0
 MAX_WAIT = 300.0
 MAX_LOGS = 1000

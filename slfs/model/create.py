@@ -14,6 +14,7 @@ from collections import defaultdict
 import attrs
 import trio
 
+from ..event_types import Event
 from ..protocol.types import ItemCreateParams, ItemCreateResponse
 from ..world import names
 from ..world.errors import FsError, Refused, region_down
@@ -269,5 +270,5 @@ class Creator:
             log.info("viewer named the new item %r (asked for %r)", item.name, want.sl_name)
         if want.type == "script":
             self.saver.created_script(item)
-        self.ws.emit("create", path=self.tree.path_of(item), item_id=item.uuid)
+        self.ws.emit(Event.CREATE, path=self.tree.path_of(item), item_id=item.uuid)
         return item

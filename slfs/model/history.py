@@ -30,6 +30,7 @@ import attrs
 import trio
 
 from .. import paths
+from ..event_types import Event
 from ..local.history_store import DELETED, Place, Store, Version, digest_of
 from ..protocol.ids import is_uuid
 from .nodes import Item
@@ -211,7 +212,7 @@ class History:
                 self._opened.set()
             for pending, version in results:
                 if version is not None:
-                    self._emit("version", path=pending.place.path, origin=version.origin, digest=version.digest,
+                    self._emit(Event.VERSION, path=pending.place.path, origin=version.origin, digest=version.digest,
                                item_id=version.place.item_id, version=version.id, size=version.size)
             self.done += len(batch)
             self.generation += 1

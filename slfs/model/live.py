@@ -24,6 +24,7 @@ from typing import Any, Protocol
 import attrs
 import trio
 
+from ..event_types import Event
 from ..local import live_files
 from ..protocol import constants
 from ..protocol.types import (
@@ -237,7 +238,7 @@ class LiveScripts:
         await self.refresh(ls)
         ls.mtime_s = int(ls.seen_stamp[0] // 1_000_000_000) if ls.seen_stamp else 0
         log.info("live: subscribed to %s (%s) at %s", ls.name, script_id, temp_path)
-        self.ws.emit("live.subscribe", name=ls.name, script_id=script_id, temp_path=temp_path,
+        self.ws.emit(Event.LIVE_SUBSCRIBE, name=ls.name, script_id=script_id, temp_path=temp_path,
                      item_id=res.item_id)
         return ls
 
@@ -264,7 +265,7 @@ class LiveScripts:
         self._relayout()
         ls.compiled.set()
         log.info("live: %s: %s", ls.name, why)
-        self.ws.emit("live.unsubscribe", name=ls.name, script_id=ls.script_id, why=why)
+        self.ws.emit(Event.LIVE_UNSUBSCRIBE, name=ls.name, script_id=ls.script_id, why=why)
 
     async def resubscribe_all(self) -> None:
         """After a reconnect: subscribe again; a script the viewer no longer knows goes."""
@@ -398,7 +399,7 @@ class LiveScripts:
         ls.compiled.set()
         ls.compiled = trio.Event()
         self.ws.note_compile(ls.key, report)
-        self.ws.emit("compile", path=f"{names.CONTROL_DIR}/live/{ls.name}", script_id=ls.script_id,
+        self.ws.emit(Event.COMPILE, path=f"{names.CONTROL_DIR}/live/{ls.name}", script_id=ls.script_id,
                      item_id=ls.item_id, **event_fields(report))
         return True
 

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..event_types import Event
 from ..session.listener import SessionInfo
 from ..world import names
 from ..world.errors import FsError
@@ -182,11 +183,11 @@ class Overlay:
 
     def on_event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
-        if kind == "connected":
+        if kind == Event.CONNECTED:
             info = self._session()
             if info is not None:
                 self._connected(agent_key(info.agent_id, info.agent_name), info.lists_objects)
-        elif kind == "disconnected":
+        elif kind == Event.DISCONNECTED:
             self._live = False  # the next connection's load is not the viewer's state until it ends
 
     def status(self) -> dict[str, Any]:

@@ -6,6 +6,7 @@ import json
 import logging
 from typing import Any
 
+from ..event_types import Event
 from ..protocol.types import SyntaxCacheFile, SyntaxCacheGetParams, SyntaxCacheList
 from ..world.errors import FsError
 from .calls import Calls
@@ -23,7 +24,7 @@ class SyntaxFiles:
 
     def on_event(self, event: dict[str, Any]) -> None:
         # The files change with the session and with the viewer's syntax.
-        if event["type"] in ("connected", "syntax.change"):
+        if event["type"] in (Event.CONNECTED, Event.SYNTAX_CHANGE):
             self.ws.spawn(self.refresh)
 
     def status(self) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 import trio
 
+from ..event_types import Event
 from ..local.keep import KeptCopies, kept_clause
 from ..world.errors import FsError
 from .buffers import HELD_MAX
@@ -129,7 +130,7 @@ class Unsent:
                 base = item.edit.base if item.edit.base is not None else item.cache.content
                 self.entries[item.uuid] = Recovered(item.uuid, item_path, bytes(data), kept.path, why, err, base,
                                                     time.time())
-            self.ws.emit("recovery", path=item_path, item_id=item.uuid if item is not None else None,
+            self.ws.emit(Event.RECOVERY, path=item_path, item_id=item.uuid if item is not None else None,
                          recovery=str(kept.path) if kept.path is not None else None, reason=why,
                          code=errno.errorcode.get(err, str(err)), made=kept.made,
                          state=state_of(err))
@@ -258,5 +259,5 @@ class Unsent:
             self.saver.edits.drop(item)
 
     def _resent(self, out: dict[str, Any], outcome: str, **fields: Any) -> None:
-        self.ws.emit("resend", path=out["path"], item_id=out["item_id"], recovery=out["recovery"], outcome=outcome,
+        self.ws.emit(Event.RESEND, path=out["path"], item_id=out["item_id"], recovery=out["recovery"], outcome=outcome,
                      **fields)

@@ -20,6 +20,7 @@ from typing import Any
 
 import trio
 
+from ..event_types import Event
 from ..local.item_times import ItemTimes
 from ..protocol.types import (
     CompilationResult,
@@ -205,7 +206,7 @@ class Workspace:
         self._changed()
         log.info("connected to %s %s as %s: %d objects", info.viewer_name, info.viewer_version,
                  info.agent_name, len(objects))
-        self.emit("connected", viewer=info.viewer_name, version=info.viewer_version,
+        self.emit(Event.CONNECTED, viewer=info.viewer_name, version=info.viewer_version,
                   agent=info.agent_name, objects=len(objects))
         if self.live.by_id:
             self.spawn(self.live.resubscribe_all)  # subscriptions end with the connection
@@ -221,14 +222,14 @@ class Workspace:
                 if exc.errno == errno.ENOENT and self.tree.unpublish(object_id):
                     log.info("%s is gone in-world: %s", object_id, exc.message)
                     self._changed()
-                    self.emit("unpublish", object_id=object_id, reason="not found after a reconnect")
+                    self.emit(Event.UNPUBLISH, object_id=object_id, reason="not found after a reconnect")
                 else:
                     log.warning("could not ask the viewer to publish %s again: %s", object_id, exc.message)
 
     def on_disconnected(self, reason: str) -> None:
         self.calls.dropped()
         self.tree.end_own_updates()
-        self.emit("disconnected", reason=reason)
+        self.emit(Event.DISCONNECTED, reason=reason)
 
     def on_state(self, state: str, detail: str) -> None:
         self.state = state
@@ -239,12 +240,12 @@ class Workspace:
     def on_publish(self, obj: PublishedObject) -> None:
         self.tree.publish(obj)
         self._changed()
-        self.emit("publish", object_id=obj.object_id, name=obj.object_name)
+        self.emit(Event.PUBLISH, object_id=obj.object_id, name=obj.object_name)
 
     def on_unpublish(self, msg: ObjectUnpublish) -> None:
         if self.tree.unpublish(msg.object_id):
             self._changed()
-            self.emit("unpublish", object_id=msg.object_id, reason=msg.reason)
+            self.emit(Event.UNPUBLISH, object_id=msg.object_id, reason=msg.reason)
 
     def on_update(self, msg: ObjectUpdate) -> None:
         before = self._run_states(msg.object_id)
@@ -275,20 +276,20 @@ class Workspace:
             state = item.run_state
             was = before.get(item.uuid)
             if was != state:
-                self.emit("script.state", path=self.tree.path_of(item), item_id=item.uuid, state=state,
+                self.emit(Event.SCRIPT_STATE, path=self.tree.path_of(item), item_id=item.uuid, state=state,
                           was=was)
 
     def on_runtime_debug(self, msg: RuntimeDebug) -> None:
-        self.emit("runtime.debug", **runtime.debug_fields(self.tree, self.live, msg))
+        self.emit(Event.RUNTIME_DEBUG, **runtime.debug_fields(self.tree, self.live, msg))
 
     def on_runtime_error(self, msg: RuntimeError_) -> None:
-        self.emit("runtime.error", **runtime.error_fields(self.tree, self.live, msg))
+        self.emit(Event.RUNTIME_ERROR, **runtime.error_fields(self.tree, self.live, msg))
 
     def on_syntax_change(self, msg: SyntaxChange) -> None:
-        self.emit("syntax.change", id=msg.id)
+        self.emit(Event.SYNTAX_CHANGE, id=msg.id)
 
     def on_compiled(self, msg: CompilationResult) -> None:
-        self.emit("script.compiled", script_id=msg.script_id, success=msg.success)
+        self.emit(Event.SCRIPT_COMPILED, script_id=msg.script_id, success=msg.success)
         if self.live.on_compiled(msg):
             return  # a live-synced save's answer
         # Newer viewers broadcast the result of a save made in the viewer itself (its editor, Script
@@ -307,7 +308,7 @@ class Workspace:
     def record_compile(self, item: Item, report: CompileReport, path: str) -> None:
         """The viewer's answer to a compile of `item`: F.diag, F.state, root diagnostics, an event."""
         self.note_compile(item.uuid, report)
-        self.emit("compile", path=path, item_id=item.uuid, **event_fields(report))
+        self.emit(Event.COMPILE, path=path, item_id=item.uuid, **event_fields(report))
 
     def note_compile(self, key: str, report: CompileReport) -> None:
         """The compile report of an item or a live file (`key`); a failed attempt's, which never
@@ -343,7 +344,7 @@ class Workspace:
     def on_editor_command(self, command: str, params: dict[str, Any]) -> None:
         # editor.open_file and editor.show_message start programs on the peer's word: editor_commands.py.
         if not self.editor.on_command(command, params):
-            self.emit("viewer.command", command=command, params=params)
+            self.emit(Event.VIEWER_COMMAND, command=command, params=params)
 
     # --- status -----------------------------------------------------------------------------
 

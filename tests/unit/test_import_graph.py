@@ -11,8 +11,8 @@ from pathlib import Path
 SLFS = Path(__file__).resolve().parents[2] / "slfs"
 
 # Small modules at the top of slfs/ that any layer may use: they import only each other.
-BASE = {"slfs", "paths", "jsontext", "backoff", "winpaths", "addresses", "stats", "status_text", "registry", "gcpause",
-        "holders"}
+BASE = {"slfs", "paths", "jsontext", "backoff", "winpaths", "addresses", "stats", "status_text", "registry",
+        "holders", "gcpause", "event_types"}
 # What each package may import besides BASE.
 ALLOWED: dict[str, set[str]] = {
     "protocol": set(),

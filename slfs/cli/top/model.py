@@ -15,12 +15,12 @@ from typing import Any
 
 import attrs
 
+from ...event_types import RUNTIME, Event
 from ..human import event_line, event_message
 
 EVENTS_KEPT = 500  # lines of the events pane
 # Events after which the rows' set may differ: the listing is asked again.
-RESYNC_EVENTS = frozenset({"publish", "unpublish", "connected", "create", "delete"})
-RUNTIME = ("runtime.debug", "runtime.error")
+RESYNC_EVENTS = frozenset({Event.PUBLISH, Event.UNPUBLISH, Event.CONNECTED, Event.CREATE, Event.DELETE})
 
 
 @attrs.define
@@ -174,15 +174,15 @@ class TopModel:
         if past and kind not in RUNTIME:
             return Change()
         if kind in RESYNC_EVENTS:
-            return Change(resync=True, status=kind == "connected")
-        if kind == "disconnected":
+            return Change(resync=True, status=kind == Event.CONNECTED)
+        if kind == Event.DISCONNECTED:
             return Change(status=True)
-        if kind == "script.state":
+        if kind == Event.SCRIPT_STATE:
             if row is None:
                 return Change(resync=True)
             row.state = str(e.get("state", ""))
             return Change(rows=frozenset({path}), status=True)
-        if kind == "compile":
+        if kind == Event.COMPILE:
             if row is None:
                 return Change()  # a live file's, or a script not listed yet (its create resyncs)
             row.compiled, row.compile = event_compile(e)
@@ -190,7 +190,7 @@ class TopModel:
         if kind in RUNTIME and row is not None:
             row.output = event_message(e)
             row.output_at = float(e.get("time") or time.time())
-            row.output_error = kind == "runtime.error"
+            row.output_error = kind == Event.RUNTIME_ERROR
             return Change(rows=frozenset({path}))
         return Change()
 
