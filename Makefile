@@ -10,6 +10,11 @@ BIN := $(VENV)/bin
 PYTEST_WORKERS ?= 5
 PYTEST := $(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --max-worker-restart=0 --durations=25
 export SLFS_VENV := $(abspath $(VENV))
+# The suite starts a Python process for every daemon, CLI verb and MCP server a test runs, and 5 workers that each
+# collect every test module: with PYTHONDONTWRITEBYTECODE set (some machines' default), each of them
+# compiled slfs/ and rewrote the tests from source again (0.1 s a daemon, 5 s a worker's collection).
+# The tests' runs write __pycache__ (git ignores it); slfs/ is compiled once before they start.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup demo test lint typecheck pytest bench docs clean
 
@@ -26,7 +31,7 @@ test: setup
 	@rc=0; \
 	echo "==> ruff check slfs tests"; $(BIN)/ruff check slfs tests || rc=1; \
 	echo "==> mypy slfs"; $(BIN)/mypy slfs || rc=1; \
-	echo "==> pytest -q -n $(PYTEST_WORKERS)"; $(PYTEST) || rc=1; \
+	echo "==> pytest -q -n $(PYTEST_WORKERS)"; $(BIN)/python -m compileall -q slfs; $(PYTEST) || rc=1; \
 	exit $$rc
 
 lint: setup
@@ -37,6 +42,7 @@ typecheck: setup
 	$(BIN)/mypy slfs
 
 pytest: setup
+	$(BIN)/python -m compileall -q slfs
 	$(PYTEST)
 
 # Benchmark scripts (not tests): each prints its figures; bench_scale.py last, with the outside
