@@ -11,11 +11,11 @@ from typing import Any
 
 from ..local.events import EventLog
 from ..model.scripts import Scripts
-from ..model.tree import ROOT_INODE, Folder, Item, Node
 from ..model.workspace import Workspace
 from ..model.writes import Writer
 from ..stats import Stats
 from ..world.errors import FsError
+from ..world.tree import ROOT_INODE, Folder, Item, Node
 
 Handler = Callable[[Any], Awaitable[Any]]
 # Each command: the record its parameters are structured into (requests.py), its handler.

@@ -21,9 +21,9 @@ import attrs
 
 from ..local.history_store import Version, digest_of
 from ..model.history import History, current_version_name
-from ..model.tree import Folder, Item
 from ..world.errors import FsError
 from ..world.names import CONTROL_DIR
+from ..world.tree import Folder, Item
 from .context import Commands, MountContext
 
 FLUSH_WAIT = 5.0  # what was seen just before the request is in the store before it is answered

@@ -7,8 +7,8 @@ from __future__ import annotations
 import errno
 from typing import Any
 
-from ..model.tree import Folder, Item
 from ..world.errors import FsError
+from ..world.tree import Folder, Item
 from .context import Commands, MountContext
 from .requests import FindParams, ListParams, PathParams
 

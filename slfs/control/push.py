@@ -30,9 +30,9 @@ import trio
 
 from ..local.history_store import digest_of
 from ..model.sources import BuildFailed
-from ..model.tree import Folder, Item
 from ..protocol.errors import METHOD_NOT_FOUND
 from ..world.errors import FsError
+from ..world.tree import Folder, Item
 from .context import Commands, MountContext
 from .requests import CONFIRM_TIMEOUT
 

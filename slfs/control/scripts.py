@@ -11,9 +11,9 @@ from typing import Any
 import trio
 
 from ..model.live import LiveScript
-from ..model.tree import ROOT_INODE, Item
 from ..protocol.types import ScriptList
 from ..world.errors import FsError
+from ..world.tree import ROOT_INODE, Item
 from .context import Commands, MountContext
 from .requests import DiagParams, LiveSubscribeParams, NoParams, PathParams, ResendParams, StateParams
 

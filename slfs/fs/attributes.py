@@ -9,7 +9,8 @@ import time
 import pyfuse3
 
 from ..model.options import Options
-from ..model.tree import (
+from ..world import names
+from ..world.tree import (
     ROOT_INODE,
     Folder,
     InodeChanged,
@@ -24,7 +25,6 @@ from ..model.tree import (
     Tree,
     describe_perms,
 )
-from ..world import names
 from .virtual import FILE, LINK, Virtual
 
 XATTR_PREFIX = "user.sl."

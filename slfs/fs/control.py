@@ -19,7 +19,6 @@ from ..model.content import Content
 from ..model.live import LIVE_DIR_KEY, LiveScript
 from ..model.scripts import Scripts
 from ..model.syntax import SyntaxFiles
-from ..model.tree import ROOT_INODE, Folder, Item, Node, Tree
 from ..model.workspace import Workspace
 from ..protocol.ids import is_uuid
 from ..protocol.text import printable
@@ -27,6 +26,7 @@ from ..stats import Stats, render
 from ..status_text import status_values
 from ..world import names
 from ..world.errors import FsError
+from ..world.tree import ROOT_INODE, Folder, Item, Node, Tree
 from .history import HistoryView
 from .virtual import BYID, DIR, FILE, HISTORY_KINDS, LINK, LIVE, SYNTAX, Virtual, folder_now
 

@@ -20,11 +20,11 @@ from typing import Any, Protocol, TypeVar
 from ..model import attribute_writes
 from ..model.overlay import Overlay
 from ..model.routing import goes_local
-from ..model.tree import ROOT_INODE, Folder, Item, NewFile, Node, OverlayNode, Tree
 from ..model.workspace import Workspace
 from ..model.writes import Writer
 from ..world import names
 from ..world.errors import FsError
+from ..world.tree import ROOT_INODE, Folder, Item, NewFile, Node, OverlayNode, Tree
 from .attributes import Attributes
 from .control import Control
 from .files import Handle

@@ -23,10 +23,10 @@ import pyfuse3
 
 from ..model.live import LiveScript
 from ..model.overlay import Overlay
-from ..model.tree import Folder, Item, MemoryFile, Node, OverlayNode, Tree
 from ..model.workspace import Workspace
 from ..model.writes import Writer
 from ..world.errors import FsError
+from ..world.tree import Folder, Item, MemoryFile, Node, OverlayNode, Tree
 from .virtual import FILE, LINK, Virtual
 
 # A read-only open of fetched content (the warm `grep -r`) gets no Handle: its fh is the item's

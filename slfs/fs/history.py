@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterator
 
 from ..local.history_store import Version
 from ..model.history import History
-from ..model.tree import ROOT_INODE, Item, Tree
 from ..protocol.ids import is_uuid
+from ..world.tree import ROOT_INODE, Item, Tree
 from .virtual import FILE, HIST_BY_ID, HIST_DIR, HIST_ITEM, HIST_ROOT, Virtual, folder_now
 
 HISTORY = "history"

@@ -14,9 +14,9 @@ import pyfuse3
 import trio
 
 from ..model.invalidations import PendingInvalidations
-from ..model.tree import EntryChanged, InodeChanged
 from ..stats import Stats
 from ..world import names
+from ..world.tree import EntryChanged, InodeChanged
 
 log = logging.getLogger(__name__)
 

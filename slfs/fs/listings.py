@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 import pyfuse3
 
 from ..model.overlay import Overlay
-from ..model.tree import EntryChanged, Folder, Invalidation, Node, OverlayNode, Tree
+from ..world.tree import EntryChanged, Folder, Invalidation, Node, OverlayNode, Tree
 
 
 def is_dir(path: str) -> bool:

@@ -9,7 +9,7 @@ construction) when it decides whether a detached node can be freed.
 
 from __future__ import annotations
 
-from ..model.nodes import ROOT_INODE
+from ..world.nodes import ROOT_INODE
 
 
 class Lookups:

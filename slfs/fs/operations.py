@@ -23,11 +23,11 @@ import pyfuse3
 from ..event_types import Event
 from ..model.options import Debug
 from ..model.overlay import Overlay
-from ..model.tree import Folder, Invalidation, Item, Node
 from ..model.workspace import Workspace
 from ..model.writes import Writer
 from ..stats import Stats
 from ..world.errors import FsError
+from ..world.tree import Folder, Invalidation, Item, Node
 from .attributes import Attributes
 from .control import Control
 from .dirs import RENAME_EXCHANGE, RENAME_NOREPLACE, Dirs

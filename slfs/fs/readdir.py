@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pyfuse3
 
-from ..model.tree import ROOT_INODE, Folder, Item, Tree
+from ..world.tree import ROOT_INODE, Folder, Item, Tree
 from .attributes import Attributes
 from .listings import Listing
 from .lookups import Lookups

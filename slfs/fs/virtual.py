@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 import attrs
 
 from ..model.live import LiveScript
-from ..model.tree import Folder, Tree
+from ..world.tree import Folder, Tree
 
 # The kinds of Virtual: a file, a by-id link, and the directories (a folder's control directory,
 # by-id/, syntax/, live/ and the history view's four, fs/history.py).

@@ -7,7 +7,7 @@ between requests where a dict or the nodes themselves would not.
 
 from __future__ import annotations
 
-from ..model.tree import Item, Node
+from ..world.tree import Item, Node
 
 LIMIT = 1 << 24  # inodes a byte is kept for (16 MB at most)
 

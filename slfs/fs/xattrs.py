@@ -6,8 +6,8 @@ from __future__ import annotations
 import errno
 
 from ..model import attribute_writes
-from ..model.tree import Node, Tree
 from ..world.errors import FsError
+from ..world.tree import Node, Tree
 from .attributes import XATTR_PREFIX, Attributes
 from .virtual import Virtual
 

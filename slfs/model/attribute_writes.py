@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from ..protocol.text import one_line
 from ..world.errors import FsError, Refused
-from .nodes import NewFile, Node, OverlayNode
+from ..world.nodes import NewFile, Node, OverlayNode
 
 REVISION = "user.sl.revision"
 # Attributes kept on one overlay file until its rename: slfs shows a dozen; a program setting

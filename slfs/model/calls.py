@@ -19,8 +19,8 @@ from ..protocol.codec import RequestParams, encode_params
 from ..protocol.errors import RpcError
 from ..session import NotConnected, ViewerSession
 from ..world.errors import CallCut, from_rpc, region_down
+from ..world.tree import Folder, Tree
 from .options import Options
-from .tree import Folder, Tree
 
 log = logging.getLogger(__name__)
 

@@ -14,16 +14,9 @@ import attrs
 from ..protocol.compile_output import compile_rows
 from ..protocol.text import one_line
 from ..protocol.types import CompilationResult, Diagnostic
+from ..world.places import Place
 
 log = logging.getLogger(__name__)
-
-
-@attrs.frozen
-class Place:
-    """A file and row a diagnostic belongs to: a mount path, or a local include's path."""
-
-    path: str
-    row: int
 
 
 @attrs.frozen

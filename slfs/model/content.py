@@ -23,11 +23,11 @@ from ..protocol.types import ContentGetParams, ContentGetResponse
 from ..session import CONNECTED, ViewerSession
 from ..sources import envelope
 from ..world.errors import FsError, transient_read_error
+from ..world.places import Place
+from ..world.tree import Folder, Item, Tree
 from .calls import Calls
-from .compiles import Place
 from .history import FETCHED, VIEWER, History
 from .options import Options
-from .tree import Folder, Item, Tree
 
 log = logging.getLogger(__name__)
 

@@ -19,6 +19,7 @@ from ..protocol.types import ItemCreateParams, ItemCreateResponse
 from ..world import names
 from ..world.errors import FsError, Refused, region_down
 from ..world.naming_rules import RemoteName, parse_remote_name
+from ..world.tree import Folder, Item, MemoryFile, NewFile, OverlayNode
 from . import buffers
 from .deletes import Deleter
 from .edits import Edits, check_size, decode
@@ -27,7 +28,6 @@ from .live_writes import LiveWriter
 from .pending import PendingSaves
 from .routing import goes_local
 from .save import Saver
-from .tree import Folder, Item, MemoryFile, NewFile, OverlayNode
 from .workspace import Workspace
 
 log = logging.getLogger(__name__)

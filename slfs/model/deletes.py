@@ -15,10 +15,10 @@ from ..protocol.types import (
     ItemDeleteParams,
 )
 from ..world.errors import FsError
+from ..world.tree import Folder, Item, Orphan
 from .edits import Edits
 from .history import DELETED
 from .pending import PendingSaves
-from .tree import Folder, Item, Orphan
 from .workspace import Workspace
 
 log = logging.getLogger(__name__)

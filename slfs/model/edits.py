@@ -10,7 +10,7 @@ import time
 from ..event_types import Event
 from ..world.errors import FsError
 from ..world.naming_rules import size_limit
-from .tree import Item
+from ..world.tree import Item
 from .workspace import Workspace
 
 

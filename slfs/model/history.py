@@ -33,7 +33,7 @@ from .. import paths
 from ..event_types import Event
 from ..local.history_store import DELETED, Place, Store, Version, digest_of
 from ..protocol.ids import is_uuid
-from .nodes import Item
+from ..world.nodes import Item
 from .options import Options
 
 log = logging.getLogger(__name__)

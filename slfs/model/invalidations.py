@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import trio
 
+from ..world.tree import EntryChanged, InodeChanged, Invalidation, StatChanged
 from .services import Broadcast
-from .tree import EntryChanged, InodeChanged, Invalidation, StatChanged
 
 
 class PendingInvalidations:

@@ -10,10 +10,10 @@ from __future__ import annotations
 import errno
 
 from ..world.errors import FsError
+from ..world.tree import Item
 from . import buffers
 from .edits import Edits, check_size
 from .save import Saver
-from .tree import Item
 from .workspace import Workspace
 
 

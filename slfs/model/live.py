@@ -38,8 +38,9 @@ from ..sources import envelope
 from ..winpaths import PathTranslator, WindowsPathError, is_windows_path
 from ..world import names
 from ..world.errors import FsError
-from .compiles import CompileReport, Place, compiled_report, diagnostic_rows, event_fields
-from .tree import Item, NewFile, Tree
+from ..world.places import Place
+from ..world.tree import Item, NewFile, Tree
+from .compiles import CompileReport, compiled_report, diagnostic_rows, event_fields
 
 log = logging.getLogger(__name__)
 

@@ -33,11 +33,11 @@ from ..event_types import Event
 from ..local import live_files
 from ..world.errors import FsError
 from ..world.naming_rules import is_replacement_name, size_limit
+from ..world.tree import Item, LiveState, NewFile
 from . import buffers
 from .history import SAVED
 from .live import POLL_MARGIN, VIEWER_POLL, LiveScript, LiveScripts
 from .sources import BuildFailed, Sources, wants_build
-from .tree import Item, LiveState, NewFile
 from .workspace import Workspace
 
 log = logging.getLogger(__name__)

@@ -22,11 +22,11 @@ from ..event_types import Event
 from ..session.listener import SessionInfo
 from ..world import names
 from ..world.errors import FsError
+from ..world.tree import Folder, Item, NewFile, Node, OverlayNode, Tree
 from .history import agent_key
 from .overlay_disk import OverlayDisk
 from .overlay_homes import OWN, PRIMS, Home, Index, adoptable, id_name, prim_moves
 from .overlay_inodes import OverlayInodes
-from .tree import Folder, Item, NewFile, Node, OverlayNode, Tree
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import stat
 
-from .tree import Folder, Node, OverlayNode, Tree
+from ..world.tree import Folder, Node, OverlayNode, Tree
 
 KEY_PREFIX = "local:"
 

@@ -20,12 +20,12 @@ from ..protocol.types import ItemModifyParams, ObjectModifyParams
 from ..world import names
 from ..world.errors import FsError, Refused
 from ..world.naming_rules import check_sl_name, parse_remote_name
+from ..world.tree import Folder, Item, MemoryFile, NewFile, Node, OverlayNode
 from .create import Creator
 from .deletes import Deleter
 from .edits import Edits
 from .overlay import Overlay
 from .save import Saver
-from .tree import Folder, Item, MemoryFile, NewFile, Node, OverlayNode
 from .workspace import Workspace
 
 

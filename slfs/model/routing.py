@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 
 from ..world.naming_rules import is_overlay_name
-from .nodes import Folder, OverlayNode
+from ..world.nodes import Folder, OverlayNode
 
 
 class Destination(enum.Enum):

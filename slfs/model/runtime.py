@@ -22,8 +22,8 @@ import attrs
 from ..protocol.constants import NULL_UUID
 from ..protocol.text import clean
 from ..protocol.types import ItemRef, RuntimeDebug, RuntimeError_
+from ..world.tree import Folder, Item, Tree
 from .live import LiveScripts
-from .tree import Folder, Item, Tree
 
 ITEM, OBJECT, MOUNT = "item", "object", "mount"  # the scope of an attributed line
 

@@ -22,12 +22,12 @@ from ..protocol.types import (
     ContentSaveResponse,
 )
 from ..world.errors import CallCut, FsError, transient_save_error
+from ..world.tree import Item
 from .compiles import CompileReport, failure_report, log_problems
 from .edits import Edits, check_size, decode
 from .history import SAVED
 from .pending import PendingSaves
 from .sources import Build, Sources
-from .tree import Item
 from .unsent import Unsent
 from .workspace import Workspace
 

@@ -9,9 +9,9 @@ import os
 from ..event_types import Event
 from ..protocol.types import ScriptResetParams, SetRunningParams
 from ..world.errors import FsError
+from ..world.tree import Item, Node
 from .calls import Calls
 from .compiles import diagnostic_rows
-from .tree import Item, Node
 from .workspace import Workspace
 
 STATE_WORDS = ("run", "stop", "reset")

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
-from .tree import Invalidation
+from ..world.tree import Invalidation
 
 log = logging.getLogger(__name__)
 

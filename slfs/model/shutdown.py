@@ -9,9 +9,9 @@ import logging
 import trio
 
 from ..world.errors import FsError
+from ..world.tree import Item, NewFile
 from .live_writes import LiveWriter
 from .save import Saver
-from .tree import Item, NewFile
 from .workspace import Workspace
 
 log = logging.getLogger(__name__)

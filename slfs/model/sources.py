@@ -46,10 +46,11 @@ from ..sources import (
     envelope,
 )
 from ..world.errors import FsError
-from .compiles import CompileReport, Place
+from ..world.places import Place
+from ..world.tree import Folder, Item
+from .compiles import CompileReport
 from .content import Content
 from .overlay import Overlay
-from .tree import Folder, Item
 from .workspace import Workspace
 
 log = logging.getLogger(__name__)

@@ -30,10 +30,10 @@ import trio
 from ..event_types import Event
 from ..local.keep import KeptCopies, kept_clause
 from ..world.errors import FsError
+from ..world.tree import Item, NewFile
 from .buffers import HELD_MAX
 from .edits import Edits
 from .history import RECOVERED as RECOVERED_VERSION
-from .tree import Item, NewFile
 
 if TYPE_CHECKING:
     from .workspace import Workspace

@@ -38,6 +38,7 @@ from ..session.listener import ListedObject
 from ..winpaths import PathTranslator, detect
 from ..world.errors import FsError
 from ..world.generations import features_shown, generation_of
+from ..world.tree import EntryChanged, Invalidation, Item, Tree
 from . import runtime
 from .calls import Calls
 from .compiles import CompileReport, compiled_report, event_fields
@@ -49,7 +50,6 @@ from .live import LIVE_DIR_KEY, LiveScripts
 from .options import Debug, Options
 from .runtime import MAX_RUNTIME_TEXT as MAX_RUNTIME_TEXT  # tests/inproc/test_hostile_runtime.py imports it here
 from .services import Broadcast
-from .tree import EntryChanged, Invalidation, Item, Tree
 
 log = logging.getLogger(__name__)
 

@@ -226,7 +226,7 @@ async def hold_model(nursery: trio.Nursery, port: int, items: int) -> None:
 
     from slfs.daemon import build_services
     from slfs.model.options import Options
-    from slfs.model.tree import Item
+    from slfs.world.tree import Item
 
     services = build_services(os.environ["SLFS_FLOOR_MODEL_MOUNT"], "127.0.0.1", port, Options(), event_log=False)
     HELD.append(services)

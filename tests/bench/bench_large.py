@@ -180,9 +180,11 @@ CATEGORIES = [
     ("JSON-RPC message", ("jsonrpc.py:",)),
     ("decoding into attrs (codec)", ("codec.py:", "cattrs", "types.py:", "attrs generated", "attr/")),
     ("tree: names.resolve", ("names.py:", "naming_rules.py:")),
-    ("tree: building and relayout", ("tree.py:",)),
-    ("workspace, events", ("workspace.py:", "events.py:", "syntax.py:")),
-    ("FUSE handlers", ("operations.py:", "files.py:", "attributes.py:", "control.py:")),
+    ("tree: building and relayout", ("tree.py:", "object_records.py:", "inventories.py:", "node_registry.py:",
+                                     "layout.py:", "listed.py:", "tree_reports.py:")),
+    ("workspace, events", ("workspace.py:", "content.py:", "calls.py:", "events.py:", "syntax.py:")),
+    ("FUSE handlers", ("operations.py:", "files.py:", "attributes.py:", "control.py:", "dirs.py:", "readdir.py:",
+                       "xattrs.py:", "guarded.py:")),
     ("session", ("session.py:",)),
     ("trio scheduling, threads", ("trio/",)),
 ]
@@ -264,10 +266,10 @@ def breakdown(text: str, viewer_version: int) -> None:
     from wsproto.connection import Connection, ConnectionType
     from wsproto.events import TextMessage
 
-    from slfs.model.tree import Tree
     from slfs.protocol.jsonrpc import parse_message
     from slfs.protocol.types import ObjectListResponse
     from slfs.session.session import ViewerSession
+    from slfs.world.tree import Tree
 
     print(f"   in-process stages over the same answer ({len(text.encode()) / 1e6:.1f} MB):")
 

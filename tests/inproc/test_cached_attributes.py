@@ -10,7 +10,7 @@ import pytest
 from support.inproc import fs_against_sim
 from support.writes import NOTE, NOTE_TEXT, write_world
 
-from slfs.model.tree import Item
+from slfs.world.tree import Item
 
 
 async def test_size_after_a_save_and_during_an_edit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -17,8 +17,8 @@ from support.inproc import Driver, fails, fs_against_sim
 from support.writes import MAIN, MAIN_TEXT, NOTE, NOTE_TEXT, OBJ, write_world
 
 from slfs.local.history_store import digest_of
-from slfs.model.tree import Item
 from slfs.world.errors import FsError
+from slfs.world.tree import Item
 
 pytestmark = pytest.mark.generations()
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from support.inproc import CTX, Driver, fs_against_sim
 
-from slfs.model.tree import Item
+from slfs.world.tree import Item
 
 HELLO = "50f550c1-7f14-5ac6-be04-f121557806dc"  # Hello Cube/Hello.lsl in the sample world, running
 

@@ -16,7 +16,7 @@ from support.inproc import CTX, Driver, fails, fs_against_sim
 from support.writes import NOTE, NOTE_TEXT, write_world
 
 from slfs.model.options import Options
-from slfs.model.tree import Item
+from slfs.world.tree import Item
 
 
 @pytest.fixture(autouse=True)

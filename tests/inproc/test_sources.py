@@ -25,8 +25,8 @@ from support.sources_world import (
 from support.worlds import u
 
 from slfs.model.options import Options
-from slfs.model.tree import Item
 from slfs.sources import envelope
+from slfs.world.tree import Item
 
 
 def saves(fs: Driver, item_id: str) -> list[str]:

@@ -14,9 +14,9 @@ import pytest
 from support.inproc import Driver, fails, fs_against_sim
 from support.writes import NOTE, NOTE_TEXT, write_world
 
-from slfs.model.tree import Item
 from slfs.protocol.errors import INVALID_PARAMS, REQUEST_TIMEOUT, RpcError
 from slfs.world.errors import FsError
+from slfs.world.tree import Item
 
 
 def unsent(fs: Driver) -> list[dict[str, Any]]:

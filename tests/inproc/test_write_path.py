@@ -16,8 +16,8 @@ from support.writes import ARM_DIR, FROZEN, MAIN, MAIN_TEXT, NOTE, NOTE_TEXT, OB
 
 from slfs.fs.operations import BARE_FH
 from slfs.model.options import Options
-from slfs.model.tree import Item
 from slfs.protocol.errors import RpcError
+from slfs.world.tree import Item
 
 
 def saves(fs: Driver, item_id: str) -> list[str]:

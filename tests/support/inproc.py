@@ -21,8 +21,8 @@ import trio
 
 from slfs.daemon import Services, build_services
 from slfs.model.options import Debug, Options
-from slfs.model.tree import ROOT_INODE
 from slfs.sim import SimViewer, World, sample_world
+from slfs.world.tree import ROOT_INODE
 
 CTX = pyfuse3.RequestContext()
 

@@ -10,9 +10,9 @@ from slfs.fs.attributes import Attributes
 from slfs.model.invalidations import PendingInvalidations
 from slfs.model.options import Options
 from slfs.model.services import Broadcast
-from slfs.model.tree import Folder, Item, Tree
 from slfs.protocol import from_json
 from slfs.protocol import types as t
+from slfs.world.tree import Folder, Item, Tree
 
 ALL = 0x7FFFFFFF
 NO_MODIFY = ALL & ~0x4000

@@ -17,8 +17,8 @@ import trio
 from slfs.local.history_store import Place, Store, Version, digest_of
 from slfs.model.history import History, agent_key, current_version_name, version_names
 from slfs.model.options import Options, parse_options
-from slfs.model.tree import Folder, Item
 from slfs.protocol.types import InventoryItem
+from slfs.world.tree import Folder, Item
 
 ITEM = "11111111-1111-4111-8111-111111111111"
 OTHER = "22222222-2222-4222-8222-222222222222"

@@ -6,7 +6,7 @@ import trio
 import trio.testing
 
 from slfs.model.invalidations import PendingInvalidations
-from slfs.model.tree import EntryChanged, InodeChanged
+from slfs.world.tree import EntryChanged, InodeChanged
 
 
 def test_merged() -> None:

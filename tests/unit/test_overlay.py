@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from slfs.model.overlay import Overlay
-from slfs.model.tree import OverlayNode, Tree
+from slfs.world.tree import OverlayNode, Tree
 
 
 @pytest.fixture

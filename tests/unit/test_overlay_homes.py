@@ -11,10 +11,10 @@ import pytest
 
 from slfs.model.overlay import Overlay
 from slfs.model.overlay_homes import Home, Index, adoptable, id_name, prim_moves
-from slfs.model.tree import Folder, Tree
 from slfs.protocol import from_json
 from slfs.protocol import types as t
 from slfs.session.listener import SessionInfo
+from slfs.world.tree import Folder, Tree
 
 AGENT_A = "6c3b0a4e-2f1d-4c8e-9a7b-5d4e3f2a1b0c"
 AGENT_B = "11111111-2222-4333-8444-555555555555"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from slfs.model.nodes import Folder, OverlayNode
 from slfs.model.routing import Destination, destination, goes_local
+from slfs.world.nodes import Folder, OverlayNode
 
 FOLDER = Folder(inode=2, uuid="p", name="Box", link_name="Box")
 OVERLAY_DIR = OverlayNode(inode=3, uuid="", name=".git", path="/tmp/x/.git", overlay_parent=FOLDER)

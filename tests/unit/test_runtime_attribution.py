@@ -9,10 +9,10 @@ from typing import Any
 
 from slfs.local.events import EventLog
 from slfs.model.runtime import ITEM, MOUNT, OBJECT, attribute
-from slfs.model.tree import Tree
 from slfs.protocol import from_json
 from slfs.protocol import types as t
 from slfs.protocol.constants import NULL_UUID
+from slfs.world.tree import Tree
 
 ROOT, CHILD, MAIN, DOOR = "a" * 8 + "-0000-0000-0000-000000000001", "c" * 8 + "-0000-0000-0000-000000000002", \
     "1" * 8 + "-0000-0000-0000-000000000003", "2" * 8 + "-0000-0000-0000-000000000004"

@@ -6,9 +6,9 @@ import pytest
 from support.payloads import obj, script, update
 
 from slfs.model.options import parse_options
-from slfs.model.tree import EntryChanged, InodeChanged, Invalidation, Item, Tree
 from slfs.protocol import from_json
 from slfs.protocol import types as t
+from slfs.world.tree import EntryChanged, InodeChanged, Invalidation, Item, Tree
 
 
 @pytest.fixture

@@ -9,9 +9,9 @@ from typing import Any
 
 from support.payloads import obj, script, update
 
-from slfs.model.tree import Folder, InodeChanged, Invalidation, Item, Tree, describe_perms
 from slfs.protocol import from_json
 from slfs.protocol import types as t
+from slfs.world.tree import Folder, InodeChanged, Invalidation, Item, Tree, describe_perms
 
 FULL = {"owner": 0x7FFFFFFF, "next_owner": 0x82000}
 

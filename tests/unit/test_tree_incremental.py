@@ -10,10 +10,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from slfs.model.tree import Folder, Invalidation, Tree
 from slfs.protocol import from_json
 from slfs.protocol import types as t
 from slfs.world import names
+from slfs.world.tree import Folder, Invalidation, Tree
 
 # Names that collide, hold "@" or a tag, need a tag (reserved, too long), or map "/".
 _NAMES = st.sampled_from(["Box", "Box", "box", "Box@00000001", "Box@0000000100000000", "", ".", "..",

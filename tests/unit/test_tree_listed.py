@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from support.payloads import script
 
-from slfs.model.tree import EntryChanged, Folder, InodeChanged, Invalidation, Item, Tree
 from slfs.protocol import ProtocolError, from_json
 from slfs.protocol import types as t
 from slfs.session.listener import ListedObject
 from slfs.session.listing import decode_listing
+from slfs.world.tree import EntryChanged, Folder, InodeChanged, Invalidation, Item, Tree
 
 OID = "0000000a-0000-4000-8000-000000000000"
 LINK = "0000000b-0000-4000-8000-000000000000"  # the prim and its script in the object OID (world())

@@ -9,9 +9,9 @@ import time
 import pytest
 from support.payloads import obj, script, update
 
-from slfs.model.tree import EntryChanged, InodeChanged, Invalidation, Item, Tree, describe_perms
 from slfs.protocol import from_json
 from slfs.protocol import types as t
+from slfs.world.tree import EntryChanged, InodeChanged, Invalidation, Item, Tree, describe_perms
 
 
 @pytest.fixture

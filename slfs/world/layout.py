@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from ..world import names
+from . import names
 from .nodes import EntryChanged, Folder, InodeChanged, Invalidation, Node, now_ns
 
 

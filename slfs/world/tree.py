@@ -11,9 +11,9 @@ are decoded and built when its folder is first read, or an event names one of th
 is what a whole decode builds.
 
 The Tree composes the parts, each owning its state: the nodes and inode numbers
-(model/node_registry.py), the objects listed and not built yet (model/listed.py), the viewer's
-records applied (model/object_records.py, model/inventories.py), the names on disk
-(model/layout.py) and what is reported to the kernel (model/tree_reports.py).
+(world/node_registry.py), the objects listed and not built yet (world/listed.py), the viewer's
+records applied (world/object_records.py, world/inventories.py), the names on disk
+(world/layout.py) and what is reported to the kernel (world/tree_reports.py).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from .nodes import (
 from .object_records import ObjectRecords
 from .tree_reports import TreeReports
 
-# The node types are model/nodes.py's; the file system layer and the tests import them from here too.
+# The node types are world/nodes.py's; the file system layer and the tests import them from here too.
 __all__ = ["ROOT_INODE", "Cache", "Edit", "EntryChanged", "Folder", "InodeChanged", "Invalidation", "Item",
            "LiveState", "MemoryFile", "NewFile", "Node", "Orphan", "OverlayNode", "StatChanged", "Tree",
            "describe_perms"]
@@ -78,7 +78,7 @@ class Tree:
     def on_object(self, report: Callable[[str, Folder], None]) -> None:
         self._records.on_object = report
 
-    # --- nodes and inode numbers (model/node_registry.py) ---------------------------------------
+    # --- nodes and inode numbers (world/node_registry.py) ---------------------------------------
 
     @property
     def nodes(self) -> dict[int, Node]:
@@ -183,7 +183,7 @@ class Tree:
                 for oid in self._listed.pending():
                     self._records.build(self.objects[oid])
 
-    # --- applying the viewer's state (model/object_records.py) ------------------------------------
+    # --- applying the viewer's state (world/object_records.py) ------------------------------------
 
     def replace_all(self, objects: Sequence[PublishedObject | Listing]) -> None:
         """object.list after (re)connecting: the complete published state."""
@@ -253,7 +253,7 @@ class Tree:
         """Apply one of the viewer's object.update shapes; False when the object is unknown."""
         return self._records.update(msg)
 
-    # --- reports to the kernel (model/tree_reports.py) ----------------------------------------
+    # --- reports to the kernel (world/tree_reports.py) ----------------------------------------
 
     def renamed(self, node: Item | Folder, sl_name: str) -> None:
         """The viewer accepted our rename of `node`: it shows under its new name at once, before

@@ -1,6 +1,6 @@
 """Object folders shown from the viewer's object.list but not built yet: what the listing said of
 each, and the object each of its prims' and items' UUIDs is listed in (to build the right one when
-an event names one of them). Building is the tree's (model/object_records.py)."""
+an event names one of them). Building is the tree's (world/object_records.py)."""
 
 from __future__ import annotations
 

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Generic, TypeVar, Union, overload
 import attrs
 
 from ..protocol.types import InventoryItem, Permissions, PublishedObject
-from ..world import names
-from ..world.echo import Echo
-from .compiles import Place
+from . import names
+from .echo import Echo
+from .places import Place
 
 if TYPE_CHECKING:  # a type only: the nodes are pure state, trio is the writer's
     import trio
