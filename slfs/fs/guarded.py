@@ -8,8 +8,8 @@ goes to the handlers' object's `explain(name, exc)` instead of the log line: the
 Every call is counted and every call that waits is timed; of those answered at once, one in
 stats.SAMPLE_EVERY is timed once the handler has enough latencies (see slfs/stats.py). An errno
 answer counts as an error. A call that waited (its handler returned a coroutine: a write, a save,
-a fetch) moves the handlers' `shown_epoch` when it ends, so no listing replays attributes from
-before it (Operations.readdir).
+a fetch) tells the handlers' object when it ends (`waited`), so no listing replays attributes
+from before it (Operations.readdir).
 
 A warm `grep -r` is three requests per file (open, flush, release) that the handlers answer at
 once, so the wrapper is a large part of what slfs adds to pyfuse3's own cost per request. It is
@@ -92,7 +92,7 @@ def make(fn, handler_name, clock, coroutine, hist, latency, add, pending, fold, 
                 try:
                     result = await result
                 finally:  # whatever changed while it waited: no listing replays older attributes
-                    self.shown_epoch += 1
+                    self.waited()
                     latency(clock() - start)
                     start = 0
                 return result

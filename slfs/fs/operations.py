@@ -195,6 +195,11 @@ class Operations(pyfuse3.Operations):
         self._dir_handles[fh] = cached
         return fh
 
+    def waited(self) -> None:
+        """A handler that awaited has ended (fs/guarded.py): whatever changed while it waited, no
+        listing replays attributes from before it."""
+        self.shown_epoch += 1
+
     def _listing_changed(self, inv: Invalidation) -> None:
         """PendingInvalidations listener: no listing replays attributes from before a change, and a
         folder whose names or attributes changed lists afresh."""

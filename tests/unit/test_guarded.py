@@ -26,6 +26,9 @@ class Handlers:
         self.explained: list[tuple[str, str]] = []
         bind_handlers(self, STATS)
 
+    def waited(self) -> None:  # as Operations.waited
+        self.shown_epoch += 1
+
     @guarded_sync
     def guarded_test_handler(self, kind: int) -> Any:
         if kind == 0:
