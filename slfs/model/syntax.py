@@ -8,7 +8,7 @@ from typing import Any
 
 from ..event_types import Event
 from ..protocol.types import SyntaxCacheFile, SyntaxCacheGetParams, SyntaxCacheList
-from ..world.errors import FsError
+from ..world.errors import CallCut, FsError
 from .calls import Calls
 from .workspace import Workspace
 
@@ -45,7 +45,9 @@ class SyntaxFiles:
                 content = got.content
                 files[name] = (content if isinstance(content, str) else json.dumps(content, indent=2)).encode()
         except FsError as exc:
-            if not self.ws.connected:  # the session dropped meanwhile: its next `connected` refreshes
+            # The session dropped meanwhile (the call was cut, maybe before the session says it is
+            # down): its next `connected` refreshes.
+            if isinstance(exc, CallCut) or not self.ws.connected:
                 log.info("syntax files not refreshed (the session dropped; again when it is back): %s", exc.message)
             else:
                 log.warning("syntax files not refreshed: %s", exc.message)
