@@ -126,7 +126,7 @@ class ScriptRequests:
         return {"scripts": [live.describe(ls) for ls in list(live.by_id.values()) if live.exists(ls)]}
 
     async def script_list(self, p: NoParams) -> Any:
-        res: ScriptList = await self.ctx.ws.call("script.list", "script.list", None, ScriptList)
+        res: ScriptList = await self.ctx.ws.calls.call("script.list", "script.list", None, ScriptList)
         # The viewer's own path to its temp dir (a Windows one under Wine or WSL2): ours, to list it.
         temp_dir = await self.ctx.ws.live.translated(res.temp_dir) if res.temp_dir else ""
         return {"temp_dir": temp_dir, "script_ids": list(res.script_ids)}

@@ -40,6 +40,7 @@ from ..world import names
 from ..world.errors import FsError
 from ..world.places import Place
 from ..world.tree import Item, NewFile, Tree
+from .calls import Calls
 from .compiles import CompileReport, compiled_report, diagnostic_rows, event_fields
 
 log = logging.getLogger(__name__)
@@ -129,12 +130,12 @@ class LiveScript:
 class LiveHost(Protocol):
     """What the registry needs of its owner, the workspace (which holds it, so no import back)."""
 
+    calls: Calls
     tree: Tree
     mountpoint: str
     compiles: dict[str, CompileReport]
     paths: PathTranslator
 
-    async def call(self, what: str, method: str, params: Any, result_type: Any = None) -> Any: ...
     def note_error(self, message: str) -> None: ...
     def note_compile(self, key: str, report: CompileReport) -> None: ...
     def emit(self, kind: str, **fields: Any) -> None: ...
@@ -185,7 +186,7 @@ class LiveScripts:
         viewer without script.list or one giving no temp_dir, live_files.fallback_dirs."""
         temp_dir = ""
         try:
-            res: ScriptList = await self.ws.call("script.list", "script.list", None, ScriptList)
+            res: ScriptList = await self.ws.calls.call("script.list", "script.list", None, ScriptList)
             temp_dir = res.temp_dir if isinstance(res.temp_dir, str) else ""
         except FsError as exc:
             log.info("live: script.list failed (%s): no temp_dir from the viewer", exc.message)
@@ -244,7 +245,7 @@ class LiveScripts:
         return ls
 
     async def _subscribe_call(self, script_id: str, script_name: str, language: str) -> ScriptSubscribeResponse:
-        res: ScriptSubscribeResponse = await self.ws.call(
+        res: ScriptSubscribeResponse = await self.ws.calls.call(
             f"subscribe {script_name}", "script.subscribe",
             ScriptSubscribe(script_id=script_id, script_name=script_name, script_language=language),
             ScriptSubscribeResponse)

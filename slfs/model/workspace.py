@@ -117,9 +117,6 @@ class Workspace:
         self.calls = Calls(self.session, self.tree, self.options, self.note_error)
         self.content = Content(fetch_queue, self.tree, self.calls, self.session, self.history, self.times,
                                self.options, self.note_error)
-        # The seam the tests replace (a viewer without script.list): live.py and the control
-        # server's script_list call through it.
-        self.call = self.calls.call
         self.live = LiveScripts(self)
         self.editor = EditorCommands(self)
 

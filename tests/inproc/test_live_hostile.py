@@ -134,14 +134,14 @@ async def test_a_temp_dir_another_user_can_change_is_refused(tmp_path: Path, mon
 
 
 def no_script_list(fs: Driver, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = fs.ws.call
+    real = fs.ws.calls.call
 
     async def call(what: str, method: str, params: Any, result_type: Any = None, **kw: Any) -> Any:
         if method == "script.list":
             raise FsError(errno.ENOSYS, "script.list: method not found")
         return await real(what, method, params, result_type, **kw)
 
-    monkeypatch.setattr(fs.ws, "call", call)
+    monkeypatch.setattr(fs.ws.calls, "call", call)
 
 
 async def test_with_no_temp_dir_from_the_viewer_only_the_system_temp_dir(tmp_path: Path,

@@ -85,7 +85,7 @@ async def test_script_list_temp_dir_is_translated(tmp_path: Path, monkeypatch: p
     async with fs_against_sim(tmp_path, monkeypatch, world(), options=options) as fs:
         svc = fs.svc
         server = svc.control_server
-        real = fs.ws.call
+        real = fs.ws.calls.call
         temp_dir = windows(root, str(tmp_path))
 
         async def call(what: str, method: str, params: Any, result_type: Any = None, **kw: Any) -> Any:
@@ -93,7 +93,7 @@ async def test_script_list_temp_dir_is_translated(tmp_path: Path, monkeypatch: p
                 return ScriptList(temp_dir=temp_dir, script_ids=["a" * 32])
             return await real(what, method, params, result_type, **kw)
 
-        monkeypatch.setattr(fs.ws, "call", call)
+        monkeypatch.setattr(fs.ws.calls, "call", call)
         assert (await server.commands["script_list"][1]({}))["temp_dir"] == str(root) + str(tmp_path)
         temp_dir = r"Q:\Temp"
         with pytest.raises(FsError, match=r"drive Q: has no link.*-o wine_prefix=DIR"):
