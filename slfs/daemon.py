@@ -21,7 +21,7 @@ import trio
 
 from . import paths
 from .control.server import ControlServer
-from .fs.control import Control
+from .fs.control_dir import Control
 from .fs.invalidator import KernelInvalidator
 from .fs.lookups import Lookups
 from .fs.operations import Operations

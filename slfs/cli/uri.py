@@ -11,7 +11,7 @@ import urllib.parse
 from typing import Any
 
 from ..client import ClientError, MountClient, mounts
-from ..client.live import live_ids
+from ..client.temp_files import live_ids
 from .edit import echo, edit_log, run_editor
 from .output import VerbError, emit_json, err
 

@@ -5,7 +5,7 @@ structured results (operations.MountClient), and one exception type (errors.Clie
 It prints nothing and never exits; the callers decide how results and errors are shown.
 """
 
-from .errors import ClientError, NoMount, ShutDown
+from .client_error import ClientError, NoMount, ShutDown
 from .operations import MountClient
 
 __all__ = ["ClientError", "MountClient", "NoMount", "ShutDown"]

@@ -17,7 +17,7 @@ from types import TracebackType
 from typing import Any
 
 from .. import jsontext
-from .errors import ClientError, ShutDown
+from .client_error import ClientError, ShutDown
 
 PROTOCOL_VERSION = 1
 CONNECT_TIMEOUT = 5.0

@@ -17,10 +17,10 @@ from typing import Any
 import attrs
 
 from ..event_types import RUNTIME, Event
-from ..world.errors import FsError
+from ..world.fs_errors import FsError
 from ..world.names import CONTROL_DIR
 from ..world.naming_rules import NOTECARD_MAX, SCRIPT_MAX, is_overlay_name, parse_remote_name
-from .errors import ClientError
+from .client_error import ClientError
 from .operations import MountClient
 from .waits import EventWait
 

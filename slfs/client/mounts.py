@@ -17,8 +17,8 @@ from typing import Any
 
 from ..protocol.constants import DEFAULT_PORT
 from ..registry import read_registry, stale_message, stale_mounts
+from .client_error import ClientError, NoMount
 from .connection import CONNECT_TIMEOUT, ControlClient
-from .errors import ClientError, NoMount
 
 START_WAIT = 30.0  # how long a mount started here has to reach the viewer
 

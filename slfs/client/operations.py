@@ -15,9 +15,9 @@ from typing import Any
 import attrs
 
 from . import mounts
+from .client_error import ClientError
 from .connection import REQUEST_TIMEOUT
-from .errors import ClientError
-from .live import find_temp_file
+from .temp_files import find_temp_file
 
 DIAG_WAIT = 70.0  # `diag --wait`: how long the daemon waits for the compile of the last save
 FIND_TIMEOUT = 10.0  # how long an item named by a launch URI may take to be published

@@ -29,7 +29,7 @@ import attrs
 
 from .. import paths
 from . import mounts
-from .errors import ClientError
+from .client_error import ClientError
 from .push_plan import Bases, Plan, Step, digest_of, make_plan, may_include, scan_tree
 
 SAVE_WINDOW = 8  # saves in flight at once (each waits for its compile)

@@ -15,9 +15,9 @@ from typing import Any
 import attrs
 
 from .. import paths
-from ..world.errors import NameRefused
+from ..world.fs_errors import NameRefused
 from ..world.naming_rules import is_overlay_name, parse_remote_name, size_limit
-from .errors import ClientError
+from .client_error import ClientError
 
 MAX_FILES = 5000  # files of SRC looked at
 MAX_DEPTH = 8  # directory levels of SRC looked into

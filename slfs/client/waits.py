@@ -12,8 +12,8 @@ from typing import Any
 import attrs
 
 from . import mounts
+from .client_error import ClientError, ShutDown
 from .connection import ControlClient
-from .errors import ClientError, ShutDown
 
 Want = Callable[[dict[str, Any]], bool]
 DRAIN = 0.05  # after the first match, how long to take events already on their way

@@ -14,7 +14,7 @@ from ..model.scripts import Scripts
 from ..model.workspace import Workspace
 from ..model.writes import Writer
 from ..stats import Stats
-from ..world.errors import FsError
+from ..world.fs_errors import FsError
 from ..world.tree import ROOT_INODE, Folder, Item, Node
 
 Handler = Callable[[Any], Awaitable[Any]]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import errno
 from typing import Any
 
-from ..world.errors import FsError
+from ..world.fs_errors import FsError
 from ..world.tree import Folder, Item
 from .context import Commands, MountContext
 from .requests import FindParams, ListParams, PathParams

@@ -30,8 +30,8 @@ import trio
 
 from ..local.history_store import digest_of
 from ..model.sources import BuildFailed
-from ..protocol.errors import METHOD_NOT_FOUND
-from ..world.errors import FsError
+from ..protocol.rpc_errors import METHOD_NOT_FOUND
+from ..world.fs_errors import FsError
 from ..world.tree import Folder, Item
 from .context import Commands, MountContext
 from .requests import CONFIRM_TIMEOUT

@@ -18,7 +18,7 @@ import attrs
 import cattrs
 from cattrs.v import format_exception
 
-from ..world.errors import FsError
+from ..world.fs_errors import FsError
 
 # How long run/stop/open wait for the viewer to confirm, unless the request says.
 CONFIRM_TIMEOUT = 15.0

@@ -12,7 +12,7 @@ import trio
 
 from ..model.live import LiveScript
 from ..protocol.types import ScriptList
-from ..world.errors import FsError
+from ..world.fs_errors import FsError
 from ..world.tree import ROOT_INODE, Item
 from .context import Commands, MountContext
 from .requests import DiagParams, LiveSubscribeParams, NoParams, PathParams, ResendParams, StateParams

@@ -18,7 +18,7 @@ Commands: status, stats, events {since, seconds} and subscribe here; diag {path}
 recompile, run/stop/reset {path}, resend {path, force}, live_subscribe, live_list, script_list
 (scripts.py); open {object_id}, close {path}, viewer_command {command, params, path}, commands
 (viewer.py); list {path, recursive}, find {uuid}, resolve {path} (listing.py); history {path,
-deleted}, restore {path, version} (history.py); push_state, push_create, push_save, push_delete,
+deleted}, restore {path, version} (history_requests.py); push_state, push_create, push_save, push_delete,
 push_run (push.py). Each group is given the MountContext (context.py), never this server.
 """
 
@@ -42,9 +42,9 @@ from ..model.scripts import Scripts
 from ..model.workspace import Workspace
 from ..model.writes import Writer
 from ..stats import Stats
-from ..world.errors import FsError
+from ..world.fs_errors import FsError
 from .context import Commands, MountContext
-from .history import HistoryRequests
+from .history_requests import HistoryRequests
 from .listing import ListingRequests
 from .push import PushRequests
 from .requests import (

@@ -7,9 +7,9 @@ import errno
 from typing import Any
 
 from ..protocol.command_types import VIEWER_COMMANDS, CommandExecuteParams, CommandInfo, CommandListResponse
-from ..protocol.errors import METHOD_NOT_FOUND
+from ..protocol.rpc_errors import METHOD_NOT_FOUND
 from ..protocol.types import ObjectRequestParams, ObjectUnpublishParams
-from ..world.errors import FsError
+from ..world.fs_errors import FsError
 from .context import Commands, MountContext
 from .requests import NoParams, OpenParams, PathParams, ViewerCommandParams
 

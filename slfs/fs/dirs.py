@@ -23,10 +23,10 @@ from ..model.routing import goes_local
 from ..model.workspace import Workspace
 from ..model.writes import Writer
 from ..world import names
-from ..world.errors import FsError
+from ..world.fs_errors import FsError
 from ..world.tree import ROOT_INODE, Folder, Item, NewFile, Node, OverlayNode, Tree
 from .attributes import Attributes
-from .control import Control
+from .control_dir import Control
 from .files import Handle
 from .listings import Listing, Listings
 from .virtual import FILE, LINK, LIVE, Virtual
@@ -254,7 +254,7 @@ class OverlayDir:
 
 
 class ControlDir:
-    """A control directory (`.slfs`, by-id/, syntax/, the history view's): what fs/control.py makes
+    """A control directory (`.slfs`, by-id/, syntax/, the history view's): what fs/control_dir.py makes
     up, read-only; no name is made in it, as in a file."""
 
     def __init__(self, control: Control) -> None:

@@ -25,7 +25,7 @@ from ..model.live import LiveScript
 from ..model.overlay import Overlay
 from ..model.workspace import Workspace
 from ..model.writes import Writer
-from ..world.errors import FsError
+from ..world.fs_errors import FsError
 from ..world.tree import Folder, Item, MemoryFile, Node, OverlayNode, Tree
 from .virtual import FILE, LINK, Virtual
 

@@ -38,7 +38,7 @@ from typing import Any, TypeVar, cast
 import pyfuse3
 
 from ..stats import FOLD_AT, Histogram, Stats
-from ..world.errors import FsError
+from ..world.fs_errors import FsError
 
 log = logging.getLogger(__name__)
 

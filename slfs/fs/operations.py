@@ -26,10 +26,10 @@ from ..model.overlay import Overlay
 from ..model.workspace import Workspace
 from ..model.writes import Writer
 from ..stats import Stats
-from ..world.errors import FsError
+from ..world.fs_errors import FsError
 from ..world.tree import Folder, Invalidation, Item, Node
 from .attributes import Attributes
-from .control import Control
+from .control_dir import Control
 from .dirs import RENAME_EXCHANGE, RENAME_NOREPLACE, Dirs
 from .files import BARE_FH, FileBackend, Files, Handle
 from .guarded import bind_handlers, guarded, guarded_sync

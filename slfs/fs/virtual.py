@@ -1,6 +1,6 @@
 """The nodes slfs makes up (`.slfs/` and what lives in it), and their kinds.
 
-fs/control.py makes them for each folder's control directory, fs/history.py for the history view
+fs/control_dir.py makes them for each folder's control directory, fs/history_view.py for the history view
 under it; the directory backends (fs/dirs.py), the file backends (fs/files.py) and the attributes
 (fs/attributes.py) read them. This module imports neither maker, so neither imports the other.
 """
@@ -15,7 +15,7 @@ from ..model.live import LiveScript
 from ..world.tree import Folder, Tree
 
 # The kinds of Virtual: a file, a by-id link, and the directories (a folder's control directory,
-# by-id/, syntax/, live/ and the history view's four, fs/history.py).
+# by-id/, syntax/, live/ and the history view's four, fs/history_view.py).
 FILE, LINK = "file", "link"
 DIR = "dir"  # a folder's `.slfs`
 BYID = "byid"  # MOUNT/.slfs/by-id
@@ -46,7 +46,7 @@ class Virtual:
     prepare: Callable[[], Awaitable[None]] | None = None
     # A live file (MOUNT/.slfs/live/NAME): reads, writes and saves go to the model's live script.
     live: LiveScript | None = None
-    # A history directory's item_id; a version file's size and mtime (fs/history.py); whether
+    # A history directory's item_id; a version file's size and mtime (fs/history_view.py); whether
     # the node's attributes never change (the kernel may then cache them for attr_timeout).
     ref: str = ""
     size: int | None = None

@@ -6,7 +6,7 @@ from __future__ import annotations
 import errno
 
 from ..model import attribute_writes
-from ..world.errors import FsError
+from ..world.fs_errors import FsError
 from ..world.tree import Node, Tree
 from .attributes import XATTR_PREFIX, Attributes
 from .virtual import Virtual

@@ -28,7 +28,7 @@ import tempfile
 
 import attrs
 
-from ..world.errors import FsError
+from ..world.fs_errors import FsError
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ import errno
 from collections.abc import Mapping
 
 from ..protocol.text import one_line
-from ..world.errors import FsError, Refused
+from ..world.fs_errors import FsError, Refused
 from ..world.nodes import NewFile, Node, OverlayNode
 
 REVISION = "user.sl.revision"

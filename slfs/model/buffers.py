@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import errno
 
-from ..world.errors import FsError
+from ..world.fs_errors import FsError
 
 # After session.ok the viewer takes messages of at most 16 MB (the newer protocol document; see
 # slfs/session/connection.py SEND_LIMIT), so no file the mount holds in memory can usefully be larger.

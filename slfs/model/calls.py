@@ -16,9 +16,9 @@ import trio
 
 from ..backoff import Backoff
 from ..protocol.codec import RequestParams, encode_params
-from ..protocol.errors import RpcError
+from ..protocol.rpc_errors import RpcError
 from ..session import NotConnected, ViewerSession
-from ..world.errors import CallCut, from_rpc, region_down
+from ..world.fs_errors import CallCut, from_rpc, region_down
 from ..world.tree import Folder, Tree
 from .options import Options
 

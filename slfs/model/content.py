@@ -22,7 +22,7 @@ from ..local.item_times import ItemTimes
 from ..protocol.types import ContentGetParams, ContentGetResponse
 from ..session import CONNECTED, ViewerSession
 from ..sources import envelope
-from ..world.errors import FsError, transient_read_error
+from ..world.fs_errors import FsError, transient_read_error
 from ..world.places import Place
 from ..world.tree import Folder, Item, Tree
 from .calls import Calls

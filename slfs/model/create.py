@@ -17,7 +17,7 @@ import trio
 from ..event_types import Event
 from ..protocol.types import ItemCreateParams, ItemCreateResponse
 from ..world import names
-from ..world.errors import FsError, Refused, region_down
+from ..world.fs_errors import FsError, Refused, region_down
 from ..world.naming_rules import RemoteName, parse_remote_name
 from ..world.tree import Folder, Item, MemoryFile, NewFile, OverlayNode
 from . import buffers

@@ -14,7 +14,7 @@ from ..local.keep import TRASH, KeptCopies
 from ..protocol.types import (
     ItemDeleteParams,
 )
-from ..world.errors import FsError
+from ..world.fs_errors import FsError
 from ..world.tree import Folder, Item, Orphan
 from .edits import Edits
 from .history import DELETED

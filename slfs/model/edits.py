@@ -8,7 +8,7 @@ import errno
 import time
 
 from ..event_types import Event
-from ..world.errors import FsError
+from ..world.fs_errors import FsError
 from ..world.naming_rules import size_limit
 from ..world.tree import Item
 from .workspace import Workspace

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import errno
 
-from ..world.errors import FsError
+from ..world.fs_errors import FsError
 from ..world.tree import Item
 from . import buffers
 from .edits import Edits, check_size

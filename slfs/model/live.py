@@ -37,7 +37,7 @@ from ..protocol.types import (
 from ..sources import envelope
 from ..winpaths import PathTranslator, WindowsPathError, is_windows_path
 from ..world import names
-from ..world.errors import FsError
+from ..world.fs_errors import FsError
 from ..world.places import Place
 from ..world.tree import Item, NewFile, Tree
 from .calls import Calls

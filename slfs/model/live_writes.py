@@ -31,7 +31,7 @@ import trio
 
 from ..event_types import Event
 from ..local import live_files
-from ..world.errors import FsError
+from ..world.fs_errors import FsError
 from ..world.naming_rules import is_replacement_name, size_limit
 from ..world.tree import Item, LiveState, NewFile
 from . import buffers

@@ -21,7 +21,7 @@ from typing import Any
 from ..event_types import Event
 from ..session.listener import SessionInfo
 from ..world import names
-from ..world.errors import FsError
+from ..world.fs_errors import FsError
 from ..world.tree import Folder, Item, NewFile, Node, OverlayNode, Tree
 from .history import agent_key
 from .overlay_disk import OverlayDisk

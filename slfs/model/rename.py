@@ -18,7 +18,7 @@ import trio
 
 from ..protocol.types import ItemModifyParams, ObjectModifyParams
 from ..world import names
-from ..world.errors import FsError, Refused
+from ..world.fs_errors import FsError, Refused
 from ..world.naming_rules import check_sl_name, parse_remote_name
 from ..world.tree import Folder, Item, MemoryFile, NewFile, Node, OverlayNode
 from .create import Creator

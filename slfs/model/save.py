@@ -14,14 +14,14 @@ from typing import Any, NoReturn
 import trio
 
 from ..local.keep import KeptCopies
-from ..protocol import errors as codes
+from ..protocol import rpc_errors as codes
 from ..protocol.codec import RequestParams
 from ..protocol.compile_output import CompileRows, compile_rows
 from ..protocol.types import (
     ContentSaveParams,
     ContentSaveResponse,
 )
-from ..world.errors import CallCut, FsError, transient_save_error
+from ..world.fs_errors import CallCut, FsError, transient_save_error
 from ..world.tree import Item
 from .compiles import CompileReport, failure_report, log_problems
 from .edits import Edits, check_size, decode

@@ -8,7 +8,7 @@ import os
 
 from ..event_types import Event
 from ..protocol.types import ScriptResetParams, SetRunningParams
-from ..world.errors import FsError
+from ..world.fs_errors import FsError
 from ..world.tree import Item, Node
 from .calls import Calls
 from .compiles import diagnostic_rows

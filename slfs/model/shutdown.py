@@ -8,7 +8,7 @@ import logging
 
 import trio
 
-from ..world.errors import FsError
+from ..world.fs_errors import FsError
 from ..world.tree import Item, NewFile
 from .live_writes import LiveWriter
 from .save import Saver

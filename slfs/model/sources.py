@@ -45,7 +45,7 @@ from ..sources import (
     detect,
     envelope,
 )
-from ..world.errors import FsError
+from ..world.fs_errors import FsError
 from ..world.places import Place
 from ..world.tree import Folder, Item
 from .compiles import CompileReport

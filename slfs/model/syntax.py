@@ -8,7 +8,7 @@ from typing import Any
 
 from ..event_types import Event
 from ..protocol.types import SyntaxCacheFile, SyntaxCacheGetParams, SyntaxCacheList
-from ..world.errors import CallCut, FsError
+from ..world.fs_errors import CallCut, FsError
 from .calls import Calls
 from .workspace import Workspace
 

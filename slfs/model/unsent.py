@@ -29,7 +29,7 @@ import trio
 
 from ..event_types import Event
 from ..local.keep import KeptCopies, kept_clause
-from ..world.errors import FsError
+from ..world.fs_errors import FsError
 from ..world.tree import Item, NewFile
 from .buffers import HELD_MAX
 from .edits import Edits

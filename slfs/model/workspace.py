@@ -36,7 +36,7 @@ from ..protocol.types import (
 from ..session import CONNECTED, SessionInfo, ViewerSession
 from ..session.listener import ListedObject
 from ..winpaths import PathTranslator, detect
-from ..world.errors import FsError
+from ..world.fs_errors import FsError
 from ..world.generations import features_shown, generation_of
 from ..world.tree import EntryChanged, Invalidation, Item, Tree
 from . import runtime

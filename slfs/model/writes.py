@@ -65,13 +65,13 @@ class Writer:
         self.renamer = Renamer(ws, overlay, self.edits, self.saver, self.creator, self.deleter)
         self.shutdown = Shutdown(ws, self.saver, self.live)
 
-        # An item's file (fs/files.py) and `slfs restore` (control/history.py).
+        # An item's file (fs/files.py) and `slfs restore` (control/history_requests.py).
         self.open_item = self.items.open_item
         self.write_item = self.items.write_item
         self.resize_item = self.items.resize_item
         self.commit_item = self.items.commit_item
         self.restore = self.items.restore
-        # New files and creates (fs/, control/history.py, control/push.py).
+        # New files and creates (fs/, control/history_requests.py, control/push.py).
         self.check_can_create = self.creator.check_can_create
         self.new_file = self.creator.new_file
         self.open_memory_file = self.creator.open_memory_file

@@ -10,9 +10,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from . import errors, types
+    from . import rpc_errors, types
     from .codec import from_json, to_json
-    from .errors import ProtocolError, RpcError
     from .jsonrpc import (
         Message,
         Notification,
@@ -26,23 +25,24 @@ if TYPE_CHECKING:
         encode_result,
         parse_message,
     )
+    from .rpc_errors import ProtocolError, RpcError
 
 _FROM = {
-    "from_json": "codec", "to_json": "codec", "ProtocolError": "errors", "RpcError": "errors",
+    "from_json": "codec", "to_json": "codec", "ProtocolError": "rpc_errors", "RpcError": "rpc_errors",
     **{name: "jsonrpc" for name in ("Message", "Notification", "Request", "RequestId", "Response", "encode",
                                     "encode_error", "encode_notification", "encode_request", "encode_result",
                                     "parse_message")},
 }
 
 __all__ = [
-    "errors", "types", "from_json", "to_json", "ProtocolError", "RpcError", "Message",
+    "rpc_errors", "types", "from_json", "to_json", "ProtocolError", "RpcError", "Message",
     "Notification", "Request", "RequestId", "Response", "encode", "encode_error",
     "encode_notification", "encode_request", "encode_result", "parse_message",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("errors", "types"):
+    if name in ("rpc_errors", "types"):
         return importlib.import_module(f".{name}", __name__)
     if name in _FROM:
         value = getattr(importlib.import_module(f".{_FROM[name]}", __name__), name)

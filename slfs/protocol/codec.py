@@ -55,8 +55,8 @@ from cattrs.cols import list_structure_factory
 from cattrs.errors import AttributeValidationNote, IterableValidationError, IterableValidationNote
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, mapping_structure_factory, override
 
-from .errors import ProtocolError
 from .payload_types import DICT_KEY, At, default_of, has_payloads, is_marked, mark, strip_none, structural
+from .rpc_errors import ProtocolError
 from .scalars import REQUIRED, SCALARS, Hook, Invalid, literal_hook, passthrough, scalar_hook
 
 T = TypeVar("T")

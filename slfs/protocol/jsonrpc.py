@@ -16,7 +16,7 @@ from typing import Any, Union
 import attrs
 
 from ..gcpause import paused_gc
-from .errors import ProtocolError, RpcError
+from .rpc_errors import ProtocolError, RpcError
 
 RequestId = Union[int, str, None]
 

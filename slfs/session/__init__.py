@@ -1,8 +1,8 @@
 """Session layer: the WebSocket JSON-RPC session with the viewer (slfs is the client)."""
 
+from .call_errors import CallTimeout, MessageTooLarge, NotConnected
 from .challenge import ChallengeError, read_challenge
 from .connection import METHOD_TIMEOUTS, timeout_for
-from .errors import CallTimeout, MessageTooLarge, NotConnected
 from .listener import NullListener, SessionInfo, SessionListener
 from .session import CONNECTED, CONNECTING, DISCONNECTED, ViewerSession
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from slfs.protocol.errors import INVALID_PARAMS, RpcError
+from slfs.protocol.rpc_errors import INVALID_PARAMS, RpcError
 
 # command -> (description, {param: (type, required, description)})
 EDITOR_COMMANDS: dict[str, tuple[str, dict[str, tuple[str, bool, str]]]] = {

@@ -21,7 +21,6 @@ import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection
 
 from slfs.protocol import codec
-from slfs.protocol.errors import ProtocolError, RpcError
 from slfs.protocol.jsonrpc import (
     Message,
     Notification,
@@ -32,11 +31,12 @@ from slfs.protocol.jsonrpc import (
     parse_message,
     parse_message_steps,
 )
+from slfs.protocol.rpc_errors import ProtocolError, RpcError
 from slfs.protocol.types import SessionHandshake
 from slfs.stats import Stats
 
 from ..gcpause import paused_gc
-from .errors import CallTimeout, MessageTooLarge, NotConnected
+from .call_errors import CallTimeout, MessageTooLarge, NotConnected
 from .ids import IdAllocator
 
 # The session's log lines keep the logger name they had before the session was split in modules.

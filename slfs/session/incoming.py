@@ -16,7 +16,8 @@ from typing import Any, ParamSpec, Protocol, TypeVar
 import trio
 
 from slfs.protocol import codec
-from slfs.protocol.errors import (
+from slfs.protocol.jsonrpc import Notification, Request, encode_error, encode_result
+from slfs.protocol.rpc_errors import (
     AUTH_REQUIRED,
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -24,7 +25,6 @@ from slfs.protocol.errors import (
     ProtocolError,
     RpcError,
 )
-from slfs.protocol.jsonrpc import Notification, Request, encode_error, encode_result
 from slfs.protocol.text import one_line
 from slfs.protocol.types import (
     DISCONNECT_EDITOR_CLOSED,
@@ -45,9 +45,9 @@ from slfs.protocol.types import (
 )
 
 from . import challenge as _challenge
+from .call_errors import MessageTooLarge
 from .commands import command_list, validate_command
 from .connection import CLOSED_ERRORS, Connection
-from .errors import MessageTooLarge
 from .listener import SessionListener
 
 # The session's log lines keep the logger name they had before the session was split in modules.

@@ -21,8 +21,8 @@ from trio_websocket import ConnectionClosed, ConnectionTimeout, HandshakeError
 
 from slfs.backoff import Backoff
 from slfs.protocol import codec
-from slfs.protocol.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, ProtocolError, RpcError
 from slfs.protocol.jsonrpc import Response
+from slfs.protocol.rpc_errors import INTERNAL_ERROR, METHOD_NOT_FOUND, ProtocolError, RpcError
 from slfs.protocol.types import (
     DISCONNECT_EDITOR_CLOSED,
     SessionDisconnect,
@@ -35,8 +35,8 @@ from slfs.winpaths import PathTranslator
 
 from . import challenge as _challenge
 from . import peer
+from .call_errors import CallTimeout, NotConnected
 from .connection import CLOSED_ERRORS, Connection
-from .errors import CallTimeout, NotConnected
 from .ids import IdAllocator
 from .incoming import PEER_UNSEEN, WINDOWS_SIDE, Incoming, now_ms
 from .listener import ListedObject, SessionInfo, SessionListener

@@ -14,8 +14,8 @@ from typing import Any
 import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection
 
-from slfs.protocol.errors import ACCESS_DENIED, INVALID_PARAMS, RpcError
 from slfs.protocol.jsonrpc import Response
+from slfs.protocol.rpc_errors import ACCESS_DENIED, INVALID_PARAMS, RpcError
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import trio
 
-from slfs.protocol.errors import (
+from slfs.protocol.rpc_errors import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
     REQUEST_TIMEOUT,
@@ -28,7 +28,6 @@ from slfs.protocol.errors import (
 from .compile_output import parse_line, raw_lines
 from .compiler import compile_source
 from .connection import CallContext, denied, id_param, invalid
-from .control import NOTECARD_LIMIT, cut_bytes
 from .generation import Generation
 from .runtime_output import ScriptOutput
 from .world import (
@@ -40,6 +39,7 @@ from .world import (
     Prim,
     SimObject,
 )
+from .world_control import NOTECARD_LIMIT, cut_bytes
 
 NAME_LIMIT = 63
 DESCRIPTION_LIMIT = 127

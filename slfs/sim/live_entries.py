@@ -2,9 +2,9 @@
 script.unsubscribe and script.list, where script.compiled and a subscriber's runtime output go, and
 what a connection's end does to the entries it held.
 
-`LiveSubscriptions` is a mixin of `SimViewer` (server.py), under LiveSync (live.py), which owns
+`LiveSubscriptions` is a mixin of `SimViewer` (server.py), under LiveSync (live_sync.py), which owns
 the viewer's side: its script editor, the temp file and the file watcher. The rules and where
-each comes from are in live.py's docstring and README.md, "Live sync".
+each comes from are in live_sync.py's docstring and README.md, "Live sync".
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from slfs.protocol.constants import NULL_UUID
 
 from .compile_output import parse_line, raw_lines
 from .connection import CallContext, Connection
-from .control import WorldControl
 from .world import Item, Prim, SimObject, script_id_for
+from .world_control import WorldControl
 
 log = logging.getLogger(__name__)
 

@@ -3,10 +3,10 @@
 `MethodHandlers` is a mixin of `SimViewer` (server.py). It owns the method table (`_method_table`:
 JSON-RPC method name -> handler) and the system.*, language.syntax*, object.list, object.request
 and object.unpublish handlers; the item and content methods and the validators they all share are
-item_methods.py's, script.* live.py's, command.* commands.py's. A handler takes the call's params
+item_methods.py's, script.* live_sync.py's, command.* commands.py's. A handler takes the call's params
 and its `CallContext`, returns the result or raises `RpcError`, and queues what the viewer does
 after answering in `ctx.after` (`_later`). Framing, dispatch and sending are transport.py's; world
-edits and the notifications about them are control.py's.
+edits and the notifications about them are world_control.py's.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import json
 import time
 from typing import Any
 
-from slfs.protocol.errors import (
+from slfs.protocol.rpc_errors import (
     INTERNAL_ERROR,
     RpcError,
 )
@@ -33,7 +33,7 @@ class MethodHandlers(ItemMethods):
     publish_delay: float
     _handlers: dict[str, Handler]
 
-    # LiveSync's (live.py): script.subscribe, script.unsubscribe, script.list
+    # LiveSync's (live_sync.py): script.subscribe, script.unsubscribe, script.list
     _m_subscribe: Handler
     _m_unsubscribe: Handler
     _m_script_list: Handler

@@ -1,6 +1,6 @@
 """What scripts say at run time, as the simulated viewer sends it: runtime.debug and runtime.error
 in the shape and to the connections of the generation played (viewer-source.md section 4), and what
-a (re)started script says. A mixin of SimViewer (server.py) over WorldControl (control.py)."""
+a (re)started script says. A mixin of SimViewer (server.py) over WorldControl (world_control.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 from slfs.protocol.constants import NULL_UUID
 
 from .compiler import runtime_events
-from .control import WorldControl
 from .world import Item, Prim, SimObject, script_id_for
+from .world_control import WorldControl
 
 
 class ScriptOutput(WorldControl):

@@ -6,7 +6,7 @@ adds what newer viewers do (see the `v2` checks).
 `SimViewer` is the public class and holds the configuration; its behaviour is in four mixins:
 transport.py (`Transport`: connections, framing, limits, the handshake, broadcasts, calls to clients
 and the sync points), methods.py (`MethodHandlers`: the methods a client calls and their validators)
-control.py (`WorldControl`: the world-editing API and the notifications it sends) and live.py
+control.py (`WorldControl`: the world-editing API and the notifications it sends) and live_sync.py
 (`LiveSync`: the viewer's own script editor, its temp file and watcher, script.subscribe/list).
 """
 
@@ -17,16 +17,16 @@ import tempfile
 from pathlib import Path
 
 from .commands import CommandMethods
-from .control import WorldControl
 from .generation import GENERATIONS, Generation, profile_for
 from .handshake import Handshake
 from .item_methods import COMPILE_FAILURES, DEFAULT_LSL, DEFAULT_LUAU, correct_name
-from .live import LIVE_POLL_INTERVAL, LiveSync
+from .live_sync import LIVE_POLL_INTERVAL, LiveSync
 from .methods import MethodHandlers
 from .sync_points import SyncError
 from .transport import Transport
 from .winpaths import WINDOWS_MODES, WindowsPaths
 from .world import World
+from .world_control import WorldControl
 
 # Importable from here as before the split.
 __all__ = ["DEFAULT_LSL", "DEFAULT_LUAU", "SimViewer", "SyncError", "correct_name"]
@@ -113,7 +113,7 @@ class SimViewer(Transport, Handshake, LiveSync, CommandMethods, MethodHandlers, 
         self.deferred_owner_id = deferred_owner_id  # placeholder owner_id: "absent" or "null" (UUID)
         self.compile_failure = compile_failure  # None, "stoi" or "nul": how a failed LSL save is answered
         self.syntax_id = "e2a4f6b8-1c3d-4e5f-8a9b-0c1d2e3f4a5b"
-        # live sync (live.py): the external editor command (None: $LL_SCRIPT_EDITOR, else none) and
+        # live sync (live_sync.py): the external editor command (None: $LL_SCRIPT_EDITOR, else none) and
         # the seconds between two checks of a temp file (None: only live_poll() checks)
         self.external_editor = external_editor
         self.live_poll_interval = live_poll_interval

@@ -17,11 +17,11 @@ from typing import Any
 
 import trio
 
-from slfs.protocol.errors import RpcError
 from slfs.protocol.jsonrpc import Response
+from slfs.protocol.rpc_errors import RpcError
 
 from .connection import CallContext, Connection
-from .control import dumps
+from .world_control import dumps
 
 SYNC_TIMEOUT = 10.0  # default bound of sync() and idle()
 

@@ -13,7 +13,7 @@ What the sim sends on its own (requests, notifications, `broadcast`) and the syn
 `idle()`, `quiesce()`) are sync_points.py's.
 
 One client connection is connection.py's, the handshake handshake.py's; the methods themselves are
-in methods.py and commands.py, the world-editing API in control.py.
+in methods.py and commands.py, the world-editing API in world_control.py.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from typing import Any
 import trio
 from trio_websocket import ConnectionClosed, WebSocketRequest, serve_websocket
 
-from slfs.protocol.errors import (
+from slfs.protocol.jsonrpc import Notification, Request, Response, parse_object
+from slfs.protocol.rpc_errors import (
     AUTH_REQUIRED,
     INTERNAL_ERROR,
     INVALID_REQUEST,
@@ -36,13 +37,12 @@ from slfs.protocol.errors import (
     ProtocolError,
     RpcError,
 )
-from slfs.protocol.jsonrpc import Notification, Request, Response, parse_object
 
 from .connection import CallContext, Connection, Handler, invalid
-from .control import dumps
 from .generation import DOC_ASYNC_METHODS, Generation
 from .sync_points import SyncPoints
 from .world import World
+from .world_control import dumps
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ V2_MAX_UNAUTHENTICATED = 4
 V2_MAX_CONNECTIONS = 32
 V2_UNSENT_LIMIT = 32 * 1024 * 1024
 SESSION_FEATURES = {
-    "live_sync": True,  # live.py; both documents list the flag, the viewer sets it
+    "live_sync": True,  # live_sync.py; both documents list the flag, the viewer sets it
     "compilation": True,
     "syntax_cache": True,
     "commands": True,

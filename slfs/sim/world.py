@@ -248,7 +248,7 @@ class World:
     objects: dict[str, SimObject] = attrs.Factory(dict)
     revision_counter: int = 0
     # Scripts (and other items) in the agent's own inventory: not in any object, so the object
-    # explorer never reaches them; only live sync does (live.py).
+    # explorer never reaches them; only live sync does (live_sync.py).
     agent_inventory: list[Item] = attrs.Factory(list)
 
     # --- lookups ---------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import re
 import attrs
 
 from . import names
-from .errors import NameRefused
+from .fs_errors import NameRefused
 
 # Editors' and tools' temporary and backup names (besides dot names, which are always local).
 TEMP_PATTERNS = [re.compile(p) for p in (

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from ..gcpause import paused_gc
 from ..protocol.constants import NULL_UUID
-from ..protocol.errors import ProtocolError
+from ..protocol.rpc_errors import ProtocolError
 from ..protocol.types import LinkedObject, ObjectUpdate, Permissions, PublishedObject
 from .inventories import Inventories
 from .layout import Relayout

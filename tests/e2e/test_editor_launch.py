@@ -20,7 +20,7 @@ import pytest
 import trio
 from support.mount import Mount, MountFactory, require_tool
 
-from slfs.protocol.errors import INVALID_PARAMS
+from slfs.protocol.rpc_errors import INVALID_PARAMS
 
 NOTIFY_SLEEP = 0.5
 

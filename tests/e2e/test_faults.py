@@ -58,7 +58,7 @@ from support.writes import (
     write_mount,
 )
 
-from slfs.protocol.errors import REQUEST_TIMEOUT, RpcError
+from slfs.protocol.rpc_errors import REQUEST_TIMEOUT, RpcError
 
 # --- shared steps ---------------------------------------------------------------------------
 

@@ -125,7 +125,7 @@ async def test_ctrl_c_mid_push_rolls_back(mount_factory: MountFactory, tmp_path:
 
 
 async def test_a_refused_save_rolls_back(mount_factory: MountFactory, tmp_path: Path) -> None:
-    from slfs.protocol.errors import RpcError
+    from slfs.protocol.rpc_errors import RpcError
 
     m = await push_mount(mount_factory)
     files = site_files()

@@ -10,7 +10,7 @@ import trio
 from support.mount import Mount, MountFactory
 from support.worlds import HOUSE_ID, LAMP_ID, SAMPLE_FILES, TWIN1_ID, sample_item
 
-from slfs.protocol.errors import RpcError
+from slfs.protocol.rpc_errors import RpcError
 
 VISIBLE_WITHIN = 1.0
 

@@ -18,7 +18,7 @@ from support.texts import BAD_LSL
 from support.writes import errno_of, recovery_files, write_file
 
 from slfs.client import files as client_files
-from slfs.client.errors import ClientError
+from slfs.client.client_error import ClientError
 from slfs.mcp.results import fail
 from slfs.protocol.compile_output import UNPRINTABLE
 

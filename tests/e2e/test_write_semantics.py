@@ -40,7 +40,7 @@ from support.writes import (
     writes,
 )
 
-from slfs.protocol.errors import INVALID_PARAMS, RpcError
+from slfs.protocol.rpc_errors import INVALID_PARAMS, RpcError
 
 AT_FDCWD = -100
 RENAME_NOREPLACE = 1

@@ -1,4 +1,4 @@
-"""History in-process (model/history.py, fs/history.py): each origin makes a version, the same text
+"""History in-process (model/history.py, fs/history_view.py): each origin makes a version, the same text
 twice is one, the `.slfs/history/` view lists and reads them, an item renamed or deleted keeps its
 history, and a restore is a normal save (ESTALE through a conflict)."""
 
@@ -17,7 +17,7 @@ from support.inproc import Driver, fails, fs_against_sim
 from support.writes import MAIN, MAIN_TEXT, NOTE, NOTE_TEXT, OBJ, write_world
 
 from slfs.local.history_store import digest_of
-from slfs.world.errors import FsError
+from slfs.world.fs_errors import FsError
 from slfs.world.tree import Item
 
 pytestmark = pytest.mark.generations()

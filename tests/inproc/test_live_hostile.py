@@ -18,7 +18,7 @@ import trio
 from support.inproc import Driver, fails, fs_against_sim
 from support.live_world import BAD, GOOD, INV, world
 
-from slfs.world.errors import FsError
+from slfs.world.fs_errors import FsError
 
 OTHER_UID = 65534
 SECRET = "-----BEGIN OPENSSH PRIVATE KEY-----\nnot yours\n"

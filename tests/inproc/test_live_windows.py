@@ -23,7 +23,7 @@ from support.live_world import GOOD, INV, world
 from slfs.model import editor_commands
 from slfs.model.options import Options
 from slfs.protocol.types import ScriptList
-from slfs.world.errors import FsError
+from slfs.world.fs_errors import FsError
 
 EDITED = GOOD.replace('"ok"', '"edited"')
 

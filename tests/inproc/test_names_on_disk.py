@@ -19,7 +19,7 @@ from support.worlds import FULL, item, u
 
 from slfs.local.keep import META_SUFFIX, NAME_MAX
 from slfs.model.options import Options
-from slfs.protocol.errors import RpcError
+from slfs.protocol.rpc_errors import RpcError
 from slfs.sim import World
 from slfs.sim.world import world_from_json
 

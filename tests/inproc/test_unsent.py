@@ -14,8 +14,8 @@ import pytest
 from support.inproc import Driver, fails, fs_against_sim
 from support.writes import NOTE, NOTE_TEXT, write_world
 
-from slfs.protocol.errors import INVALID_PARAMS, REQUEST_TIMEOUT, RpcError
-from slfs.world.errors import FsError
+from slfs.protocol.rpc_errors import INVALID_PARAMS, REQUEST_TIMEOUT, RpcError
+from slfs.world.fs_errors import FsError
 from slfs.world.tree import Item
 
 

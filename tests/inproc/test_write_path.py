@@ -16,7 +16,7 @@ from support.writes import ARM_DIR, FROZEN, MAIN, MAIN_TEXT, NOTE, NOTE_TEXT, OB
 
 from slfs.fs.operations import BARE_FH
 from slfs.model.options import Options
-from slfs.protocol.errors import RpcError
+from slfs.protocol.rpc_errors import RpcError
 from slfs.world.tree import Item
 
 

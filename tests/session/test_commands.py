@@ -2,7 +2,7 @@ from typing import Any
 
 import pytest
 
-from slfs.protocol.errors import RpcError
+from slfs.protocol.rpc_errors import RpcError
 from slfs.session.commands import command_list, validate_command
 
 

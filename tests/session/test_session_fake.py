@@ -14,7 +14,7 @@ from support.fakeviewer import FakeConn, FakeViewer
 from support.recorder import Recorder
 from support.sessions import FAST, running
 
-from slfs.protocol.errors import RpcError
+from slfs.protocol.rpc_errors import RpcError
 from slfs.protocol.types import ObjectListResponse, SuccessResponse
 from slfs.session import CallTimeout, NotConnected, ViewerSession
 from slfs.session import connection as connection_module

@@ -11,7 +11,7 @@ import pytest
 import trio
 from support.recorder import Recorder
 
-from slfs.protocol.errors import RpcError
+from slfs.protocol.rpc_errors import RpcError
 from slfs.protocol.types import ContentGetResponse
 from slfs.session import CallTimeout, NotConnected, ViewerSession
 

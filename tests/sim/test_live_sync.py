@@ -1,4 +1,4 @@
-"""Conformance of the simulated viewer's live sync (slfs/sim/live.py) over a real WebSocket.
+"""Conformance of the simulated viewer's live sync (slfs/sim/live_sync.py) over a real WebSocket.
 
 Sources: the protocol document (ScriptSubscribe/ScriptSubscribeResponse, ScriptUnsubscribe,
 ScriptList, CompilationResult, the Launch URI), the newer document (CompilationResult "Delivery"
@@ -22,7 +22,7 @@ from trio_websocket import ConnectionClosed
 from slfs.protocol.constants import NULL_UUID, TEMP_NAME
 from slfs.sim import SimViewer, sample_world
 from slfs.sim.cli import build_parser, build_sim, resolve_items
-from slfs.sim.live import editor_argv, script_id_for
+from slfs.sim.live_sync import editor_argv, script_id_for
 from slfs.sim.world import World, world_from_json
 
 GOOD = 'default { state_entry() { llOwnerSay("live"); } }\n'

@@ -20,7 +20,7 @@ from slfs.protocol.constants import NULL_UUID
 from slfs.sim import SimViewer, sample_world
 from slfs.sim.cli import build_parser, build_sim
 from slfs.sim.generation import G1, G2, G3, G4, V1, V2, profile_for
-from slfs.sim.live import script_id_for
+from slfs.sim.live_sync import script_id_for
 
 MISSING = "00000000-0000-4000-8000-000000000000"
 BAD_LSL = "default {\n    syntax error here\n}\n"

@@ -13,7 +13,7 @@ import trio
 
 from slfs.protocol.constants import NULL_UUID
 from slfs.sim import SimViewer
-from slfs.sim.live import script_id_for
+from slfs.sim.live_sync import script_id_for
 from slfs.sim.world import AGENT_RIGHTS, item_from_json, world_from_json
 
 MISSING = "00000000-0000-4000-8000-000000000000"

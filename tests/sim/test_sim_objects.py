@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import trio
 
-from slfs.protocol.errors import RpcError
+from slfs.protocol.rpc_errors import RpcError
 from slfs.sim import SimViewer
 
 MISSING = "00000000-0000-4000-8000-000000000000"

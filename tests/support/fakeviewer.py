@@ -13,7 +13,7 @@ from typing import Any
 import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection, WebSocketRequest, serve_websocket
 
-from slfs.protocol.errors import RpcError
+from slfs.protocol.rpc_errors import RpcError
 from slfs.protocol.types import PublishedObject
 
 Method = Callable[["FakeConn", Any], Awaitable[Any]]

@@ -8,7 +8,7 @@ import errno
 import pytest
 
 from slfs.model.attribute_writes import MAX_KEPT, check_rename, refusal, refusal_of_all, remove_attribute, set_attribute
-from slfs.world.errors import FsError, Refused
+from slfs.world.fs_errors import FsError, Refused
 from slfs.world.nodes import NewFile, OverlayNode
 
 CURRENT = {"user.sl.item_id": b"50f550c1-7f14-5ac6-be04-f121557806dc", "user.sl.description": b"",

@@ -21,7 +21,7 @@ from slfs import cli
 from slfs.cli.edit import TERMINALS, editor_argv, parse_temp_name, terminal_editor_refusal
 from slfs.cli.output import VerbError
 from slfs.client import ClientError, NoMount, mounts
-from slfs.client.live import find_temp_file
+from slfs.client.temp_files import find_temp_file
 from slfs.world.open_cmd import check_template
 
 MD5 = "0123456789abcdef0123456789abcdef"

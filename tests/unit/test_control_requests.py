@@ -18,7 +18,7 @@ from slfs.control.requests import (
     ViewerCommandParams,
     structure,
 )
-from slfs.world.errors import FsError
+from slfs.world.fs_errors import FsError
 
 
 def test_a_frame_becomes_its_record_and_unknown_keys_are_ignored() -> None:

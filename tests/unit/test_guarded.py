@@ -13,7 +13,7 @@ import pytest
 
 from slfs.fs.guarded import bind_handlers, guarded_sync
 from slfs.stats import SAMPLE_EVERY, SAMPLE_FROM, Histogram, Stats
-from slfs.world.errors import FsError, NameRefused
+from slfs.world.fs_errors import FsError, NameRefused
 
 NAME = "guarded_test_handler"  # a name no real handler has: its histogram is removed afterwards
 STATS = Stats()  # the handlers' (a mount's is built with its services)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from slfs.local import live_files
-from slfs.world.errors import FsError
+from slfs.world.fs_errors import FsError
 
 NAME = "sl_script_Pocket_" + "a" * 32 + ".lsl"
 OTHER_UID = 65534

@@ -96,7 +96,7 @@ def test_mcp_verb_parses() -> None:
 
 def test_list_request_structuring() -> None:
     from slfs.control.requests import ListParams, structure
-    from slfs.world.errors import FsError
+    from slfs.world.fs_errors import FsError
 
     assert structure({"path": "O", "recursive": True}, ListParams, "list") == ListParams(path="O", recursive=True)
     assert structure({}, ListParams, "list") == ListParams()

@@ -6,7 +6,7 @@ import errno
 
 import pytest
 
-from slfs.world.errors import FsError, NameRefused
+from slfs.world.fs_errors import FsError, NameRefused
 from slfs.world.naming_rules import NOTECARD_MAX, SCRIPT_MAX, is_overlay_name, parse_remote_name, size_limit
 
 LOCAL = [".git", ".Note.swp", ".#Note", "#Note#", "Note~", "Main.lsl~", "4913", "Note.swp", "Note.swx",

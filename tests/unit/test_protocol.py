@@ -22,7 +22,7 @@ from slfs.protocol import (
     to_json,
 )
 from slfs.protocol import command_types as ct
-from slfs.protocol import errors as codes
+from slfs.protocol import rpc_errors as codes
 from slfs.protocol import types as t
 
 json_scalars = st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.text(max_size=20)

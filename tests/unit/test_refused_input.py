@@ -24,13 +24,13 @@ from slfs.model import editor_commands
 from slfs.model.options import Options
 from slfs.protocol import codec
 from slfs.protocol import types as payloads
-from slfs.protocol.errors import ProtocolError
 from slfs.protocol.jsonrpc import parse_message, parse_message_steps
+from slfs.protocol.rpc_errors import ProtocolError
 from slfs.session import incoming
 from slfs.session.challenge import ChallengeError, read_challenge
 from slfs.sim.world import load_world
 from slfs.winpaths import PathMapper, PathTranslator, match_case, within
-from slfs.world.errors import FsError
+from slfs.world.fs_errors import FsError
 
 DEEP = 100_000
 

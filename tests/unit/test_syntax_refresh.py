@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from slfs.model.syntax import SyntaxFiles
-from slfs.world.errors import CallCut, FsError
+from slfs.world.fs_errors import CallCut, FsError
 
 
 class FailingCalls:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from slfs.protocol.errors import CONNECTION_CLOSED, MESSAGE_TOO_LARGE, REQUEST_TIMEOUT, RpcError
+from slfs.protocol.rpc_errors import CONNECTION_CLOSED, MESSAGE_TOO_LARGE, REQUEST_TIMEOUT, RpcError
 
 
 class NotConnected(RpcError):

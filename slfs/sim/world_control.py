@@ -60,14 +60,14 @@ class WorldControl:
     # Transport's (annotations only, so that no stub shadows them whatever the order of the bases)
     broadcast: Callable[[str, dict[str, Any]], Awaitable[None]]
     _spawn_deferred: Callable[[Callable[[], Awaitable[None]], str], None]
-    # LiveSync's (live.py): the connection holding a live-sync subscription of a script (G1 runtime
+    # LiveSync's (live_sync.py): the connection holding a live-sync subscription of a script (G1 runtime
     # output, viewer-source.md §4), whether a script is subscribed, and a directed notification
     _runtime_subscriber: Callable[[str, str], tuple[str, Any] | None]
     _is_subscribed: Callable[[str, str], bool]
     _send_to: Callable[[Any, str, dict[str, Any]], Awaitable[None]]
     # ScriptOutput's (runtime_output.py): what a (re)started script says
     run_script: Callable[[str], Awaitable[None]]
-    # LiveSync's (live.py): where a viewer-side compile's script.compiled goes
+    # LiveSync's (live_sync.py): where a viewer-side compile's script.compiled goes
     _send_compiled: Callable[[SimObject | None, Prim | None, Item, list[dict[str, Any]]], Awaitable[None]]
 
     def _on_session_ok(self) -> None:
@@ -193,7 +193,7 @@ class WorldControl:
 
         Stores the text with a new revision; a script is compiled (a failed compile keeps the old
         version running; `running` sets the run state after a good compile). Then, for a script,
-        `script.compiled` as live.py's `_send_compiled` routes it (V2: to the subscribed connection,
+        `script.compiled` as live_sync.py's `_send_compiled` routes it (V2: to the subscribed connection,
         else broadcast when the object is published; V1: only to the subscribed connection while
         the script's editor is open). Then the inventory update (in V2 the item's revision is
         higher), and a running script's runtime output. Notecards keep their embedded items (the
@@ -204,7 +204,7 @@ class WorldControl:
     async def _viewer_side_save(
         self, item_id: str, text: str, *, running: bool | None = None
     ) -> list[dict[str, Any]]:
-        """viewer_save's work; also the save of a live-synced temp file (live.py). The compile's
+        """viewer_save's work; also the save of a live-synced temp file (live_sync.py). The compile's
         diagnostics (empty: it compiled, or the item is no script)."""
         obj, prim, item = self._locate(item_id)
         self._store_content(item, text)

@@ -21,7 +21,7 @@ import attrs
 
 from ..local.history_store import Version, digest_of
 from ..model.history import History, current_version_name
-from ..world.errors import FsError
+from ..world.fs_errors import FsError
 from ..world.names import CONTROL_DIR
 from ..world.tree import Folder, Item
 from .context import Commands, MountContext

@@ -4,7 +4,7 @@
 explicit path. At the mount root it holds `status`, `stats`, `by-id/`, `diagnostics`, `events`, `log` (runtime
 output naming no published object), `syntax/` and `live/` (scripts open in the viewer's editor,
 model/live.py); in an object's, `log` (the object's runtime output); in every folder, sidecars per
-item file (`F.diag`, `F.inworld`; scripts also `F.state` and `F.log`) and `history/` (fs/history.py).
+item file (`F.diag`, `F.inworld`; scripts also `F.state` and `F.log`) and `history/` (fs/history_view.py).
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from ..protocol.text import printable
 from ..stats import Stats, render
 from ..status_text import status_values
 from ..world import names
-from ..world.errors import FsError
+from ..world.fs_errors import FsError
 from ..world.tree import ROOT_INODE, Folder, Item, Node, Tree
-from .history import HistoryView
+from .history_view import HistoryView
 from .virtual import BYID, DIR, FILE, HISTORY_KINDS, LINK, LIVE, SYNTAX, Virtual, folder_now
 
 OBJECT_LOG = "log"  # MOUNT/.slfs/log and OBJECT/.slfs/log: runtime output no script's F.log holds

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import errno
 
-from ..protocol import errors as codes
-from ..protocol.errors import RpcError
+from ..protocol import rpc_errors as codes
+from ..protocol.rpc_errors import RpcError
 
 
 class FsError(Exception):
