@@ -193,7 +193,7 @@ def build_services(mountpoint: str, host: str, port: int, options: Options, *, e
                       note_error=ws.note_error)
     writer = Writer(ws, overlay, KeptCopies(), Sources(ws, overlay, ws.content))
     scripts = Scripts(ws, ws.calls)
-    control = Control(ws, ws.content, events, syntax, scripts, stats)
+    control = Control(ws, ws.content, events, ws.runtime.logs, syntax, scripts, stats)
     ops = Operations(ws, writer, overlay, control, lookups=lookups, stats=stats, debug=debug)
     control_server = ControlServer(ws, scripts, writer, events, stats, socket_path)
     fanout.connect([overlay, events, syntax, writer, writer.unsent, ops, ws.history], ops.invalidation_listeners)

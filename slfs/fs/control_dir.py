@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from ..local.events import EventLog
 from ..model.content import Content
 from ..model.live import LIVE_DIR_KEY, LiveScript
+from ..model.runtime import RuntimeLogs
 from ..model.scripts import Scripts
 from ..model.syntax import SyntaxFiles
 from ..model.workspace import Workspace
@@ -34,14 +35,15 @@ OBJECT_LOG = "log"  # MOUNT/.slfs/log and OBJECT/.slfs/log: runtime output no sc
 
 
 class Control:
-    def __init__(self, ws: Workspace, content: Content, events: EventLog, syntax: SyntaxFiles, scripts: Scripts,
-                 stats: Stats) -> None:
+    def __init__(self, ws: Workspace, content: Content, events: EventLog, runtime_logs: RuntimeLogs,
+                 syntax: SyntaxFiles, scripts: Scripts, stats: Stats) -> None:
         self.ws = ws
         self.stats = stats  # the mount's, for `.slfs/stats`
         self.scripts = scripts
         self.tree: Tree = ws.tree
         self.content = content  # `.inworld` sidecars fetch through it
         self.events = events
+        self.runtime_logs = runtime_logs  # F.log, OBJECT/.slfs/log, MOUNT/.slfs/log
         self.syntax = syntax
         self.nodes: dict[int, Virtual] = {}
         self.sidecars: dict[str, Callable[[Virtual, str, Item], Virtual | None]] = {
@@ -59,7 +61,7 @@ class Control:
             "diagnostics": lambda parent: self._file(parent, "diagnostics", self.render_all_diagnostics,
                                                      direct_io=True),
             "events": lambda parent: self._file(parent, "events", self.events.render, direct_io=True),
-            "log": lambda parent: self._file(parent, "log", self.events.render_mount_log, direct_io=True),
+            "log": lambda parent: self._file(parent, "log", self.runtime_logs.mount_log, direct_io=True),
             "syntax": lambda parent: self._dir(parent, "syntax", SYNTAX),
             "live": lambda parent: self._get(LIVE_DIR_KEY, lambda ino: Virtual(ino, LIVE, "live", parent)),
         }
@@ -173,7 +175,7 @@ class Control:
         """Runtime output of its item when the viewer says which (newer viewers), else the log the
         viewer writes beside its temp file (the compile result)."""
         if ls.item_id:
-            out = self.events.script_log(ls.item_id)
+            out = self.runtime_logs.script_log(ls.item_id)
             if out:
                 return out
         return self.ws.live.read_log(ls)  # under the temp file's checks (local/live_files.py)
@@ -239,13 +241,13 @@ class Control:
     def _object_log(self, parent: int, folder: Folder) -> Virtual:
         """`OBJECT/.slfs/log`: the runtime output of every script of the object, and what the viewer
         said the object (or one of its prims) spoke without naming a script of it."""
-        return self._file(parent, OBJECT_LOG, lambda: self.events.object_log(folder.uuid), direct_io=True)
+        return self._file(parent, OBJECT_LOG, lambda: self.runtime_logs.object_log(folder.uuid), direct_io=True)
 
     def _log_node(self, vdir: Virtual, file_name: str, item: Item) -> Virtual | None:
         if not item.is_script:
             return None
         return self._file(vdir.inode, f"{file_name}.log",
-                          lambda: self.events.script_log(self._item_named(vdir, file_name).uuid), direct_io=True)
+                          lambda: self.runtime_logs.script_log(self._item_named(vdir, file_name).uuid), direct_io=True)
 
     # The script questions are the model's (model/scripts.py); these name them for the files here.
 

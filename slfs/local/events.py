@@ -1,8 +1,7 @@
-"""What happened, kept for people and tools: the event stream, per-script runtime logs, and a
-rotated JSON-lines log in the state directory that outlives the daemon.
+"""What happened, kept for people and tools: the event stream and a rotated JSON-lines log in the
+state directory that outlives the daemon (the runtime logs are model/runtime.py's).
 
-The viewer buffers no runtime output (a line spoken while nothing listens is lost), so slfs keeps
-it. Subscribers get events through memory channels; a subscriber that does not keep up is dropped
+Subscribers get events through memory channels; a subscriber that does not keep up is dropped
 rather than allowed to block the session's reader.
 
 `append` runs in the session's reader and never touches the disk: the log file is written by a
@@ -28,19 +27,13 @@ from typing import Any
 import trio
 
 from .. import paths
-from ..event_types import RUNTIME, Event
 
 log = logging.getLogger(__name__)
 
 MAX_EVENTS = 20000
-MAX_LOG_LINES = 2000
 ROTATE_BYTES = 5 * 1024 * 1024
 ROTATE_KEEP = 3
 MAX_PENDING = 10000  # lines waiting for the writer thread; more are dropped (and counted)
-
-
-def _stamp(t: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t)) + f".{int(t * 1000) % 1000:03d}"
 
 
 class _Mark(logging.LogRecord):
@@ -105,9 +98,6 @@ class EventLog:
         self._lines: collections.deque[bytes] = collections.deque(maxlen=MAX_EVENTS)
         self.seq = 0
         self.log_path = log_path
-        self.script_logs: dict[str, collections.deque[str]] = {}
-        self.object_logs: dict[str, collections.deque[str]] = {}
-        self.mount_log: collections.deque[str] = collections.deque(maxlen=MAX_LOG_LINES)
         self._subscribers: list[trio.MemorySendChannel[dict[str, Any]]] = []
         # Lines the log file did not get, and why the last one did not ("" if none): for the status.
         self.write_errors = 0
@@ -128,8 +118,6 @@ class EventLog:
         self.events.append(event)
         text = json.dumps(event, default=str)
         self._lines.append(text.encode() + b"\n")
-        if event.get("type") in RUNTIME:
-            self._runtime_lines(event)
         self._write(text)
         for chan in list(self._subscribers):
             try:
@@ -145,36 +133,6 @@ class EventLog:
 
     def status(self) -> dict[str, Any]:
         return {"event_log_errors": self.write_errors, "event_log_error": self.last_write_error or "none"}
-
-    def _runtime_lines(self, event: dict[str, Any]) -> None:
-        """A runtime line goes to its script's log (`F.log`), its object's (`OBJECT/.slfs/log`, every
-        script of the object, each line naming it) or, naming no object of the mount, the mount's
-        (`MOUNT/.slfs/log`); see model/runtime.py for how the speaker is found."""
-        scope = event.get("scope")
-        lines = self._render_runtime(event)
-        if scope == "item":
-            self._log_for(self.script_logs, event["item_id"]).extend(lines)
-        if scope in ("item", "object"):
-            who = f"{event.get('item_name') or event.get('object_name') or '?'}: "
-            self._log_for(self.object_logs, event["object_id"]).extend(who + line for line in lines)
-        else:
-            who = f"{event.get('object_name') or event.get('object_id') or 'unknown object'}: "
-            self.mount_log.extend(who + line for line in lines)
-
-    @staticmethod
-    def _log_for(logs: dict[str, collections.deque[str]], key: str) -> collections.deque[str]:
-        return logs.setdefault(key, collections.deque(maxlen=MAX_LOG_LINES))
-
-    @staticmethod
-    def _render_runtime(event: dict[str, Any]) -> list[str]:
-        # The texts were made terminal-safe when the event was made (model/runtime.py); lines stay lines.
-        text = str(event.get("message", "")).replace("\n", " ")
-        stamp = _stamp(event["time"])
-        if event["type"] != Event.RUNTIME_ERROR:
-            return [f"{stamp} {event.get('channel', 'debug')}: {text}"]
-        where = f" (line {event['line']})" if event.get("line") else ""
-        detail = event.get("error") or text
-        return [f"{stamp} error{where}: {detail}"] + [f"    {frame}" for frame in event.get("stack") or []]
 
     def _write(self, text: str) -> None:
         """Hand the line to the writer thread; never blocks."""
@@ -239,16 +197,3 @@ class EventLog:
 
     def render(self) -> bytes:
         return b"".join(self._lines)
-
-    def script_log(self, item_id: str) -> bytes:
-        return _lines_text(self.script_logs.get(item_id))
-
-    def object_log(self, object_id: str) -> bytes:
-        return _lines_text(self.object_logs.get(object_id))
-
-    def render_mount_log(self) -> bytes:
-        return _lines_text(self.mount_log)
-
-
-def _lines_text(lines: collections.deque[str] | None) -> bytes:
-    return ("\n".join(lines) + "\n").encode("utf-8", "replace") if lines else b""

@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 import attrs
 
+from ..event_types import Event
 from ..protocol.compile_output import compile_rows
 from ..protocol.text import one_line
 from ..protocol.types import CompilationResult, Diagnostic
+from ..world.nodes import Item
 from ..world.places import Place
 
 log = logging.getLogger(__name__)
@@ -35,11 +38,52 @@ class CompileReport:
     includes: tuple[str, ...] = ()
     # False: the save this answers never reached the item (a source that could not be built, a
     # save the viewer failed): it describes that attempt, not the in-world text, and goes when a
-    # save finds the file holding the in-world text again (Workspace.forget_failed_attempt).
+    # save finds the file holding the in-world text again (CompileReports.forget_failed_attempt).
     landed: bool = True
 
     def place_of(self, index: int) -> Place | None:
         return self.places[index] if index < len(self.places) else None
+
+
+class CompileReports(dict[str, CompileReport]):
+    """Item id (or a live file's key) -> the report of its last compile this session: the one writer
+    of that state. `.slfs/F.diag`, `F.state`, the root `diagnostics` and `slfs diag` read it."""
+
+    def __init__(self, emit: Callable[..., None]) -> None:
+        super().__init__()
+        self._emit = emit
+        # key -> the report of the in-world text (None: none) while this holds a failed attempt's,
+        # which never reached the item (CompileReport.landed).
+        self._inworld: dict[str, CompileReport | None] = {}
+
+    def record(self, item: Item, report: CompileReport, path: str) -> None:
+        """The viewer's answer to a compile of `item`: F.diag, F.state, root diagnostics, an event."""
+        self.note(item.uuid, report)
+        self._emit(Event.COMPILE, path=path, item_id=item.uuid, **event_fields(report))
+
+    def note(self, key: str, report: CompileReport) -> None:
+        """The compile report of an item or a live file (`key`); a failed attempt's, which never
+        reached it (CompileReport.landed), keeps the in-world text's aside for forget_failed_attempt."""
+        before = self.get(key)
+        if report.landed:
+            self._inworld.pop(key, None)
+        elif before is None or before.landed:
+            self._inworld[key] = before  # still what describes the in-world text
+        self[key] = report
+
+    def forget_failed_attempt(self, key: str, path: str) -> None:
+        """A save that found the file holding the in-world text (nothing to send): diagnostics
+        describe the in-world text, so those of an earlier attempt that never reached the item (an
+        include not found, a save the viewer failed) go, and the in-world text's come back."""
+        report = self.get(key)
+        if report is None or report.landed:
+            return
+        inworld = self._inworld.pop(key, None)
+        if inworld is None:
+            del self[key]
+        else:
+            self[key] = inworld
+        log.info("%s: holds the in-world text again; the failed attempt's diagnostics are cleared", path)
 
 
 def failure_report(message: str, note: str = "") -> CompileReport:

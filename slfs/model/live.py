@@ -41,7 +41,7 @@ from ..world.fs_errors import FsError
 from ..world.places import Place
 from ..world.tree import Item, NewFile, Tree
 from .calls import Calls
-from .compiles import CompileReport, compiled_report, diagnostic_rows, event_fields
+from .compiles import CompileReport, CompileReports, compiled_report, diagnostic_rows, event_fields
 
 log = logging.getLogger(__name__)
 
@@ -133,11 +133,10 @@ class LiveHost(Protocol):
     calls: Calls
     tree: Tree
     mountpoint: str
-    compiles: dict[str, CompileReport]
+    compiles: CompileReports
     paths: PathTranslator
 
     def note_error(self, message: str) -> None: ...
-    def note_compile(self, key: str, report: CompileReport) -> None: ...
     def emit(self, kind: str, **fields: Any) -> None: ...
     def invalidate_live_name(self, name: str) -> None: ...
 
@@ -400,7 +399,7 @@ class LiveScripts:
         ls.compiled_since_write = True
         ls.compiled.set()
         ls.compiled = trio.Event()
-        self.ws.note_compile(ls.key, report)
+        self.ws.compiles.note(ls.key, report)
         self.ws.emit(Event.COMPILE, path=f"{names.CONTROL_DIR}/live/{ls.name}", script_id=ls.script_id,
                      item_id=ls.item_id, **event_fields(report))
         return True

@@ -132,7 +132,7 @@ class LiveWriter:
             # save it, recompile and reset the script (and a build stamp a new //last_compiled).
             ls.local, ls.dirty = None, False
             log.debug("%s: the text is what the viewer's file holds; nothing to save", shown)
-            self.ws.forget_failed_attempt(ls.key, shown)  # its diagnostics describe that text again
+            self.ws.compiles.forget_failed_attempt(ls.key, shown)  # its diagnostics describe that text again
             return
         if built:
             try:
@@ -140,7 +140,7 @@ class LiveWriter:
                                                       enveloped=ls.inworld is not None, vm=self._vm(ls),
                                                       search_dir=self.live.item_folder_path(ls))
             except BuildFailed as exc:
-                self.ws.note_compile(ls.key, exc.report)
+                self.ws.compiles.note(ls.key, exc.report)
                 raise exc.error from None
         out = build.inworld if build is not None else text
         await self._pace(ls)

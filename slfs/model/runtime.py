@@ -1,5 +1,9 @@
-"""Whose runtime output is this: a `runtime.debug` / `runtime.error` attributed to an item, else to
-its object, else to the mount.
+"""A script's runtime output, the whole way from the viewer's notification to what the mount shows:
+the session hands `runtime.debug` / `runtime.error` to `Runtime` (session/incoming.py), which finds
+who spoke, emits the event and keeps the lines in the logs the fs layer shows (fs/control_dir.py:
+`F.log`, `OBJECT/.slfs/log`, `MOUNT/.slfs/log`).
+
+A line is attributed to an item, else to its object, else to the mount.
 
 Each generation names the speaker differently (`../shared/research/viewer-source.md` §4, §7.7):
 - G2/G4 send `item_id`, `prim_id`, the root as `object_id` and an `item` {root_id, prim_id,
@@ -14,11 +18,14 @@ what names no object to the mount's.
 
 from __future__ import annotations
 
+import collections
 import hashlib
-from typing import Any
+import time
+from typing import Any, Protocol
 
 import attrs
 
+from ..event_types import Event
 from ..protocol.constants import NULL_UUID
 from ..protocol.text import clean
 from ..protocol.types import ItemRef, RuntimeDebug, RuntimeError_
@@ -31,6 +38,89 @@ ITEM, OBJECT, MOUNT = "item", "object", "mount"  # the scope of an attributed li
 # event on viewers with no frame limit) and kept terminal-safe.
 MAX_RUNTIME_TEXT = 16384
 MAX_STACK = 64
+MAX_LOG_LINES = 2000  # per log: each script's, each object's, the mount's
+
+# The viewer buffers no runtime output (a line spoken while nothing listens is lost), so slfs keeps it.
+
+
+class EventSink(Protocol):
+    def event(self, event: dict[str, Any]) -> None: ...
+
+
+class Runtime:
+    """The session's listener for runtime output (session/listener.py, RuntimeListener)."""
+
+    def __init__(self, tree: Tree, live: LiveScripts, sink: EventSink) -> None:
+        self.tree = tree
+        self.live = live
+        self.sink = sink
+        self.logs = RuntimeLogs()
+
+    def on_runtime_debug(self, msg: RuntimeDebug) -> None:
+        self._spoke(Event.RUNTIME_DEBUG, debug_fields(self.tree, self.live, msg))
+
+    def on_runtime_error(self, msg: RuntimeError_) -> None:
+        self._spoke(Event.RUNTIME_ERROR, error_fields(self.tree, self.live, msg))
+
+    def _spoke(self, kind: Event, fields: dict[str, Any]) -> None:
+        event = {"time": time.time(), "type": kind, **fields}
+        self.logs.add(event)
+        self.sink.event(event)
+
+
+class RuntimeLogs:
+    """The lines each log holds, the last MAX_LOG_LINES of each. A line goes to its script's log
+    (`F.log`) and its object's (`OBJECT/.slfs/log`: every script of the object, each line naming
+    it); naming no object of the mount, to the mount's (`MOUNT/.slfs/log`)."""
+
+    def __init__(self) -> None:
+        self.scripts: dict[str, collections.deque[str]] = {}
+        self.objects: dict[str, collections.deque[str]] = {}
+        self.mount: collections.deque[str] = collections.deque(maxlen=MAX_LOG_LINES)
+
+    def add(self, event: dict[str, Any]) -> None:
+        scope = event.get("scope")
+        lines = _render(event)
+        if scope == ITEM:
+            _log_for(self.scripts, event["item_id"]).extend(lines)
+        if scope in (ITEM, OBJECT):
+            who = f"{event.get('item_name') or event.get('object_name') or '?'}: "
+            _log_for(self.objects, event["object_id"]).extend(who + line for line in lines)
+        else:
+            who = f"{event.get('object_name') or event.get('object_id') or 'unknown object'}: "
+            self.mount.extend(who + line for line in lines)
+
+    def script_log(self, item_id: str) -> bytes:
+        return _lines_text(self.scripts.get(item_id))
+
+    def object_log(self, object_id: str) -> bytes:
+        return _lines_text(self.objects.get(object_id))
+
+    def mount_log(self) -> bytes:
+        return _lines_text(self.mount)
+
+
+def _log_for(logs: dict[str, collections.deque[str]], key: str) -> collections.deque[str]:
+    return logs.setdefault(key, collections.deque(maxlen=MAX_LOG_LINES))
+
+
+def _stamp(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t)) + f".{int(t * 1000) % 1000:03d}"
+
+
+def _render(event: dict[str, Any]) -> list[str]:
+    # The texts were made terminal-safe with the event (debug_fields, error_fields); lines stay lines.
+    text = str(event.get("message", "")).replace("\n", " ")
+    stamp = _stamp(event["time"])
+    if event["type"] != Event.RUNTIME_ERROR:
+        return [f"{stamp} {event.get('channel', 'debug')}: {text}"]
+    where = f" (line {event['line']})" if event.get("line") else ""
+    detail = event.get("error") or text
+    return [f"{stamp} error{where}: {detail}"] + [f"    {frame}" for frame in event.get("stack") or []]
+
+
+def _lines_text(lines: collections.deque[str] | None) -> bytes:
+    return ("\n".join(lines) + "\n").encode("utf-8", "replace") if lines else b""
 
 
 @attrs.frozen

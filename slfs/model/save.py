@@ -257,7 +257,7 @@ class Saver:
         """The text is in-world already: the edit ends as if never made (its mtime too)."""
         self.edits.undo(item, data=False)
         log.debug("%s: the text is what the item holds in-world; nothing to save", path)
-        self.ws.forget_failed_attempt(item.uuid, path)  # its diagnostics describe the in-world text again
+        self.ws.compiles.forget_failed_attempt(item.uuid, path)  # its diagnostics describe the in-world text again
 
     async def rebuild(self, item: Item) -> str:
         """`slfs build`: expand the item's source again and save it when the build differs from
@@ -272,7 +272,7 @@ class Saver:
             if build is None:
                 return "plain"
             if self.sources.unchanged(item, build):
-                self.ws.forget_failed_attempt(item.uuid, path)
+                self.ws.compiles.forget_failed_attempt(item.uuid, path)
                 return "unchanged"
             item.take_base(data)
             with self.pending.counting():
@@ -325,7 +325,7 @@ class Saver:
     def _garbled_compile(self, item: Item, path: str, message: str) -> None:
         """A save answered without a usable verdict: `F.diag` says what the viewer said, the local
         edits go (save() keeps them in the recovery folder) and the item is fetched again."""
-        self.ws.record_compile(item, failure_report(message, "the viewer did not say whether it compiled"), path)
+        self.ws.compiles.record(item, failure_report(message, "the viewer did not say whether it compiled"), path)
         self.edits.drop(item)
         self.ws.content.refetch(item)
 
@@ -388,4 +388,4 @@ class Saver:
                                    places=tuple(build.place_of(d.row) if d.row > 0 else None for d in diagnostics),
                                    preprocessed=True,
                                    includes=build.expansion.includes)
-        self.ws.record_compile(item, report, path)
+        self.ws.compiles.record(item, report, path)

@@ -216,7 +216,7 @@ class Sources:
             return await self.build_text(source, self.abspath(tree_path), luau=item.info.is_luau,
                                          enveloped=item.cache.inworld is not None, vm=item.info.vm or self.options.vm)
         except BuildFailed as exc:
-            self.ws.record_compile(item, exc.report, tree_path)
+            self.ws.compiles.record(item, exc.report, tree_path)
             raise exc.error from None
 
     async def build_pushed(self, item: Item, source: str, tree_path: str, main: str | None,
@@ -229,7 +229,7 @@ class Sources:
             return await self.build_text(source, main, luau=item.info.is_luau, enveloped=item.cache.inworld is not None,
                                          vm=item.info.vm or self.options.vm, local_root=local_root)
         except BuildFailed as exc:
-            self.ws.record_compile(item, exc.report, tree_path)
+            self.ws.compiles.record(item, exc.report, tree_path)
             raise exc.error from None
 
     async def build_text(self, source: str, main: str, *, luau: bool, enveloped: bool, vm: str,

@@ -1,8 +1,9 @@
 """The sink: the viewer's notifications applied to the tree, and the events they make.
 
 The workspace is the session's listener. What it does not decide itself it hands to the service
-that owns it: calls to the viewer (calls.py), items' content (content.py), who spoke a runtime
-line (runtime.py), live-synced scripts (live.py), the viewer's editor commands (editor_commands.py).
+that owns it: calls to the viewer (calls.py), items' content (content.py), live-synced scripts
+(live.py), the viewer's editor commands (editor_commands.py). Runtime output is not the
+workspace's: the session tells model/runtime.py, which the workspace only builds.
 
 Concurrency (trio): code between two awaits is atomic. Session callbacks run on the session's
 reader task and only touch in-memory state; anything that needs I/O is started in the
@@ -28,8 +29,6 @@ from ..protocol.types import (
     ObjectUnpublish,
     ObjectUpdate,
     PublishedObject,
-    RuntimeDebug,
-    RuntimeError_,
     ScriptUnsubscribe,
     SyntaxChange,
 )
@@ -39,16 +38,15 @@ from ..winpaths import PathTranslator, detect
 from ..world.fs_errors import FsError
 from ..world.generations import features_shown, generation_of
 from ..world.tree import EntryChanged, Invalidation, Item, Tree
-from . import runtime
 from .calls import Calls
-from .compiles import CompileReport, compiled_report, event_fields
+from .compiles import CompileReports, compiled_report
 from .content import Content, FetchQueue
 from .editor_commands import EditorCommands
 from .history import History, agent_key
 from .invalidations import PendingInvalidations
 from .live import LIVE_DIR_KEY, LiveScripts
 from .options import Debug, Options
-from .runtime import MAX_RUNTIME_TEXT as MAX_RUNTIME_TEXT  # tests/inproc/test_hostile_runtime.py imports it here
+from .runtime import Runtime
 from .services import Broadcast
 
 log = logging.getLogger(__name__)
@@ -100,10 +98,7 @@ class Workspace:
         self.state_detail = "starting"
         self.last_error = ""
         self.started_at = time.time()
-        self.compiles: dict[str, CompileReport] = {}  # item_id -> the last compile this session
-        # item_id -> the report of the in-world text (None: none) while `compiles` holds a failed
-        # attempt's, which never reached the item (CompileReport.landed).
-        self._inworld_compiles: dict[str, CompileReport | None] = {}
+        self.compiles = CompileReports(self.emit)  # item_id -> the last compile this session
         self._nursery: trio.Nursery | None = None
         # Set (and replaced) whenever the viewer's state is applied: confirmations wait on it.
         self._world_changed = trio.Event()
@@ -118,6 +113,8 @@ class Workspace:
         self.content = Content(fetch_queue, self.tree, self.calls, self.session, self.history, self.times,
                                self.options, self.note_error)
         self.live = LiveScripts(self)
+        # The session's listener for runtime output: it emits and keeps its lines itself.
+        self.runtime = Runtime(self.tree, self.live, self.fanout)
         self.editor = EditorCommands(self)
 
     # --- life -------------------------------------------------------------------------------
@@ -276,12 +273,6 @@ class Workspace:
                 self.emit(Event.SCRIPT_STATE, path=self.tree.path_of(item), item_id=item.uuid, state=state,
                           was=was)
 
-    def on_runtime_debug(self, msg: RuntimeDebug) -> None:
-        self.emit(Event.RUNTIME_DEBUG, **runtime.debug_fields(self.tree, self.live, msg))
-
-    def on_runtime_error(self, msg: RuntimeError_) -> None:
-        self.emit(Event.RUNTIME_ERROR, **runtime.error_fields(self.tree, self.live, msg))
-
     def on_syntax_change(self, msg: SyntaxChange) -> None:
         self.emit(Event.SYNTAX_CHANGE, id=msg.id)
 
@@ -300,36 +291,7 @@ class Workspace:
             return
         # A build of ours compiled in the viewer: its rows map to the sources as ours do.
         report = compiled_report(msg, "viewer", node.cache.inworld_places)
-        self.record_compile(node, report, self.tree.path_of(node))
-
-    def record_compile(self, item: Item, report: CompileReport, path: str) -> None:
-        """The viewer's answer to a compile of `item`: F.diag, F.state, root diagnostics, an event."""
-        self.note_compile(item.uuid, report)
-        self.emit(Event.COMPILE, path=path, item_id=item.uuid, **event_fields(report))
-
-    def note_compile(self, key: str, report: CompileReport) -> None:
-        """The compile report of an item or a live file (`key`); a failed attempt's, which never
-        reached it (CompileReport.landed), keeps the in-world text's aside for forget_failed_attempt."""
-        before = self.compiles.get(key)
-        if report.landed:
-            self._inworld_compiles.pop(key, None)
-        elif before is None or before.landed:
-            self._inworld_compiles[key] = before  # still what describes the in-world text
-        self.compiles[key] = report
-
-    def forget_failed_attempt(self, key: str, path: str) -> None:
-        """A save that found the file holding the in-world text (nothing to send): diagnostics
-        describe the in-world text, so those of an earlier attempt that never reached the item (an
-        include not found, a save the viewer failed) go, and the in-world text's come back."""
-        report = self.compiles.get(key)
-        if report is None or report.landed:
-            return
-        inworld = self._inworld_compiles.pop(key, None)
-        if inworld is None:
-            del self.compiles[key]
-        else:
-            self.compiles[key] = inworld
-        log.info("%s: holds the in-world text again; the failed attempt's diagnostics are cleared", path)
+        self.compiles.record(node, report, self.tree.path_of(node))
 
     def on_unsubscribe(self, msg: ScriptUnsubscribe) -> None:
         self.live.on_unsubscribe(msg)

@@ -54,6 +54,13 @@ class ListedObject:
         return self.head.object_id
 
 
+class RuntimeListener(Protocol):
+    """Implemented by model.runtime.Runtime: a script's runtime output, as the viewer sends it."""
+
+    def on_runtime_debug(self, msg: RuntimeDebug) -> None: ...
+    def on_runtime_error(self, msg: RuntimeError_) -> None: ...
+
+
 class SessionListener(Protocol):
     """Implemented by the model layer (model.workspace.Workspace). Every `on_` method is
     synchronous, quick, and must not block; they are called from the session's reader task in the
@@ -69,8 +76,10 @@ class SessionListener(Protocol):
     def on_publish(self, obj: PublishedObject) -> None: ...
     def on_unpublish(self, msg: ObjectUnpublish) -> None: ...
     def on_update(self, msg: ObjectUpdate) -> None: ...
-    def on_runtime_debug(self, msg: RuntimeDebug) -> None: ...
-    def on_runtime_error(self, msg: RuntimeError_) -> None: ...
+    @property
+    def runtime(self) -> RuntimeListener:
+        """Who hears runtime output: its own listener, so the line's whole way is one module."""
+
     def on_syntax_change(self, msg: SyntaxChange) -> None: ...
     def on_compiled(self, msg: CompilationResult) -> None: ...
     def on_unsubscribe(self, msg: ScriptUnsubscribe) -> None: ...
@@ -98,6 +107,10 @@ class NullListener:
 
     def on_update(self, msg: ObjectUpdate) -> None:
         pass
+
+    @property
+    def runtime(self) -> RuntimeListener:
+        return self
 
     def on_runtime_debug(self, msg: RuntimeDebug) -> None:
         pass

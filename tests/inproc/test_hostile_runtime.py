@@ -9,7 +9,7 @@ import pytest
 import trio
 from support.inproc import fs_against_sim
 
-from slfs.model.workspace import MAX_RUNTIME_TEXT
+from slfs.model.runtime import MAX_RUNTIME_TEXT
 from slfs.sim import sample_world
 
 
@@ -39,5 +39,5 @@ async def test_a_huge_hostile_line(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         [event] = [e for e in fs.svc.events.since(before) if e["type"] == "runtime.debug"]
         assert len(event["message"]) <= MAX_RUNTIME_TEXT and "\x1b" not in event["message"]
         assert event["message"].startswith("XXX")
-        logs = fs.svc.events.object_log(event["object_id"]) + fs.svc.events.script_log(event["item_id"])
+        logs = fs.ws.runtime.logs.object_log(event["object_id"]) + fs.ws.runtime.logs.script_log(event["item_id"])
         assert b"\x1b" not in logs and b"\x07" not in logs and logs

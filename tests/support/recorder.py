@@ -50,6 +50,10 @@ class Recorder:
     def on_update(self, msg: Any) -> None:
         self._add("update", msg)
 
+    @property
+    def runtime(self) -> Recorder:
+        return self
+
     def on_runtime_debug(self, msg: Any) -> None:
         self._add("debug", msg)
 

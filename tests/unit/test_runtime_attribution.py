@@ -7,8 +7,7 @@ import hashlib
 import time
 from typing import Any
 
-from slfs.local.events import EventLog
-from slfs.model.runtime import ITEM, MOUNT, OBJECT, attribute
+from slfs.model.runtime import ITEM, MOUNT, OBJECT, RuntimeLogs, attribute
 from slfs.protocol import from_json
 from slfs.protocol import types as t
 from slfs.protocol.constants import NULL_UUID
@@ -74,19 +73,19 @@ def test_nothing_known_is_the_mount() -> None:
 
 
 def test_each_scope_has_its_log() -> None:
-    log = EventLog(None)
+    log = RuntimeLogs()
     now = time.time()
-    log.append({"time": now, "type": "runtime.debug", "scope": "item", "item_id": MAIN, "object_id": ROOT,
+    log.add({"time": now, "type": "runtime.debug", "scope": "item", "item_id": MAIN, "object_id": ROOT,
                 "item_name": "Main", "channel": "owner_say", "message": "hello"})
-    log.append({"time": now, "type": "runtime.error", "scope": "object", "item_id": "", "object_id": ROOT,
+    log.add({"time": now, "type": "runtime.error", "scope": "object", "item_id": "", "object_id": ROOT,
                 "object_name": "House", "message": "Script run-time error", "error": "Math Error", "line": 3,
                 "stack": ["at x"]})
-    log.append({"time": now, "type": "runtime.debug", "scope": "mount", "object_id": "", "object_name": "Far",
+    log.add({"time": now, "type": "runtime.debug", "scope": "mount", "object_id": "", "object_name": "Far",
                 "message": "lost"})
     assert log.script_log(MAIN).decode().endswith("owner_say: hello\n")
     obj = log.object_log(ROOT).decode().splitlines()
     assert obj[0].endswith("owner_say: hello") and obj[0].startswith("Main: ")
     assert obj[1].startswith("House: ") and obj[1].endswith("error (line 3): Math Error")
     assert obj[2] == "House:     at x"
-    assert log.render_mount_log().decode().startswith("Far: ") and b"lost" in log.render_mount_log()
+    assert log.mount_log().decode().startswith("Far: ") and b"lost" in log.mount_log()
     assert log.script_log("") == b"" and log.script_log(NULL_UUID) == b""
