@@ -17,7 +17,7 @@ import trio
 from ..backoff import Backoff
 from ..protocol.codec import RequestParams, encode_params
 from ..protocol.rpc_errors import RpcError
-from ..session import NotConnected, ViewerSession
+from ..session import CONNECTED, NotConnected, ViewerSession
 from ..world.fs_errors import CallCut, from_rpc, region_down
 from ..world.tree import Folder, Tree
 from .options import Options
@@ -37,6 +37,10 @@ class Calls:
         self.regions_down: dict[str, str] = {}
         self._dropped_at: float | None = None  # trio clock of the last drop of a ready session
         self._was_up = False  # a session was up once: a call cut by a drop may wait for the next
+
+    @property
+    def connected(self) -> bool:
+        return self.session.state == CONNECTED
 
     def connected_again(self) -> None:
         """A session is up (the sink's on_connected)."""

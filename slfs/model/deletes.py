@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import logging
+from collections.abc import Callable
 
 import trio
 
@@ -15,11 +16,13 @@ from ..protocol.types import (
     ItemDeleteParams,
 )
 from ..world.fs_errors import FsError
-from ..world.tree import Folder, Item, Orphan
+from ..world.tree import Folder, Item, Orphan, Tree
+from .calls import Calls
+from .content import Content
 from .edits import Edits
-from .history import DELETED
+from .history import DELETED, History
+from .options import Options
 from .pending import PendingSaves
-from .workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -28,12 +31,20 @@ class Deleter:
     """The items' slots: adopt, detach, the tombstones (`Folder.tombstones`, written here only)
     and their delayed deletes, each counted in `pending` while it waits or runs."""
 
-    def __init__(self, ws: Workspace, keeper: KeptCopies, edits: Edits, pending: PendingSaves) -> None:
-        self.ws = ws
-        self.tree = ws.tree
+    def __init__(self, keeper: KeptCopies, edits: Edits, pending: PendingSaves, *, tree: Tree, calls: Calls,
+                 content: Content, history: History, options: Options, emit: Callable[..., None],
+                 note_error: Callable[[str], None], spawn: Callable[..., None]) -> None:
         self.keeper = keeper
         self.edits = edits
         self.pending = pending
+        self.tree = tree
+        self.calls = calls
+        self.content = content
+        self.history = history
+        self.options = options
+        self.emit = emit
+        self.note_error = note_error
+        self.spawn = spawn
         self._hurry = trio.Event()
 
     # --- slots: adopt, detach, tombstones ------------------------------------------------------
@@ -68,7 +79,7 @@ class Deleter:
         shown = self.tree.path_of(item)
         if not item.writable:
             raise FsError(errno.EACCES, f"{shown}: no modify permission")
-        if not self.ws.connected:
+        if not self.calls.connected:
             raise FsError(errno.EIO, f"{shown}: not connected to the viewer; not deleted")
         # The delete happens after the grace period, when the rm has long returned: a trash that
         # cannot take the copy now (a file in its place, a read-only or full disk) fails the rm
@@ -77,7 +88,7 @@ class Deleter:
         if problem is not None:
             code = errno.ENOSPC if problem.errno in (errno.ENOSPC, errno.EDQUOT) else errno.EIO
             message = f"{shown} was not deleted: its trash copy cannot be written ({problem})"
-            self.ws.note_error(message)
+            self.note_error(message)
             raise FsError(code, message)
         self.rebind(item, self.tree.fresh_inode())
         self.tombstone(folder, item.name, item)
@@ -87,7 +98,7 @@ class Deleter:
         unless a create of the name adopts the item first."""
         folder.tombstones[name] = item
         self.tree.relayout(folder)
-        self.ws.spawn(self._delete_later, folder, name, item)
+        self.spawn(self._delete_later, folder, name, item)
 
     def take_back(self, folder: Folder, name: str, item: Item) -> None:
         """A file renamed over the tombstoned `item`'s name saves into it: the item is listed again."""
@@ -97,7 +108,7 @@ class Deleter:
 
     async def _delete_later(self, folder: Folder, name: str, item: Item) -> None:
         with self.pending.counting():
-            with trio.move_on_after(self.ws.options.delete_grace):
+            with trio.move_on_after(self.options.delete_grace):
                 await self._hurry.wait()  # set at shutdown: carry the delete out now
             if folder.tombstones.get(name) is not item:
                 return  # re-created meanwhile: the item lives on
@@ -108,7 +119,7 @@ class Deleter:
             try:
                 await self._keep_then_delete(folder, item, shown)
             except FsError as exc:
-                self.ws.note_error(exc.message)
+                self.note_error(exc.message)
                 self.tree.relayout(folder)  # it is still there: show it again
 
     async def _keep_then_delete(self, folder: Folder, item: Item, shown: str) -> None:
@@ -121,22 +132,22 @@ class Deleter:
             data = bytes(item.edit.buffer)
         elif item.readable:
             try:
-                data = await self.ws.content.read_content(item)
+                data = await self.content.read_content(item)
             except FsError as exc:
                 log.warning("%s: no copy in the trash (%s)", shown, exc.message)
         else:
             log.info("%s: no copy in the trash (not readable)", shown)
         if data is not None:
-            self.ws.history.record(item, DELETED, data)
+            self.history.record(item, DELETED, data)
             if await self.keeper.keep(TRASH, shown, data, "deleted") is None:
                 raise FsError(errno.EIO, f"{shown} was not deleted: its trash copy failed ({self.keeper.last_failure})")
         try:
-            await self.ws.calls.call(f"delete {shown}", "object.item.delete",
+            await self.calls.call(f"delete {shown}", "object.item.delete",
                                ItemDeleteParams(prim_id=folder.uuid, item_id=item.uuid))
         except FsError as exc:
             exc.message = f"deleting {shown} failed: {exc.message}"
             raise
-        self.ws.emit(Event.DELETE, path=shown, item_id=item.uuid)
+        self.emit(Event.DELETE, path=shown, item_id=item.uuid)
         log.info("deleted %s (item %s)", shown, item.uuid)
 
     async def delete_now(self, folder: Folder, item: Item) -> None:
@@ -146,7 +157,7 @@ class Deleter:
         shown = self.tree.path_of(item)
         if not item.writable:
             raise FsError(errno.EACCES, f"{shown}: no modify permission")
-        if not self.ws.connected:
+        if not self.calls.connected:
             raise FsError(errno.EIO, f"{shown}: not connected to the viewer; not deleted")
         with self.pending.counting():
             await self._keep_then_delete(folder, item, shown)

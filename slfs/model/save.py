@@ -9,6 +9,7 @@ import errno
 import logging
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 import trio
@@ -22,14 +23,16 @@ from ..protocol.types import (
     ContentSaveResponse,
 )
 from ..world.fs_errors import CallCut, FsError, transient_save_error
-from ..world.tree import Item
-from .compiles import CompileReport, failure_report, log_problems
+from ..world.tree import Item, Tree
+from .calls import Calls
+from .compiles import CompileReport, CompileReports, failure_report, log_problems
+from .content import Content
 from .edits import Edits, check_size, decode
-from .history import SAVED
+from .history import SAVED, History
+from .options import Options
 from .pending import PendingSaves
 from .sources import Build, Sources
 from .unsent import Unsent
-from .workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -38,17 +41,25 @@ class Saver:
     """Saves of items' texts: the per-item save locks, and the scripts no compile has accepted
     yet. Each save counts in `pending` while it is in flight."""
 
-    def __init__(self, ws: Workspace, keeper: KeptCopies, sources: Sources, edits: Edits,
-                 pending: PendingSaves) -> None:
-        self.ws = ws
-        self.tree = ws.tree
+    def __init__(self, keeper: KeptCopies, sources: Sources, edits: Edits, pending: PendingSaves, *, tree: Tree,
+                 calls: Calls, content: Content, history: History, compiles: CompileReports, options: Options,
+                 emit: Callable[..., None], note_error: Callable[[str], None], mountpoint: str) -> None:
         self.keeper = keeper
         self.sources = sources
         self.edits = edits
         self.pending = pending
+        self.tree = tree
+        self.calls = calls
+        self.content = content
+        self.history = history
+        self.compiles = compiles
+        self.options = options
+        self.note_error = note_error
         self._save_locks: defaultdict[str, trio.Lock] = defaultdict(trio.Lock)
         self._never_compiled: set[str] = set()  # scripts created here that no compile has accepted yet
-        self.unsent = Unsent(ws, keeper, self)  # the texts not in-world, and `slfs resend`
+        # The texts not in-world, and `slfs resend`.
+        self.unsent = Unsent(self, keeper, tree=tree, content=content, history=history, emit=emit,
+                             note_error=note_error, mountpoint=mountpoint)
 
     # --- the recovery folder ---------------------------------------------------------------
 
@@ -87,7 +98,7 @@ class Saver:
                                            err=exc.errno)
                     if exc.errno == errno.EACCES and "embedded items" in exc.message:
                         # The viewer knows the notecard embeds items we were not told of: read-only now.
-                        self.ws.content.set_embedded_items(item, max(1, item.cache.embedded_items or 0))
+                        self.content.set_embedded_items(item, max(1, item.cache.embedded_items or 0))
                     raise
                 if sent:  # a text in-world already leaves a recovered one still unsent
                     self.unsent.saved(item)
@@ -107,7 +118,7 @@ class Saver:
                 raise FsError(errno.EBUSY, f"{path}: has unsaved writes on the mount; save or close it first")
             self.edits.refuse_unsaveable(item)
             if expect is not None:
-                current = await self.ws.content.read_content(item, current=True)
+                current = await self.content.read_content(item, current=True)
                 if current != expect:
                     raise FsError(errno.ESTALE, f"{path}: changed in-world since the push planned it")
                 item.take_base(current)
@@ -178,15 +189,15 @@ class Saver:
         # else's that came first) moves the revision, and a fetch there tells which
         # (Item.content_current); one that has told it already: the revision it confirmed.
         confirmed = item.content_current and item.cache.content == data
-        self.ws.content.set_content(item, data, valid=True, revision=None if confirmed else revision_before,
+        self.content.set_content(item, data, valid=True, revision=None if confirmed else revision_before,
                             inworld=inworld.encode("utf-8") if build is not None or verbatim is not None else None)
-        self.ws.history.record(item, SAVED, data, inworld=item.cache.inworld)
+        self.history.record(item, SAVED, data, inworld=item.cache.inworld)
         if build is not None:
-            self.ws.content.set_inworld_places(item, build.places())
+            self.content.set_inworld_places(item, build.places())
         item.take_base(data)
         item.echo.set_unconfirmed(echo_came and revision_before is None and not confirmed)
         if not item.content_current:
-            self.ws.content.confirm_content(item)  # the echo (or what passed for it) came before the answer
+            self.content.confirm_content(item)  # the echo (or what passed for it) came before the answer
         if verdict is not None:
             self._record_compile(item, res, verdict, path, build)
         if build is not None:
@@ -225,9 +236,9 @@ class Saver:
         """Whether a save the drop cut may go again: the session is back and the item holds its
         base (the save did not land) or what we sent (it did). Anything else is someone else's
         change, which a resend would overwrite: ESTALE, the edits in the recovery folder."""
-        if not await self.ws.calls.await_viewer():
+        if not await self.calls.await_viewer():
             return False
-        current = await self.ws.content.read_content(item, fresh=True)
+        current = await self.content.read_content(item, fresh=True)
         if current == data or current == inworld.encode("utf-8"):
             log.info("%s: the link to the viewer dropped during the save, which landed; saving again "
                      "for the viewer's answer", path)
@@ -249,7 +260,7 @@ class Saver:
             return True
         try:
             # Ours, not yet confirmed, or an older revision: only the viewer's current text tells.
-            return await self.ws.content.read_content(item, current=True) == data
+            return await self.content.read_content(item, current=True) == data
         except FsError:
             return False  # the save path says why, with its own errno
 
@@ -257,7 +268,7 @@ class Saver:
         """The text is in-world already: the edit ends as if never made (its mtime too)."""
         self.edits.undo(item, data=False)
         log.debug("%s: the text is what the item holds in-world; nothing to save", path)
-        self.ws.compiles.forget_failed_attempt(item.uuid, path)  # its diagnostics describe the in-world text again
+        self.compiles.forget_failed_attempt(item.uuid, path)  # its diagnostics describe the in-world text again
 
     async def rebuild(self, item: Item) -> str:
         """`slfs build`: expand the item's source again and save it when the build differs from
@@ -266,13 +277,13 @@ class Saver:
             if item.edit.buffer is not None and item.edit.dirty:
                 raise FsError(errno.EBUSY, f"{self.tree.path_of(item)}: has unsaved writes; save or close it first")
             path = self.tree.path_of(item)
-            data = await self.ws.content.read_content(item)
+            data = await self.content.read_content(item)
             text = decode(data, path)
             build = await self.sources.build(item, text, path)
             if build is None:
                 return "plain"
             if self.sources.unchanged(item, build):
-                self.ws.compiles.forget_failed_attempt(item.uuid, path)
+                self.compiles.forget_failed_attempt(item.uuid, path)
                 return "unchanged"
             item.take_base(data)
             with self.pending.counting():
@@ -287,7 +298,7 @@ class Saver:
             path = self.tree.path_of(item)
             if item.edit.buffer is not None and item.edit.dirty:
                 raise FsError(errno.EBUSY, f"{path}: has unsaved writes; save or close it first")
-            data = await self.ws.content.read_content(item, current=True)
+            data = await self.content.read_content(item, current=True)
             item.take_base(data)
             with self.pending.counting():
                 await self._save(item, data, path, force=True)
@@ -301,7 +312,7 @@ class Saver:
         self.tree.invalidate_item(item, data=True)
         why = (f"{path}: this viewer cannot store an empty {item.info.type} ({answer}); nothing was saved "
                "and the file shows the in-world text again. Write at least one character, or rm the item")
-        self.ws.note_error(why)
+        self.note_error(why)
         raise FsError(errno.EINVAL, why)
 
     async def _stored_without_verdict(self, item: Item, inworld: str, path: str, message: str) -> ContentSaveResponse:
@@ -311,7 +322,7 @@ class Saver:
         sent, that is a failed compile without detail: the save stands. Anything else leaves what
         the viewer stored unknown: F.diag says so, the item is fetched again, and EIO."""
         try:
-            await self.ws.content.read_content(item, fresh=True)
+            await self.content.read_content(item, fresh=True)
         except FsError as exc:
             log.warning("%s: cannot read back after %r: %s", path, message, exc.message)
         stored = item.cache.inworld if item.cache.inworld is not None else item.cache.content
@@ -325,9 +336,9 @@ class Saver:
     def _garbled_compile(self, item: Item, path: str, message: str) -> None:
         """A save answered without a usable verdict: `F.diag` says what the viewer said, the local
         edits go (save() keeps them in the recovery folder) and the item is fetched again."""
-        self.ws.compiles.record(item, failure_report(message, "the viewer did not say whether it compiled"), path)
+        self.compiles.record(item, failure_report(message, "the viewer did not say whether it compiled"), path)
         self.edits.drop(item)
-        self.ws.content.refetch(item)
+        self.content.refetch(item)
 
     async def _check_conflict(self, item: Item, data: bytes, path: str) -> None:
         """Never overwrite an in-world change the file did not show (the viewer's save has no
@@ -340,13 +351,13 @@ class Saver:
             # Newer viewers: the revision says it. Read at the current one, or stale.
             if item.edit.base_revision >= now:
                 return
-            current = await self.ws.content.read_content(item, current=True)
+            current = await self.content.read_content(item, current=True)
             if current not in (item.edit.base, data):  # the base again: nothing in-world is lost
                 await self._stale(item, data, path, current)
             return
         if item.content_current and item.cache.content == base:
             return
-        current = await self.ws.content.read_content(item, current=True)
+        current = await self.content.read_content(item, current=True)
         if current in (base, data):
             return
         await self._stale(item, data, path, current)
@@ -356,7 +367,7 @@ class Saver:
                                   noun="version", item=item, err=errno.ESTALE)
         # The file now shows the in-world version; the local edits are in the recovery folder.
         self.edits.drop(item)
-        self.ws.content.set_content(item, current, valid=True)
+        self.content.set_content(item, current, valid=True)
         item.take_base(current)
         self.tree.invalidate_item(item, data=True)
         raise FsError(errno.ESTALE, f"{path}: changed in-world since it was read; {kept}")
@@ -364,7 +375,7 @@ class Saver:
     async def _with_retries(self, what: str, method: str, params: RequestParams, result_type: type[Any]) -> Any:
         """Right after a save some viewers report an existing item as not found, and a region may be
         briefly down: retry a few times."""
-        return await self.ws.calls.call(what, method, params, result_type, retries=self.ws.options.save_retries,
+        return await self.calls.call(what, method, params, result_type, retries=self.options.save_retries,
                                   transient=transient_save_error)
 
     def _record_compile(self, item: Item, res: ContentSaveResponse, verdict: CompileRows, path: str,
@@ -388,4 +399,4 @@ class Saver:
                                    places=tuple(build.place_of(d.row) if d.row > 0 else None for d in diagnostics),
                                    preprocessed=True,
                                    includes=build.expansion.includes)
-        self.ws.compiles.record(item, report, path)
+        self.compiles.record(item, report, path)

@@ -21,8 +21,9 @@ import errno
 import logging
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import attrs
 import trio
@@ -30,13 +31,12 @@ import trio
 from ..event_types import Event
 from ..local.keep import KeptCopies, kept_clause
 from ..world.fs_errors import FsError
-from ..world.tree import Item, NewFile
+from ..world.tree import Item, NewFile, Tree
 from .buffers import HELD_MAX
+from .content import Content
 from .edits import Edits
 from .history import RECOVERED as RECOVERED_VERSION
-
-if TYPE_CHECKING:
-    from .workspace import Workspace
+from .history import History
 
 log = logging.getLogger(__name__)
 
@@ -93,11 +93,16 @@ class Resaves(Protocol):
 class Unsent:
     """The recovered texts of this run, by item; the status's `unsent` list; `slfs resend`."""
 
-    def __init__(self, ws: Workspace, keeper: KeptCopies, saver: Resaves) -> None:
-        self.ws = ws
-        self.tree = ws.tree
-        self.keeper = keeper
+    def __init__(self, saver: Resaves, keeper: KeptCopies, *, tree: Tree, content: Content, history: History,
+                 emit: Callable[..., None], note_error: Callable[[str], None], mountpoint: str) -> None:
         self.saver = saver
+        self.keeper = keeper
+        self.tree = tree
+        self.content = content
+        self.history = history
+        self.emit = emit
+        self.note_error = note_error
+        self.mountpoint = mountpoint
         self.entries: dict[str, Recovered] = {}  # by item id
 
     # Service (model/services.py): the `unsent` lines of the status.
@@ -115,7 +120,7 @@ class Unsent:
         """Keep content the viewer did not take (save.py's Saver.recover); the clause the caller's error
         message ends with."""
         if item is not None:
-            self.ws.history.record(item, RECOVERED_VERSION, data)
+            self.history.record(item, RECOVERED_VERSION, data)
         inworld = (item.edit.base, item.cache.content) if item is not None else ()
         kept = await self.keeper.keep_text(item.uuid if item is not None else item_path, item_path, data, why,
                                            inworld=inworld)
@@ -130,11 +135,11 @@ class Unsent:
                 base = item.edit.base if item.edit.base is not None else item.cache.content
                 self.entries[item.uuid] = Recovered(item.uuid, item_path, bytes(data), kept.path, why, err, base,
                                                     time.time())
-            self.ws.emit(Event.RECOVERY, path=item_path, item_id=item.uuid if item is not None else None,
+            self.emit(Event.RECOVERY, path=item_path, item_id=item.uuid if item is not None else None,
                          recovery=str(kept.path) if kept.path is not None else None, reason=why,
                          code=errno.errorcode.get(err, str(err)), made=kept.made,
                          state=state_of(err))
-        self.ws.note_error(f"{why}; {clause}")
+        self.note_error(f"{why}; {clause}")
         return clause
 
     def saved(self, item: Item) -> None:
@@ -172,7 +177,7 @@ class Unsent:
         return out
 
     def _abspath(self, path: str) -> str:
-        return os.path.join(self.ws.mountpoint or "/", path)
+        return os.path.join(self.mountpoint or "/", path)
 
     def _recovered(self, entry: Recovered, item: Item | None) -> dict[str, Any]:
         path = self.tree.path_of(item) if item is not None else entry.path
@@ -224,7 +229,7 @@ class Unsent:
             why = item.save_refusal()
             if why is not None:
                 raise FsError(errno.EACCES, f"{path}: {why}")
-            current = await self.ws.content.read_content(item, fresh=True)
+            current = await self.content.read_content(item, fresh=True)
             self._unsaved_writes(item, data)  # re-checked after the await
             if current == data:
                 self._drop_buffer(item, data)
@@ -259,5 +264,5 @@ class Unsent:
             self.saver.edits.drop(item)
 
     def _resent(self, out: dict[str, Any], outcome: str, **fields: Any) -> None:
-        self.ws.emit(Event.RESEND, path=out["path"], item_id=out["item_id"], recovery=out["recovery"], outcome=outcome,
+        self.emit(Event.RESEND, path=out["path"], item_id=out["item_id"], recovery=out["recovery"], outcome=outcome,
                      **fields)

@@ -56,10 +56,14 @@ class Writer:
         self.sources = sources
         self.pending = PendingSaves()
         self.edits = Edits(ws)
-        self.saver = Saver(ws, keeper, sources, self.edits, self.pending)
+        self.saver = Saver(keeper, sources, self.edits, self.pending, tree=ws.tree, calls=ws.calls,
+                           content=ws.content, history=ws.history, compiles=ws.compiles, options=ws.options,
+                           emit=ws.emit, note_error=ws.note_error, mountpoint=ws.mountpoint)
         self.unsent = self.saver.unsent  # the texts not in-world, and `slfs resend`
         self.live = LiveWriter(ws, sources, self.saver.recover)  # the live files' saves
-        self.deleter = Deleter(ws, keeper, self.edits, self.pending)
+        self.deleter = Deleter(keeper, self.edits, self.pending, tree=ws.tree, calls=ws.calls, content=ws.content,
+                               history=ws.history, options=ws.options, emit=ws.emit, note_error=ws.note_error,
+                               spawn=ws.spawn)
         self.creator = Creator(ws, self.edits, self.pending, self.saver, self.deleter, self.live)
         self.items = ItemWrites(ws, self.edits, self.saver)
         self.renamer = Renamer(ws, overlay, self.edits, self.saver, self.creator, self.deleter)
