@@ -188,10 +188,12 @@ def build_services(mountpoint: str, host: str, port: int, options: Options, *, e
                    kernel_knows=lookups.knows)
     # One event log per mount: rotation is not coordinated between processes.
     events = EventLog(paths.state_dir() / f"events-{paths.mount_key(mountpoint)}.jsonl" if event_log else None)
-    syntax = SyntaxFiles(ws, ws.calls)
+    syntax = SyntaxFiles(ws.calls, ws.spawn)
     overlay = Overlay(ws.tree, shared="allow_other" in options.fuse, session=lambda: ws.info,
                       note_error=ws.note_error)
-    writer = Writer(ws, overlay, KeptCopies(), Sources(ws, overlay, ws.content))
+    sources = Sources(overlay, ws.content, tree=ws.tree, options=ws.options, compiles=ws.compiles,
+                      session_info=lambda: ws.info, mountpoint=ws.mountpoint)
+    writer = Writer(ws, overlay, KeptCopies(), sources)
     scripts = Scripts(ws, ws.calls)
     control = Control(ws, ws.content, events, ws.runtime.logs, syntax, scripts, stats)
     ops = Operations(ws, writer, overlay, control, lookups=lookups, stats=stats, debug=debug)

@@ -10,19 +10,19 @@ from __future__ import annotations
 import errno
 
 from ..world.fs_errors import FsError
-from ..world.tree import Item
+from ..world.tree import Item, Tree
 from . import buffers
+from .content import Content
 from .edits import Edits, check_size
 from .save import Saver
-from .workspace import Workspace
 
 
 class ItemWrites:
     """The file operations on an item's text, between its open and its flush."""
 
-    def __init__(self, ws: Workspace, edits: Edits, saver: Saver) -> None:
-        self.ws = ws
-        self.tree = ws.tree
+    def __init__(self, edits: Edits, saver: Saver, *, tree: Tree, content: Content) -> None:
+        self.tree = tree
+        self.content = content
         self.edits = edits
         self.saver = saver
 
@@ -31,7 +31,7 @@ class ItemWrites:
         if not item.writable:
             raise FsError(errno.EACCES, f"{self.tree.path_of(item)}: no modify permission")
         if item.edit.buffer is None:
-            data = await self.ws.content.read_content(item)
+            data = await self.content.read_content(item)
             self.edits.refuse_unsaveable(item)
             if item.edit.buffer is None:  # re-checked: another request may have made it meanwhile
                 self.edits.set_buffer(item, bytearray(data))
@@ -51,7 +51,7 @@ class ItemWrites:
         # the old tail.
         if item.edit.buffer is None:
             current = item.cache.content if item.cache.content_valid and item.cache.content is not None else \
-                await self.ws.content.read_content(item)
+                await self.content.read_content(item)
             self.edits.refuse_unsaveable(item)
             if item.edit.buffer is None:  # re-checked after the await
                 self.edits.set_buffer(item, bytearray())
@@ -125,7 +125,7 @@ class ItemWrites:
             raise FsError(errno.EBUSY, f"{shown}: has unsaved writes; save or close it first")
         self.edits.refuse_unsaveable(item)
         if item.cache.content is None:
-            await self.ws.content.read_content(item)
+            await self.content.read_content(item)
         if item.edit.buffer is not None:  # re-checked after the await
             raise FsError(errno.EBUSY, f"{shown}: is being written; save or close it first")
         item.take_base(item.cache.content)

@@ -20,13 +20,14 @@ from ..protocol.types import ItemModifyParams, ObjectModifyParams
 from ..world import names
 from ..world.fs_errors import FsError, Refused
 from ..world.naming_rules import check_sl_name, parse_remote_name
-from ..world.tree import Folder, Item, MemoryFile, NewFile, Node, OverlayNode
+from ..world.tree import Folder, Item, MemoryFile, NewFile, Node, OverlayNode, Tree
+from .calls import Calls
+from .content import Content
 from .create import Creator
 from .deletes import Deleter
 from .edits import Edits
 from .overlay import Overlay
 from .save import Saver
-from .workspace import Workspace
 
 
 def language_change(shown: str, new_name: str) -> Refused:
@@ -40,10 +41,11 @@ def language_change(shown: str, new_name: str) -> Refused:
 class Renamer:
     """unlink and rename of files whose names are items' (or would be), and object renames."""
 
-    def __init__(self, ws: Workspace, overlay: Overlay, edits: Edits, saver: Saver, creator: Creator,
-                 deleter: Deleter) -> None:
-        self.ws = ws
-        self.tree = ws.tree
+    def __init__(self, overlay: Overlay, edits: Edits, saver: Saver, creator: Creator, deleter: Deleter, *,
+                 tree: Tree, calls: Calls, content: Content) -> None:
+        self.tree = tree
+        self.calls = calls
+        self.content = content
         self.overlay = overlay
         self.edits = edits
         self.saver = saver
@@ -68,7 +70,7 @@ class Renamer:
         if isinstance(node, MemoryFile):
             return bytes(node.data)
         if isinstance(node, Item):
-            return bytes(node.edit.buffer) if node.edit.buffer is not None else await self.ws.content.read_content(node)
+            return bytes(node.edit.buffer) if node.edit.buffer is not None else await self.content.read_content(node)
         raise FsError(errno.EISDIR, "")
 
     async def move_to_overlay(self, src: Node, src_parent: Folder | OverlayNode, old: str,
@@ -120,7 +122,7 @@ class Renamer:
             mtime_ns = await self._mtime_of(src)
             self.deleter.take_back(dst_parent, new, target)
             await self.replace_into(target, data, src.inode)
-            self.ws.content.set_mtime(target, mtime_ns)  # a rename keeps the file's time (rsync set it)
+            self.content.set_mtime(target, mtime_ns)  # a rename keeps the file's time (rsync set it)
             await self._drop_source(src, src_parent, old)
             return
         if isinstance(dst, NewFile):
@@ -132,7 +134,7 @@ class Renamer:
         data = await self.data_of(src)
         mtime_ns = await self._mtime_of(src)
         item = await self.creator.create(dst_parent, new, data, src.inode)
-        self.ws.content.set_mtime(item, mtime_ns)
+        self.content.set_mtime(item, mtime_ns)
         await self._drop_source(src, src_parent, old)
 
     async def _mtime_of(self, node: Node) -> int:
@@ -169,7 +171,7 @@ class Renamer:
             raise FsError(errno.EACCES, f"{shown}: no modify permission")
         assert item.folder is not None
         if want.sl_name != info.name:
-            await self.ws.calls.call(f"rename {shown}", "object.item.modify",
+            await self.calls.call(f"rename {shown}", "object.item.modify",
                                ItemModifyParams(prim_id=item.folder.uuid, item_id=item.uuid, name=want.sl_name))
             self.tree.renamed(item, want.sl_name)
         else:
@@ -184,7 +186,7 @@ class Renamer:
         check_sl_name(sl_name, new_name)
         if not folder.writable:
             raise FsError(errno.EACCES, f"{shown}: no modify permission on the prim")
-        await self.ws.calls.call(f"rename {shown}", "object.modify",
+        await self.calls.call(f"rename {shown}", "object.modify",
                                  ObjectModifyParams(prim_id=folder.uuid, name=sl_name))
         self.tree.renamed(folder, sl_name)
         # Its local files (.git/, .vscode/...) are kept by the object's identity: they stay with it.

@@ -10,9 +10,10 @@ import trio
 
 from ..world.fs_errors import FsError
 from ..world.tree import Item, NewFile
+from .calls import Calls
+from .live import LiveScripts
 from .live_writes import LiveWriter
 from .save import Saver
-from .workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -20,9 +21,10 @@ log = logging.getLogger(__name__)
 class Shutdown:
     """What the stop does with the texts no flush has stored yet."""
 
-    def __init__(self, ws: Workspace, saver: Saver, live: LiveWriter) -> None:
-        self.ws = ws
-        self.tree = ws.tree
+    def __init__(self, saver: Saver, live: LiveWriter, *, calls: Calls, live_scripts: LiveScripts) -> None:
+        self.calls = calls
+        self.live_scripts = live_scripts
+        self.tree = saver.tree
         self.saver = saver
         self.live = live
 
@@ -36,7 +38,7 @@ class Shutdown:
             with trio.move_on_after(grace):
                 # A stop while the session reconnects after a drop waits for it as a save would
                 # (reconnect_wait from the drop), rather than sending the files to recovery at once.
-                viewer = self.ws.connected or await self.ws.calls.await_viewer()
+                viewer = self.calls.connected or await self.calls.await_viewer()
                 for item in items if viewer else ():
                     unlinked = item.folder is not None and item.folder.tombstones.get(item.name) is item
                     if item.attached and not unlinked:
@@ -49,7 +51,7 @@ class Shutdown:
             if item.edit.dirty and item.edit.buffer is not None and item.uuid not in kept:
                 await self.saver.recover(self.tree.path_of(item) or item.name, bytes(item.edit.buffer),
                                          "daemon stopped before it was saved", item=item)
-        for ls in list(self.ws.live.by_id.values()):
+        for ls in list(self.live_scripts.by_id.values()):
             if ls.dirty and ls.local is not None:
                 try:
                     await self.live.commit(ls)  # the temp file is local: no viewer needed

@@ -27,6 +27,7 @@ import logging
 import os
 import posixpath
 import time
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -34,6 +35,7 @@ import trio
 
 from .. import __version__, paths
 from ..protocol.types import Diagnostic
+from ..session.listener import SessionInfo
 from ..sources import (
     INCLUDE_LIMIT,
     INWORLD_LIMIT,
@@ -47,11 +49,11 @@ from ..sources import (
 )
 from ..world.fs_errors import FsError
 from ..world.places import Place
-from ..world.tree import Folder, Item
-from .compiles import CompileReport
+from ..world.tree import Folder, Item, Tree
+from .compiles import CompileReport, CompileReports
 from .content import Content
+from .options import Options
 from .overlay import Overlay
-from .workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -78,12 +80,15 @@ class Build:
 
 
 class Sources:
-    def __init__(self, ws: Workspace, overlay: Overlay, content: Content) -> None:
-        self.ws = ws
-        self.tree = ws.tree
+    def __init__(self, overlay: Overlay, content: Content, *, tree: Tree, options: Options, compiles: CompileReports,
+                 session_info: Callable[[], SessionInfo | None], mountpoint: str) -> None:
+        self.tree = tree
         self.overlay = overlay
         self.content = content  # includes are read through it
-        self.options = ws.options
+        self.options = options
+        self.compiles = compiles
+        self.session_info = session_info  # the agent's id and name, for the preprocessor's macros
+        self.mountpoint = mountpoint
 
     # --- where includes come from --------------------------------------------------------
 
@@ -94,11 +99,11 @@ class Sources:
         return [str(default)] if default.is_dir() else []
 
     def abspath(self, tree_path: str) -> str:
-        return posixpath.join(self.ws.mountpoint or "/", tree_path)
+        return posixpath.join(self.mountpoint or "/", tree_path)
 
     def _tree_path(self, abspath: str) -> str | None:
         """The tree path of a mount path, None for a local path."""
-        mnt = (self.ws.mountpoint or "/").rstrip("/") + "/"
+        mnt = (self.mountpoint or "/").rstrip("/") + "/"
         return abspath[len(mnt):] if abspath.startswith(mnt) else None
 
     def _folder_of(self, tree_path: str) -> Folder | None:
@@ -216,7 +221,7 @@ class Sources:
             return await self.build_text(source, self.abspath(tree_path), luau=item.info.is_luau,
                                          enveloped=item.cache.inworld is not None, vm=item.info.vm or self.options.vm)
         except BuildFailed as exc:
-            self.ws.compiles.record(item, exc.report, tree_path)
+            self.compiles.record(item, exc.report, tree_path)
             raise exc.error from None
 
     async def build_pushed(self, item: Item, source: str, tree_path: str, main: str | None,
@@ -229,7 +234,7 @@ class Sources:
             return await self.build_text(source, main, luau=item.info.is_luau, enveloped=item.cache.inworld is not None,
                                          vm=item.info.vm or self.options.vm, local_root=local_root)
         except BuildFailed as exc:
-            self.ws.compiles.record(item, exc.report, tree_path)
+            self.compiles.record(item, exc.report, tree_path)
             raise exc.error from None
 
     async def build_text(self, source: str, main: str, *, luau: bool, enveloped: bool, vm: str,
@@ -248,7 +253,7 @@ class Sources:
         name = self.inworld_name(main)
         if local_root is not None and _within(main, local_root):
             name = os.path.relpath(os.path.realpath(main), os.path.realpath(local_root))
-        info = self.ws.info
+        info = self.session_info()
         macros = AgentMacros(agent_id=info.agent_id, agent_name=info.agent_name) if info else AgentMacros()
         now = datetime.datetime.now(datetime.UTC)
 

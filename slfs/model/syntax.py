@@ -4,28 +4,28 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from ..event_types import Event
 from ..protocol.types import SyntaxCacheFile, SyntaxCacheGetParams, SyntaxCacheList
 from ..world.fs_errors import CallCut, FsError
 from .calls import Calls
-from .workspace import Workspace
 
 log = logging.getLogger(__name__)
 
 
 class SyntaxFiles:
-    def __init__(self, ws: Workspace, calls: Calls) -> None:
-        self.ws = ws
+    def __init__(self, calls: Calls, spawn: Callable[..., None]) -> None:
         self.calls = calls
+        self.spawn = spawn
         self.files: dict[str, bytes] = {}
         self.syntax_id = ""
 
     def on_event(self, event: dict[str, Any]) -> None:
         # The files change with the session and with the viewer's syntax.
         if event["type"] in (Event.CONNECTED, Event.SYNTAX_CHANGE):
-            self.ws.spawn(self.refresh)
+            self.spawn(self.refresh)
 
     def status(self) -> dict[str, Any]:
         return {}
@@ -47,7 +47,7 @@ class SyntaxFiles:
         except FsError as exc:
             # The session dropped meanwhile (the call was cut, maybe before the session says it is
             # down): its next `connected` refreshes.
-            if isinstance(exc, CallCut) or not self.ws.connected:
+            if isinstance(exc, CallCut) or not self.calls.connected:
                 log.info("syntax files not refreshed (the session dropped; again when it is back): %s", exc.message)
             else:
                 log.warning("syntax files not refreshed: %s", exc.message)

@@ -65,9 +65,10 @@ class Writer:
                                history=ws.history, options=ws.options, emit=ws.emit, note_error=ws.note_error,
                                spawn=ws.spawn)
         self.creator = Creator(ws, self.edits, self.pending, self.saver, self.deleter, self.live)
-        self.items = ItemWrites(ws, self.edits, self.saver)
-        self.renamer = Renamer(ws, overlay, self.edits, self.saver, self.creator, self.deleter)
-        self.shutdown = Shutdown(ws, self.saver, self.live)
+        self.items = ItemWrites(self.edits, self.saver, tree=ws.tree, content=ws.content)
+        self.renamer = Renamer(overlay, self.edits, self.saver, self.creator, self.deleter, tree=ws.tree,
+                               calls=ws.calls, content=ws.content)
+        self.shutdown = Shutdown(self.saver, self.live, calls=ws.calls, live_scripts=ws.live)
 
         # An item's file (fs/files.py) and `slfs restore` (control/history_requests.py).
         self.open_item = self.items.open_item

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import errno
 import logging
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -15,8 +14,9 @@ from slfs.world.fs_errors import CallCut, FsError
 
 
 class FailingCalls:
-    def __init__(self, exc: FsError) -> None:
+    def __init__(self, exc: FsError, connected: bool) -> None:
         self.exc = exc
+        self.connected = connected
 
     async def call(self, *_args: Any, **_kwargs: Any) -> Any:
         raise self.exc
@@ -29,7 +29,7 @@ class FailingCalls:
 ])
 async def test_a_refresh_cut_by_a_drop_is_info(exc: FsError, connected: bool, level: str,
                                                caplog: pytest.LogCaptureFixture) -> None:
-    files = SyntaxFiles(SimpleNamespace(connected=connected), FailingCalls(exc))  # type: ignore[arg-type]
+    files = SyntaxFiles(FailingCalls(exc, connected), lambda *_a: None)  # type: ignore[arg-type]
     files.files = {"old.yaml": b"kept"}
     caplog.set_level(logging.INFO, "slfs.model.syntax")
     await files.refresh()
