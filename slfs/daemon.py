@@ -21,6 +21,7 @@ import trio
 
 from . import paths
 from .control.server import ControlServer
+from .debug_hooks import Debug
 from .fs.control_dir import Control
 from .fs.invalidator import KernelInvalidator
 from .fs.lookups import Lookups
@@ -28,7 +29,7 @@ from .fs.operations import Operations
 from .holders import Holder, mount_holders
 from .local.events import EventLog
 from .local.keep import RECOVERY, KeptCopies, folder_of
-from .model.options import Debug, Options
+from .model.options import Options
 from .model.overlay import Overlay
 from .model.scripts import Scripts
 from .model.services import Broadcast

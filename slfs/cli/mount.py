@@ -14,8 +14,9 @@ from typing import Any
 from .. import paths
 from ..addresses import is_loopback
 from ..client.mounts import default_port
+from ..debug_hooks import Debug
 from ..model.option_table import OPTION_TABLE
-from ..model.options import Debug, Options, parse_options
+from ..model.options import Options, parse_options
 
 
 def _port(text: str) -> int:

@@ -88,7 +88,7 @@ class Attributes:
         return attr if cached is not None and cached[2] is attr else None
 
     def check_replay(self, node: Node, attr: pyfuse3.EntryAttributes) -> None:
-        """The test suite's check (options.CHECK_LISTINGS_ENV, read into Debug): replayed attributes are what
+        """The test suite's check (debug_hooks.CHECK_LISTINGS_ENV, read into Debug): replayed attributes are what
         the node shows now."""
         fresh = self._build(node)
         for field in _COMPARED:

@@ -20,8 +20,8 @@ from typing import Any
 
 import pyfuse3
 
+from ..debug_hooks import Debug
 from ..event_types import Event
-from ..model.options import Debug
 from ..model.overlay import Overlay
 from ..model.workspace import Workspace
 from ..model.writes import Writer
@@ -67,7 +67,7 @@ class Operations(pyfuse3.Operations):
         self._fh = itertools.count(1)
         debug = debug or Debug()
         self._fault = debug.fault
-        self._check_listings = debug.check_listings  # the test suite's check (model/options.py Debug)
+        self._check_listings = debug.check_listings  # the test suite's check (slfs/debug_hooks.py Debug)
         # Moves on every change the model reports and after every handler that waited (whatever
         # may have changed meanwhile): a listing replays the attributes of the epoch it built them
         # at, never older ones.

@@ -25,7 +25,7 @@ class Replies:
         self.virtual = virtual  # Control.nodes: the made-up nodes by inode
         self.attributes = attributes
         self.lookups = lookups
-        self.check = check  # the test suite's check of replayed attributes (model/options.py Debug)
+        self.check = check  # the test suite's check of replayed attributes (slfs/debug_hooks.py Debug)
 
     def answer(self, listing: Listing, start_id: int, token: pyfuse3.ReaddirToken, epoch: int) -> None:
         reply = pyfuse3.readdir_reply

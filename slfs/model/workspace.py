@@ -21,6 +21,7 @@ from typing import Any
 
 import trio
 
+from ..debug_hooks import Debug
 from ..event_types import Event
 from ..local.item_times import ItemTimes
 from ..protocol.types import (
@@ -45,7 +46,7 @@ from .editor_commands import EditorCommands
 from .history import History, agent_key
 from .invalidations import PendingInvalidations
 from .live import LIVE_DIR_KEY, LiveScripts
-from .options import Debug, Options
+from .options import Options
 from .runtime import Runtime
 from .services import Broadcast
 

@@ -20,7 +20,8 @@ import pytest
 import trio
 
 from slfs.daemon import Services, build_services
-from slfs.model.options import Debug, Options
+from slfs.debug_hooks import Debug
+from slfs.model.options import Options
 from slfs.sim import SimViewer, World, sample_world
 from slfs.world.tree import ROOT_INODE
 

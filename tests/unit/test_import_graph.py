@@ -12,7 +12,7 @@ SLFS = Path(__file__).resolve().parents[2] / "slfs"
 
 # Small modules at the top of slfs/ that any layer may use: they import only each other.
 BASE = {"slfs", "paths", "jsontext", "backoff", "winpaths", "addresses", "stats", "status_text", "registry",
-        "holders", "gcpause", "event_types"}
+        "holders", "gcpause", "event_types", "debug_hooks"}
 # What each package may import besides BASE.
 ALLOWED: dict[str, set[str]] = {
     "protocol": set(),
