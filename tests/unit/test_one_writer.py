@@ -590,17 +590,17 @@ def _own_nodes(fn: ast.AST) -> Iterator[ast.AST]:
             todo.extend(ast.iter_child_nodes(node))
 
 
-def _isinstance_facts(test: ast.expr, positive: bool) -> list[tuple[str, ast.expr]]:
-    """(name, class expression) pairs that hold when `test` is `positive`."""
+def _isinstance_facts(test: ast.expr, positive: bool) -> list[tuple[str, ast.expr, bool]]:
+    """(name, class expression, whether it is one) triples that hold when `test` is `positive`."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return _isinstance_facts(test.operand, not positive)
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) and positive:
         return [f for v in test.values for f in _isinstance_facts(v, True)]
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or) and not positive:
         return [f for v in test.values for f in _isinstance_facts(v, False)]
-    if positive and isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance" \
+    if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance" \
             and len(test.args) == 2 and isinstance(test.args[0], ast.Name):
-        return [(test.args[0].id, test.args[1])]
+        return [(test.args[0].id, test.args[1], positive)]
     return []
 
 
@@ -621,13 +621,19 @@ class Walker:
         self._body(self.program.modules[self.module].tree.body, top, None, None)
         return self.writes
 
-    def _narrow(self, scope: Scope, facts: list[tuple[str, ast.expr]]) -> dict[str, Types | None]:
+    def _narrow(self, scope: Scope, facts: list[tuple[str, ast.expr, bool]]) -> dict[str, Types | None]:
         saved: dict[str, Types | None] = {}
-        for name, cls in facts:
+        for name, cls, is_one in facts:
             elts = cls.elts if isinstance(cls, ast.Tuple) else [cls]
             types = frozenset().union(*(self.program.annotation(self.module, e) for e in elts))
             saved.setdefault(name, scope.narrowed.get(name))
-            scope.narrowed[name] = types
+            if is_one:
+                scope.narrowed[name] = types
+            else:  # not one of `types`: its other types remain (`else` after `isinstance(node, Item)`)
+                excluded = {t.cls for t in types if t.cls}
+                scope.narrowed[name] = frozenset(
+                    t for t in scope.name(name)
+                    if not (t.cls and any(c.qual in excluded for c in self.program.mro(t.cls))))
         return saved
 
     @staticmethod
