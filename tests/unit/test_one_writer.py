@@ -47,10 +47,6 @@ UNRESOLVED: dict[tuple[str, str], str] = {
 # (class, field) -> why it has more than one writing module. Aim: empty.
 ALLOWED: dict[tuple[str, str], str] = {
     # TEMPORARY, while this branch gives each of these fields one owner.
-    ("slfs.model.overlay_homes.Home", "ambiguous"): "not yet given one owner",
-    ("slfs.model.overlay_homes.Home", "gone"): "not yet given one owner",
-    ("slfs.model.overlay_homes.Home", "shared_links"): "not yet given one owner",
-    ("slfs.model.overlay_homes.Home", "tag"): "not yet given one owner",
     ("slfs.session.connection.Connection", "close_reason"): "not yet given one owner",
     ("slfs.session.connection.Connection", "listener_note"): "not yet given one owner",
     ("slfs.cli.top.model.Row", "state"): "not yet given one owner",
