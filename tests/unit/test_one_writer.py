@@ -45,12 +45,7 @@ UNRESOLVED: dict[tuple[str, str], str] = {
 }
 
 # (class, field) -> why it has more than one writing module. Aim: empty.
-ALLOWED: dict[tuple[str, str], str] = {
-    # TEMPORARY, while this branch gives each of these fields one owner.
-    ("slfs.client.push_plan.Step", "action"): "not yet given one owner",
-    ("slfs.client.push_plan.Step", "item_id"): "not yet given one owner",
-    ("slfs.client.push_plan.Step", "reason"): "not yet given one owner",
-}
+ALLOWED: dict[tuple[str, str], str] = {}
 
 INIT_METHODS = {"__init__", "__attrs_post_init__", "__post_init__"}
 UNKNOWN = "?"
