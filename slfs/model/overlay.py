@@ -272,7 +272,7 @@ class Overlay:
         objects = self._disk.agent_dir(self.agent or "") / "objects"
         src, dst = objects / old, objects / key
         if not src.is_dir():  # removed by hand: nothing to take, and it no longer waits
-            del index.homes[old]
+            index.forget(old)
             index.save()
             return
         if dst.exists():
@@ -313,7 +313,7 @@ class Overlay:
         home = index.homes.get(key)
         changed = home is None
         if home is None:
-            home = index.homes[key] = Home(name=obj.link_name)
+            home = index.add(key, Home(name=obj.link_name))
         if folder.is_child and home.prims.get(id_name(folder.uuid)) != folder.link_name:
             home.prims[id_name(folder.uuid)] = folder.link_name
             changed = True
@@ -351,7 +351,7 @@ class Overlay:
             stem, tag = names.strip_tag(entry.name)
             home = Home(name=folder.link_name if folder is not None else names.to_sl(stem),
                         gone=folder is None, tag=(tag or "") if folder is None else "")
-            index.homes[key] = home
+            index.add(key, home)
             self._legacy_prims(home_dir, home, folder)
             index.save()
             if folder is not None:

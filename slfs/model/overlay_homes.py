@@ -151,7 +151,17 @@ class Index:
         home.name, home.gone, home.ambiguous, home.shared_links, home.tag = name, False, False, [], ""
         return True
 
-    # The overlay (model/overlay.py) tells the index these; a Home's fields are written here only.
+    # The overlay (model/overlay.py) tells the index these; a Home's fields and the map of homes
+    # are written here only.
+
+    def add(self, key: str, home: Home) -> Home:
+        """A home the index did not know (a folder's files about to be made, an old overlay moved)."""
+        self.homes[key] = home
+        return home
+
+    def forget(self, key: str) -> None:
+        """Home `key` was removed by hand: it waits no longer."""
+        del self.homes[key]
 
     def gone_unseen(self, key: str, *, ambiguous: bool) -> None:
         """The object of home `key` went away while no session said so (the last mount crashed)."""

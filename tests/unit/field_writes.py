@@ -1,6 +1,11 @@
 """The writes to attributes in a source tree, each attributed to the class whose field it writes
 (tests/unit/test_one_writer.py; the types are field_types.py's). `self.x = ...` in the class's own
-`__init__`/`__attrs_post_init__` is initialisation, no write."""
+`__init__`/`__attrs_post_init__` is initialisation, no write.
+
+A field holding a container (dict, list, set, deque, bytearray) is also changed in place:
+`obj.field[k] = v`, `del obj.field[k]` and its mutating methods (`obj.field.pop(k)`) are such
+writes, told apart from rebinding the field. Only the direct ones: a change through a local alias
+(`items = folder.items; items.pop(k)`) or a function given the container is not seen."""
 
 from __future__ import annotations
 
@@ -14,6 +19,11 @@ from .field_types import Program, Scope, Types, flat
 
 SLFS = Path(__file__).resolve().parents[2] / "slfs"
 INIT_METHODS = {"__init__", "__attrs_post_init__", "__post_init__"}
+CONTAINERS = {"dict", "defaultdict", "OrderedDict", "Counter", "list", "set", "deque", "bytearray",
+              "MutableMapping", "MutableSequence", "MutableSet", "WeakValueDictionary", "WeakKeyDictionary"}
+MUTATORS = {"append", "extend", "insert", "pop", "popitem", "remove", "clear", "update", "setdefault", "add",
+            "discard", "appendleft", "popleft", "extendleft", "move_to_end", "sort", "reverse", "rotate",
+            "difference_update", "intersection_update", "symmetric_difference_update"}
 
 
 @attrs.frozen
@@ -23,6 +33,7 @@ class Write:
     target: str  # as written
     fields: tuple[tuple[str, str], ...]  # (class, field) it writes; empty when unresolved or outside slfs
     outside: bool = False  # a field of a class outside slfs
+    in_place: bool = False  # the container the field holds changed (not the field rebound)
 
 
 def _isinstance_facts(test: ast.expr, positive: bool) -> list[tuple[str, ast.expr, bool]]:
@@ -124,6 +135,9 @@ class Walker:
             for t in flat(target):
                 if isinstance(t, ast.Attribute):
                     self._write(t, ast.unparse(t), t.value, t.attr, scope, cls, fn_name)
+                elif isinstance(t, ast.Subscript) and isinstance(t.value, ast.Attribute) \
+                        and not isinstance(stmt, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
+                    self._in_place(t, f"{ast.unparse(t.value)}[]", t.value, scope, cls, fn_name)
         for field, value in ast.iter_fields(stmt):
             if field in {"targets", "target"}:
                 continue
@@ -141,6 +155,9 @@ class Walker:
     def _exprs(self, node: ast.AST, scope: Scope, cls: str | None, fn_name: str | None) -> None:
         """setattr(obj, "name", v) and object.__setattr__(obj, "name", v) inside an expression."""
         for n in ast.walk(node):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in MUTATORS \
+                    and isinstance(n.func.value, ast.Attribute):
+                self._in_place(n, f"{ast.unparse(n.func.value)}.{n.func.attr}()", n.func.value, scope, cls, fn_name)
             if not isinstance(n, ast.Call) or len(n.args) < 2:
                 continue
             name = ast.unparse(n.func)
@@ -152,8 +169,16 @@ class Walker:
                 else:
                     self.writes.append(Write(self.module, n.lineno, shown, ()))
 
+    def _in_place(self, node: ast.AST, shown: str, attr: ast.Attribute, scope: Scope, cls: str | None,
+                  fn_name: str | None) -> None:
+        """A change of the container in field `attr`; a call of an slfs object's own method of that
+        name (`self.tree.update(msg)`) or a subscript of some other value is none."""
+        held = scope.type_of(attr)
+        if not held or any(t.ext in CONTAINERS for t in held):
+            self._write(node, shown, attr.value, attr.attr, scope, cls, fn_name, in_place=True)
+
     def _write(self, node: ast.AST, shown: str, obj: ast.expr, field: str, scope: Scope, cls: str | None,
-               fn_name: str | None) -> None:
+               fn_name: str | None, *, in_place: bool = False) -> None:
         p = self.program
         if isinstance(obj, ast.Name) and obj.id == "self" and cls is not None and fn_name in INIT_METHODS:
             return  # the object's own initialisation
@@ -175,7 +200,7 @@ class Walker:
             elif t.ext:
                 outside = True
         self.writes.append(Write(self.module, getattr(node, "lineno", 0), shown, tuple(sorted(fields)),
-                                 outside and not fields))
+                                 outside and not fields, in_place))
 
 
 def writes_of(sources: dict[str, tuple[str, bool]]) -> list[Write]:
@@ -183,11 +208,13 @@ def writes_of(sources: dict[str, tuple[str, bool]]) -> list[Write]:
     return [w for name in sorted(program.modules) for w in Walker(program, name).run()]
 
 
-def writers(writes: list[Write]) -> dict[tuple[str, str], set[str]]:
+def writers(writes: list[Write], *, in_place: bool = False) -> dict[tuple[str, str], set[str]]:
+    """(class, field) -> the modules that rebind it (or, `in_place`, change the container it holds)."""
     out: dict[tuple[str, str], set[str]] = defaultdict(set)
     for w in writes:
-        for key in w.fields:
-            out[key].add(w.module)
+        if w.in_place == in_place:
+            for key in w.fields:
+                out[key].add(w.module)
     return out
 
 
@@ -205,8 +232,8 @@ def slfs_sources() -> dict[str, tuple[str, bool]]:
     return out
 
 
-def multi_writers(sources: dict[str, tuple[str, bool]]) -> dict[tuple[str, str], set[str]]:
-    return {k: v for k, v in writers(writes_of(sources)).items() if len(v) > 1}
+def multi_writers(sources: dict[str, tuple[str, bool]], *, in_place: bool = False) -> dict[tuple[str, str], set[str]]:
+    return {k: v for k, v in writers(writes_of(sources), in_place=in_place).items() if len(v) > 1}
 
 
 def unresolved(writes: list[Write]) -> set[tuple[str, str]]:

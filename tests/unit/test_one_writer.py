@@ -15,8 +15,9 @@ listed in UNRESOLVED with its reason; a new one fails the test, so none is skipp
 
 Initialisation is no write: `self.x = ...` in the class's own `__init__`/`__attrs_post_init__`
 (the constructor's keyword arguments are no assignment at all). slfs/sim/ is a separate program
-(the simulated viewer) and not walked. Mutating a field's value in place (`folder.items[k] = v`)
-is not a write of the field."""
+(the simulated viewer) and not walked. A container a field holds changed in place
+(`folder.items[k] = v`, `folder.items.pop(k)`) is checked apart, the same way: from one module
+each (direct changes only: not through a local alias or a function given the container)."""
 
 from __future__ import annotations
 
@@ -52,6 +53,12 @@ def test_each_field_has_one_writing_module() -> None:
         f"  {cls}.{field}: {', '.join(sorted(mods))}" for (cls, field), mods in sorted(multi.items()))
 
 
+def test_each_container_field_is_changed_in_place_from_one_module() -> None:
+    multi = multi_writers(slfs_sources(), in_place=True)
+    assert not multi, "container fields changed in place from more than one module:\n" + "\n".join(
+        f"  {cls}.{field}: {', '.join(sorted(mods))}" for (cls, field), mods in sorted(multi.items()))
+
+
 def test_every_write_is_resolved_or_listed() -> None:
     found = unresolved(writes_of(slfs_sources()))
     assert found == set(UNRESOLVED), (
@@ -80,6 +87,11 @@ class Cache:
 
 @attrs.define
 class Item(Node):
+    cache: Cache = attrs.Factory(Cache)
+
+@attrs.define
+class Folder(Node):
+    items: dict[str, Item] = attrs.Factory(dict)
     cache: Cache = attrs.Factory(Cache)
 
 class Virtual:
@@ -139,6 +151,18 @@ def test_checker_resolves_aliases_and_leaves_unknowns_and_protocols_unresolved()
     found = writers(writes_of(sources))
     assert found[("pkg.nodes.Node", "name")] == found[("pkg.nodes.Virtual", "name")] == {"pkg.a"}
     assert unresolved(writes_of(sources)) == {("pkg.b", "node.name"), ("pkg.c", "node.name")}
+
+
+def test_checker_tells_in_place_changes_from_rebinding() -> None:
+    sources = _program(
+        a="from .nodes import Folder\ndef f(folder: Folder) -> None:\n    folder.items['x'] = 1\n",
+        b="from .nodes import Folder\ndef g(folder: Folder) -> None:\n    folder.items.pop('x')\n"
+          "    del folder.items['y']\n",
+        c="from .nodes import Folder\ndef h(folder: Folder) -> None:\n    folder.items = {}\n"
+          "    folder.cache.update()\n",  # Cache's own method, no container's
+    )
+    assert multi_writers(sources, in_place=True) == {("pkg.nodes.Folder", "items"): {"pkg.a", "pkg.b"}}
+    assert writers(writes_of(sources)) == {("pkg.nodes.Folder", "items"): {"pkg.c"}}
 
 
 def test_checker_narrows_the_else_of_isinstance() -> None:
