@@ -21,7 +21,9 @@ each (direct changes only: not through a local alias or a function given the con
 
 from __future__ import annotations
 
-from .field_writes import multi_writers, slfs_sources, unresolved, writers, writes_of
+import functools
+
+from .field_writes import Write, multi_writers, slfs_sources, unresolved, writers, writes_of
 
 # (module, target as written) -> why it cannot be attributed to a class. Kept small: each is a
 # write through a name the checker cannot type, reviewed by hand.
@@ -44,30 +46,39 @@ UNRESOLVED: dict[tuple[str, str], str] = {
 ALLOWED: dict[tuple[str, str], str] = {}
 
 
+@functools.cache
+def _slfs_writes() -> list[Write]:
+    return writes_of(slfs_sources())  # walked once for the tests below (about a second)
+
+
+def _multi(*, in_place: bool) -> dict[tuple[str, str], set[str]]:
+    return {k: v for k, v in writers(_slfs_writes(), in_place=in_place).items() if len(v) > 1}
+
+
 # --- the tests ------------------------------------------------------------------------------
 
 
 def test_each_field_has_one_writing_module() -> None:
-    multi = {k: v for k, v in multi_writers(slfs_sources()).items() if k not in ALLOWED}
+    multi = {k: v for k, v in _multi(in_place=False).items() if k not in ALLOWED}
     assert not multi, "fields written from more than one module:\n" + "\n".join(
         f"  {cls}.{field}: {', '.join(sorted(mods))}" for (cls, field), mods in sorted(multi.items()))
 
 
 def test_each_container_field_is_changed_in_place_from_one_module() -> None:
-    multi = multi_writers(slfs_sources(), in_place=True)
+    multi = _multi(in_place=True)
     assert not multi, "container fields changed in place from more than one module:\n" + "\n".join(
         f"  {cls}.{field}: {', '.join(sorted(mods))}" for (cls, field), mods in sorted(multi.items()))
 
 
 def test_every_write_is_resolved_or_listed() -> None:
-    found = unresolved(writes_of(slfs_sources()))
+    found = unresolved(_slfs_writes())
     assert found == set(UNRESOLVED), (
         f"writes the checker cannot attribute to a class (type the target, or list it in UNRESOLVED with "
         f"why): {sorted(found - set(UNRESOLVED))}; listed but gone: {sorted(set(UNRESOLVED) - found)}")
 
 
 def test_allow_list_is_needed() -> None:
-    multi = multi_writers(slfs_sources())
+    multi = _multi(in_place=False)
     assert not set(ALLOWED) - set(multi), f"allowed but written from one module now: {set(ALLOWED) - set(multi)}"
 
 
