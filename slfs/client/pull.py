@@ -37,24 +37,23 @@ def pull(state: dict[str, Any], local: str, bases: Bases, *, delete: bool) -> Pu
             step = Step("create", rel, item_id=entry["item_id"], inworld=entry, prim_path=prim["path"],
                         kind=entry["type"])
             if not entry.get("readable", True) or entry.get("digest") is None:
-                step.action = "skip"
-                step.reason = str(entry.get("error") or "its text cannot be read")
+                step.decide("skip", str(entry.get("error") or "its text cannot be read"))
                 steps.append(step)
                 continue
             target = os.path.join(folder, entry["name"])
             if os.path.isfile(target):
                 with open(target, "rb") as f:
                     if digest_of(f.read(READ_LIMIT + 1)) == entry["digest"]:
-                        step.action = "unchanged"
+                        step.decide("unchanged")
                         bases.note(entry["item_id"], "pulled", entry["digest"])
                         steps.append(step)
                         continue
-                step.action = "update"
+                step.decide("update")
             try:
                 with open(step.mount_path, "rb") as f:
                     data = f.read(READ_LIMIT + 1)
             except OSError as exc:
-                step.action, step.reason = "skip", f"cannot read it from the mount: {exc.strerror or exc}"
+                step.decide("skip", f"cannot read it from the mount: {exc.strerror or exc}")
                 steps.append(step)
                 continue
             os.makedirs(folder, exist_ok=True)

@@ -126,7 +126,7 @@ class Pusher:
 
         def checked(step: Step, result: Any) -> bool:
             if isinstance(result, ClientError) or not result.get("unchanged", True):
-                step.action = "update"  # a changed include (or one that no longer builds)
+                step.decide("update")  # a changed include (or one that no longer builds)
             return True
 
         if calls:
@@ -171,7 +171,8 @@ class Pusher:
             if isinstance(result, ClientError):
                 out.failed, out.error = step, f"{step.rel}: {result.message}"
                 return False
-            step.item_id, step.phase = result["item_id"], "created"
+            step.is_item(result["item_id"])
+            step.phase = "created"
             self.progress(step, "created")
             return True
 

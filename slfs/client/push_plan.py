@@ -168,6 +168,19 @@ class Step:
     def is_script(self) -> bool:
         return self.kind == "script"
 
+    # The plan (make_plan, pull's plan) and the push that applies it go through these: `action`,
+    # `reason` and `item_id` are written here only.
+
+    def decide(self, action: str, reason: str | None = None) -> None:
+        """What is done with it (ACTIONS), and why when given (a skip, a conflict)."""
+        self.action = action
+        if reason is not None:
+            self.reason = reason
+
+    def is_item(self, item_id: str) -> None:
+        """The in-world item it is (found in the mount, or made by its create)."""
+        self.item_id = item_id
+
     @property
     def mount_path(self) -> str:
         return posixpath.join(self.prim_path, posixpath.basename(self.rel))
@@ -226,16 +239,17 @@ def make_plan(state: dict[str, Any], src: str, files: list[LocalFile], bases: Ba
             why = _too_big(f, want.type) or (None if prim["writable"] else "no modify permission on the prim")
             steps.append(attrs.evolve(step, action="skip", reason=why) if why else step)
             continue
-        step.item_id, step.kind, step.luau = entry["item_id"], entry["type"], bool(entry.get("luau"))
+        step.is_item(entry["item_id"])
+        step.kind, step.luau = entry["type"], bool(entry.get("luau"))
         why = _refusal(entry) or _too_big(f, entry["type"])
         if entry.get("digest") is not None and entry.get("digest") == digest_of(f.data):
-            step.action = "unchanged"  # nothing to send, whatever the permissions
+            step.decide("unchanged")  # nothing to send, whatever the permissions
         elif why is not None:
-            step.action, step.reason = "skip", why
+            step.decide("skip", why)
         elif not force and (known := bases.known(entry["item_id"])) and entry.get("digest") not in known:
-            step.action, step.reason = "conflict", CONFLICT
+            step.decide("conflict", CONFLICT)
         else:
-            step.action = "update"
+            step.decide("update")
         steps.append(step)
     if delete:
         for rel_dir, prim in prims.items():
@@ -248,9 +262,9 @@ def make_plan(state: dict[str, Any], src: str, files: list[LocalFile], bases: Ba
                 step = Step("delete", rel, item_id=entry["item_id"], inworld=entry, prim_path=prim["path"],
                             kind=entry["type"], luau=bool(entry.get("luau")))
                 if not entry.get("writable", True):
-                    step.action, step.reason = "skip", "no modify permission"
+                    step.decide("skip", "no modify permission")
                 elif not force and (known := bases.known(entry["item_id"])) and entry.get("digest") not in known:
-                    step.action, step.reason = "conflict", CONFLICT
+                    step.decide("conflict", CONFLICT)
                 steps.append(step)
     return Plan(src, state["path"], steps, state)
 

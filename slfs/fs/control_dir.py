@@ -155,7 +155,7 @@ class Control:
                 node = self.nodes.get(ls.inode)
                 if node is None or node.live is not ls:
                     node = self.nodes[ls.inode] = Virtual(ls.inode, FILE, name, vdir.inode, live=ls)
-                node.name = name
+                node.rename(name)
                 yield node
             sidecars: dict[str, Callable[[], bytes]] = {
                 "diag": functools.partial(self.render_live_diagnostics, ls),
@@ -168,7 +168,8 @@ class Control:
                 if only is None or only == full:
                     side = self._get(f"ctl:live:{ls.script_id}:{suffix}",
                                      functools.partial(_live_sidecar, full, vdir.inode, shows))
-                    side.name, side.render = full, shows  # follows a rename, or a new subscription
+                    side.rename(full)  # follows a rename, or a new subscription
+                    side.render = shows
                     yield side
 
     def _live_log(self, ls: LiveScript) -> bytes:
@@ -235,7 +236,7 @@ class Control:
             await self.content.read_content(self._item_named(vdir, file_name))
 
         node = self._file(vdir.inode, f"{file_name}.inworld", render, direct_io=True)
-        node.prepare = fetch
+        node.prepare_with(fetch)
         return node
 
     def _object_log(self, parent: int, folder: Folder) -> Virtual:

@@ -69,7 +69,7 @@ class HistoryView:
     def _item_dir(self, parent: Virtual, name: str, item_id: str) -> Virtual:
         node = self._get(f"hist:item:{parent.inode}:{item_id}", lambda ino: Virtual(
             ino, HIST_ITEM, name, parent.inode, folder_inode=parent.folder_inode, ref=item_id, steady=True))
-        node.name = name  # follows a rename of the item
+        node.rename(name)  # follows a rename of the item
         return node
 
     def _version_file(self, parent: Virtual, name: str, version: Version, inworld: bool) -> Virtual:
@@ -88,8 +88,8 @@ class HistoryView:
 
         node = self._get(f"hist:ver:{parent.inode}:{version.id}:{int(inworld)}", lambda ino: Virtual(
             ino, FILE, name, parent.inode, render=render, size=size, mtime_ns=int(version.at * 1e9), steady=True))
-        node.prepare = prepare
-        node.name = name
+        node.prepare_with(prepare)
+        node.rename(name)
         return node
 
     def _keep(self, digest: str, data: bytes) -> None:

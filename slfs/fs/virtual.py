@@ -53,6 +53,17 @@ class Virtual:
     mtime_ns: int | None = None
     steady: bool = False
 
+    # A Virtual is kept per key (Control._get) while what it shows moves: its makers update it
+    # through these, so `name` and `prepare` are written here only.
+
+    def rename(self, name: str) -> None:
+        """It follows a rename of what it shows (an item, a live script)."""
+        self.name = name
+
+    def prepare_with(self, prepare: Callable[[], Awaitable[None]]) -> None:
+        """open() awaits `prepare` before render() (a fetch of what it shows)."""
+        self.prepare = prepare
+
 
 def folder_now(tree: Tree, vdir: Virtual) -> Folder | None:
     """The folder `vdir` belongs to as the tree holds it now; None once it is gone."""

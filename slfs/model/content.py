@@ -166,12 +166,10 @@ class Content:
         the bytes differ from what was known before."""
         first = item.cache.content is None
         changed = not first and item.cache.content != data
-        item.cache.content = data
         if inworld != item.cache.inworld:
             item.cache.inworld_places = None  # no longer the text our build's places describe
-        item.cache.inworld = inworld
-        item.cache.content_valid = valid
-        item.cache.content_revision = revision if revision is not None or not valid else item.info.revision
+        item.cache.hold(data, inworld, valid=valid,
+                        revision=revision if revision is not None or not valid else item.info.revision)
         item.echo.set_unconfirmed(False)
         set_on = self.times.shown(item.uuid, data) if first or changed else None
         if changed:
@@ -202,6 +200,11 @@ class Content:
             self.times.set(item.uuid, mtime_ns, shown)
         self.tree.invalidate_item(item, data=False)  # a rename onto the item: the kernel has the old time
 
+    def set_edit_mtime(self, item: Item, mtime_ns: int) -> None:
+        """The time a local edit shows (model/edits.py): now at a write, the time before it when the
+        edit is undone. An item's mtime is written here only."""
+        item.mtime_ns = mtime_ns
+
     def confirm_content(self, item: Item) -> None:
         """Fetch the item in the background until its content is current (Item.content_current):
         our own save's content at the revision its echo brought."""
@@ -209,8 +212,7 @@ class Content:
 
     def refetch(self, item: Item) -> None:
         """What the viewer holds may differ from what we know: fetch it again (in the background)."""
-        item.cache.content_valid = False
-        item.cache.generation += 1
+        item.cache.stale()
         self.tree.invalidate_item(item, data=True)
         self.queue.put(item)
 

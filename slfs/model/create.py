@@ -81,18 +81,18 @@ class Creator:
     def open_memory_file(self, scratch: MemoryFile, *, truncate: bool) -> None:
         if truncate and scratch.data:
             scratch.data.clear()
-            scratch.dirty = True
+            scratch.changed()
 
     def write_memory_file(self, scratch: MemoryFile, off: int, data: bytes) -> None:
         self._check_memory_file_size(scratch, off + len(data))
         buffers.splice(scratch.data, off, data, scratch.name)
-        scratch.dirty = True
+        scratch.changed()
         scratch.mtime_ns = time.time_ns()
 
     def resize_memory_file(self, scratch: MemoryFile, size: int) -> None:
         self._check_memory_file_size(scratch, size)
         buffers.resize(scratch.data, size, scratch.name)
-        scratch.dirty = True
+        scratch.changed()
         scratch.mtime_ns = time.time_ns()
 
     def _check_memory_file_size(self, scratch: MemoryFile, size: int) -> None:
@@ -105,7 +105,7 @@ class Creator:
                 check_size(parse_remote_name(scratch.name).type, size, shown)
             except FsError as exc:
                 scratch.data.clear()
-                scratch.dirty = False
+                scratch.settled()
                 self.drop_new_file(scratch)
                 raise self.edits.refused(shown, exc) from None
 
@@ -117,7 +117,7 @@ class Creator:
         elif isinstance(node, Folder):
             if node is self.tree.root:
                 return  # its time is the mount's (accepted, as before, and not kept)
-            node.mtime_ns = mtime_ns
+            node.set_mtime(mtime_ns)
             self.tree.stat_changed(node)
         else:
             node.mtime_ns = mtime_ns
@@ -141,7 +141,9 @@ class Creator:
         """A new file not yet in-world keeps waiting for its first flush under the new name."""
         if isinstance(src_parent, Folder) and src_parent.new_files.get(old) is scratch:
             del src_parent.new_files[old]
-        scratch.name, scratch.parent, scratch.folder = new, dst_parent, dst_parent
+        scratch.rename(new)
+        scratch.move(dst_parent)
+        scratch.folder = dst_parent
         dst_parent.new_files[new] = scratch
 
     def take_out(self, scratch: NewFile, src_parent: Folder | OverlayNode, old: str) -> bool:
@@ -166,7 +168,7 @@ class Creator:
                 return
             # Written after its create failed (through a handle still open, or a dentry the kernel
             # had not dropped yet): not saved, and never silently dropped.
-            scratch.dirty = False
+            scratch.settled()
             kept = await self.saver.recover(scratch.failed, bytes(scratch.data),
                                             f"{scratch.failed}: written after its create failed; not saved")
             raise FsError(errno.EIO, f"{scratch.failed}: not created in-world (its create failed); {kept}")
@@ -180,8 +182,8 @@ class Creator:
         except FsError:
             # Refused (no modify permission, "Item creation failed"): the content is in the
             # recovery folder; no half-created name is left behind.
-            scratch.failed = f"{self.tree.path_of(folder)}/{scratch.name}".lstrip("/")
-            scratch.dirty = bytes(scratch.data) != data
+            shown = f"{self.tree.path_of(folder)}/{scratch.name}".lstrip("/")
+            scratch.give_up(shown, dirty=bytes(scratch.data) != data)
             self.drop_new_file(scratch)
             raise
         finally:

@@ -57,7 +57,7 @@ class Edits:
     def touch(self, item: Item) -> None:
         """The buffer changed: to be saved, and the file's time moves."""
         item.edit.dirty = True
-        item.mtime_ns = time.time_ns()
+        self.ws.content.set_edit_mtime(item, time.time_ns())
 
     def undo(self, item: Item, *, data: bool) -> None:
         """The edit ends as if never made, its mtime too; the kernel is told (its data as well when
@@ -65,7 +65,7 @@ class Edits:
         before = item.edit.mtime_before
         self.drop(item)
         if before is not None and item.mtime_ns != before:
-            item.mtime_ns = before
+            self.ws.content.set_edit_mtime(item, before)
             self.tree.invalidate_item(item, data=data)
         elif data:
             self.tree.invalidate_item(item, data=True)

@@ -335,6 +335,13 @@ class LiveScripts:
         the temp file's checks (b"" when missing or refused)."""
         return live_files.read_sidecar(ls.temp_path + ".log", ls.where)
 
+    def wrote(self, ls: LiveScript, mtime_s: int) -> None:
+        """We wrote its temp file (model/live_writes.py), stamped `mtime_s` (whole seconds): a compile
+        of that text is awaited. A live script's times are written here only."""
+        ls.mtime_s = mtime_s
+        ls.written_at = trio.current_time()
+        ls.compiled_since_write = False
+
     def set_text(self, ls: LiveScript, text: str, *, stamp: tuple[int, int] | None, ours: bool,
                  places: tuple[Place | None, ...] | None = None) -> None:
         unwrapped = envelope.unwrap(text)

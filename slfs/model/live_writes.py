@@ -157,9 +157,7 @@ class LiveWriter:
             raise self.live.not_the_viewers(ls, exc) from None
         except OSError as exc:
             raise FsError(errno.EIO, f"{shown}: writing {ls.temp_path} failed: {exc.strerror}") from None
-        ls.mtime_s = mtime_s
-        ls.written_at = trio.current_time()
-        ls.compiled_since_write = False
+        self.live.wrote(ls, mtime_s)
         self.live.set_text(ls, out, stamp=stamp, ours=True, places=build.places() if build is not None else None)
         if ls.local is not None and bytes(ls.local) == data:
             ls.local, ls.dirty = None, False
@@ -242,7 +240,7 @@ class LiveWriter:
                 raise FsError(errno.EEXIST, "")
             self._drop(other)
         del self.live.new_files[old]
-        scratch.name = new
+        scratch.rename(new)
         self.live.new_files[new] = scratch
         return None
 
@@ -254,7 +252,8 @@ class LiveWriter:
             if scratch.mtime_ns == seen:
                 shown = f".slfs/live/{scratch.name}"
                 self._drop(scratch)
-                scratch.live, scratch.failed, scratch.dirty = LiveState.EXPIRED, shown, False
+                scratch.live = LiveState.EXPIRED
+                scratch.give_up(shown, dirty=False)
                 if scratch.data:
                     await self.recover(shown, bytes(scratch.data), f"{shown}: not renamed over a live file "
                                        f"within {SCRATCH_GRACE:g} s; not saved")
@@ -268,7 +267,7 @@ class LiveWriter:
         """flush/fsync of a new file: nothing (it is saved by its rename), unless it was given up
         and written since: that is kept in the recovery folder too."""
         if scratch.live is LiveState.EXPIRED and scratch.dirty:
-            scratch.dirty = False
+            scratch.settled()
             why = f"{scratch.failed}: written after it was given up (not renamed over a live file); not saved"
             kept = await self.recover(scratch.failed, bytes(scratch.data), why)
             raise FsError(errno.EIO, f"{why}; {kept}")

@@ -227,7 +227,7 @@ class Overlay:
             elif complete and not home.gone:
                 # Gone unseen (the last mount crashed): when is unknown. One object of its name
                 # published now may be it re-rezzed (adoptable sees whether it is the only one).
-                home.gone, home.ambiguous = True, counts[home.name] > 1
+                index.gone_unseen(key, ambiguous=counts[home.name] > 1)
                 changed = True
         if changed:
             index.save()
@@ -248,7 +248,7 @@ class Overlay:
                 if index.went_away(key, folder.link_name, others):
                     if folder.built:  # link names its prims share: none of their homes is re-rezzed
                         links = Counter(p.link_name for p in folder.built_members() if isinstance(p, Folder))
-                        index.homes[key].shared_links = sorted(n for n, c in links.items() if c > 1)
+                        index.share_links(key, sorted(n for n, c in links.items() if c > 1))
                     index.save()
             elif key in index.homes:
                 if index.came_back(key, folder.link_name):
@@ -272,20 +272,17 @@ class Overlay:
         objects = self._disk.agent_dir(self.agent or "") / "objects"
         src, dst = objects / old, objects / key
         if not src.is_dir():  # removed by hand: nothing to take, and it no longer waits
-            del index.homes[old]
+            index.forget(old)
             index.save()
             return
         if dst.exists():
             return
         os.rename(src, dst)
         self._inodes.moved(str(src), str(dst))
-        home = index.homes.pop(old)
-        index.homes[key] = home
-        home.gone = home.ambiguous = False
-        home.tag = ""
+        home = index.adopt(old, key)
         if home.prims:
             self._prims_follow(dst, home, folder)
-        home.shared_links = []
+        index.prims_followed(home)
         index.save()
         log.info("overlay: %r (%s) takes the local files its name left (%s went away: re-rezzed)",
                  folder.link_name, folder.object_id, old)
@@ -316,7 +313,7 @@ class Overlay:
         home = index.homes.get(key)
         changed = home is None
         if home is None:
-            home = index.homes[key] = Home(name=obj.link_name)
+            home = index.add(key, Home(name=obj.link_name))
         if folder.is_child and home.prims.get(id_name(folder.uuid)) != folder.link_name:
             home.prims[id_name(folder.uuid)] = folder.link_name
             changed = True
@@ -354,7 +351,7 @@ class Overlay:
             stem, tag = names.strip_tag(entry.name)
             home = Home(name=folder.link_name if folder is not None else names.to_sl(stem),
                         gone=folder is None, tag=(tag or "") if folder is None else "")
-            index.homes[key] = home
+            index.add(key, home)
             self._legacy_prims(home_dir, home, folder)
             index.save()
             if folder is not None:

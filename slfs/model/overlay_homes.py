@@ -150,3 +150,36 @@ class Index:
             return False
         home.name, home.gone, home.ambiguous, home.shared_links, home.tag = name, False, False, [], ""
         return True
+
+    # The overlay (model/overlay.py) tells the index these; a Home's fields and the map of homes
+    # are written here only.
+
+    def add(self, key: str, home: Home) -> Home:
+        """A home the index did not know (a folder's files about to be made, an old overlay moved)."""
+        self.homes[key] = home
+        return home
+
+    def forget(self, key: str) -> None:
+        """Home `key` was removed by hand: it waits no longer."""
+        del self.homes[key]
+
+    def gone_unseen(self, key: str, *, ambiguous: bool) -> None:
+        """The object of home `key` went away while no session said so (the last mount crashed)."""
+        home = self.homes[key]
+        home.gone, home.ambiguous = True, ambiguous
+
+    def share_links(self, key: str, links: list[str]) -> None:
+        """Link names several prims of the object of home `key` had when it went away."""
+        self.homes[key].shared_links = links
+
+    def adopt(self, old: str, key: str) -> Home:
+        """Home `old` is the home of object `key` now (re-rezzed): it waits no longer."""
+        home = self.homes.pop(old)
+        self.homes[key] = home
+        home.gone = home.ambiguous = False
+        home.tag = ""
+        return home
+
+    def prims_followed(self, home: Home) -> None:
+        """Its prims' homes followed their link names: the names they shared matter no more."""
+        home.shared_links = []

@@ -31,7 +31,8 @@ class OverlayInodes:
         if not isinstance(node, OverlayNode):
             node = OverlayNode(inode=ino, uuid=key, name=name, path=path, overlay_parent=parent)
             self._tree.add_node(node)
-        node.uuid, node.path, node.name, node.overlay_parent = key, path, name, parent
+        node.uuid, node.path, node.overlay_parent = key, path, parent
+        node.rename(name)
         return node
 
     def _inode(self, parent: Node, key: str, path: str, st: os.stat_result | None) -> int:
@@ -88,7 +89,8 @@ class OverlayInodes:
         others = {p: parent for p, parent in names.items() if disk is not None and _same_file(p, disk)}
         if others and self._tree.node(node.inode) is node:
             path, parent = next(iter(others.items()))
-            node.uuid, node.path, node.name = KEY_PREFIX + path, path, os.path.basename(path)
+            node.uuid, node.path = KEY_PREFIX + path, path
+            node.rename(os.path.basename(path))
             node.overlay_parent = parent
             if len(others) > 1:
                 self._names[node.inode] = others

@@ -90,7 +90,7 @@ class Connection:
     """One WebSocket connection to the viewer and everything that lives and dies with it."""
 
     def __init__(self, ws: WebSocketConnection, nursery: trio.Nursery, ids: IdAllocator, incoming: Incoming,
-                 stats: Stats) -> None:
+                 stats: Stats, listener_note: str = "") -> None:
         self.ws = ws
         self.nursery = nursery
         self.ids = ids  # the session's: request ids are not reused across connections
@@ -110,15 +110,19 @@ class Connection:
         self.refused = ""  # why we refused the peer's handshake: the connection then ends
         self.last_sent_size = 0  # for the log when the viewer closes with 1009
         self.ready = False  # object.list answered and on_connected delivered
-        self.listener_note = ""  # WINDOWS_SIDE or PEER_UNSEEN: the other end could not be checked
+        self.listener_note = listener_note  # WINDOWS_SIDE or PEER_UNSEEN: the other end could not be checked
 
     # --- teardown -------------------------------------------------------------------------------
 
     def abort(self, reason: str) -> None:
         """Tear the connection down (sync; safe from anywhere)."""
+        self.note_close_reason(reason)
+        self.nursery.cancel_scope.cancel()
+
+    def note_close_reason(self, reason: str) -> None:
+        """Why the connection ended: the first reason given stays."""
         if not self.close_reason:
             self.close_reason = reason
-        self.nursery.cancel_scope.cancel()
 
     def fail_pending(self, reason: str) -> None:
         self.closed = True
@@ -200,8 +204,7 @@ class Connection:
                     reason = "viewer is busy with other connections (code 1013: Try Again Later); backing off"
                 if self.disconnect_note:
                     reason = f"{self.disconnect_note}; {reason}"
-                if not self.close_reason:
-                    self.close_reason = reason
+                self.note_close_reason(reason)
                 return
             try:
                 handling = self.handle_frame(frame)

@@ -294,10 +294,11 @@ class ViewerSession:
                     log.info("connected to %s, waiting for the handshake", self.url)
                     try:
                         async with trio.open_nursery() as nursery:
-                            conn = Connection(ws, nursery, self._ids, self._incoming, self.stats)
+                            note = ""
                             if unseen:
                                 wsl = self.paths.mapper.mode == "wsl"
-                                conn.listener_note = WINDOWS_SIDE if wsl else PEER_UNSEEN
+                                note = WINDOWS_SIDE if wsl else PEER_UNSEEN
+                            conn = Connection(ws, nursery, self._ids, self._incoming, self.stats, listener_note=note)
                             self._conn = conn
                             nursery.start_soon(self._handshake_watchdog, conn)
                             await conn.read_loop()
@@ -336,8 +337,7 @@ class ViewerSession:
             log.exception("session connection failed unexpectedly")
             if conn is None:
                 return self._retry_later(f"unexpected error: {exc!r}")
-            if not conn.close_reason:
-                conn.close_reason = f"unexpected error: {exc!r}"
+            conn.note_close_reason(f"unexpected error: {exc!r}")
         assert conn is not None
         return self._connection_ended(conn)
 

@@ -121,11 +121,11 @@ class Layout:
                 continue
             self._on_invalidate(EntryChanged(folder.inode, name))
         for name, node in layout.items():
-            node.name = name
+            node.rename(name)
         if old.keys() != layout.keys():
-            folder.mtime_ns = now_ns()
+            folder.set_mtime(now_ns())
             self._on_invalidate(InodeChanged(folder.inode, data=False))
-        folder.entries = layout
+        folder.set_entries(layout)
 
     # The root's collision groups, kept so a publish resolves only the names it touches. Valid while
     # no object's wanted name holds "@" or is long enough to be shortened when tagged: then a tagged

@@ -59,7 +59,7 @@ class Listed:
         self._listed[folder.object_id] = listed
         for uuid in listed.ids:
             self._listed_in[uuid] = folder.object_id
-        folder.expander = expander
+        folder.expand_with(expander)
         folder.listed_prims = listed.prims
 
     def unlist(self, folder: Folder) -> Listing:
@@ -67,5 +67,5 @@ class Listed:
         for uuid in listed.ids:
             if self._listed_in.get(uuid) == folder.object_id:
                 del self._listed_in[uuid]
-        folder.expander = None
+        folder.expand_with(None)
         return listed

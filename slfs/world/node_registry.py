@@ -107,7 +107,7 @@ class NodeRegistry:
 
     def detach(self, node: Node) -> None:
         """`node` and everything in it leave the tree; what the kernel does not know goes now."""
-        node.parent = None
+        node.move(None)
         if self.by_uuid.get(node.uuid) is node:
             del self.by_uuid[node.uuid]
         if isinstance(node, Folder):

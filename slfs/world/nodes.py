@@ -84,11 +84,22 @@ class Node:
     def attached(self) -> bool:
         return self.parent is not None or self.inode == ROOT_INODE
 
+    # `name` and `parent` are written here only: the tree's layout names its nodes, the writer its
+    # new files, the overlay its files; the tree's registry detaches.
+
+    def rename(self, name: str) -> None:
+        """Its name in its folder is `name` now."""
+        self.name = name
+
+    def move(self, parent: Folder | None) -> None:
+        """It is in `parent` now; None: it left the tree."""
+        self.parent = parent
+
 
 @attrs.define(eq=False)
 class Cache:
-    """What is known of an item's content: model/content.py alone sets it; the tree says only that
-    the viewer changed it (changed_in_world)."""
+    """What is known of an item's content: model/content.py alone says it (hold, stale, and the
+    fields it sets itself); the tree says only that the viewer changed it (changed_in_world)."""
 
     # Content as bytes once fetched. `content_valid` is False when the viewer may have changed it
     # since (an inventory replacement): the old bytes stay for comparison and offline reads.
@@ -108,6 +119,19 @@ class Cache:
     # A build of ours: where each in-world row came from (source file and row; None for the
     # envelope's rows), while `inworld` is that build. Maps the viewer's own compiles of it too.
     inworld_places: tuple[Place | None, ...] | None = None
+
+    def hold(self, content: bytes, inworld: bytes | None, *, valid: bool, revision: int | None) -> None:
+        """The content is `content` (of `revision`; `valid`: as the viewer holds it), and `inworld`
+        the text as stored in-world when that differs."""
+        self.content = content
+        self.inworld = inworld
+        self.content_valid = valid
+        self.content_revision = revision
+
+    def stale(self) -> None:
+        """What the viewer holds may differ from what is known: a fetch begun before is not current."""
+        self.content_valid = False
+        self.generation += 1
 
     def changed_in_world(self) -> bool:
         """The viewer's word that the text may have changed: a fetch begun before it is not current
@@ -268,6 +292,16 @@ class MemoryFile(Node):
     mtime_ns: int = attrs.field(default=_AS_CTIME)
     dirty: bool = False
 
+    # `dirty` is written here only, by the writer's new files and those of .slfs/live alike.
+
+    def changed(self) -> None:
+        """Written or truncated: what it holds is to be saved."""
+        self.dirty = True
+
+    def settled(self) -> None:
+        """Nothing it holds is left to save (sent, kept in the recovery folder, or refused)."""
+        self.dirty = False
+
 
 @attrs.define(eq=False)
 class NewFile(MemoryFile):
@@ -285,6 +319,13 @@ class NewFile(MemoryFile):
     @property
     def attached(self) -> bool:
         return self.parent is not None or self.live is LiveState.NAMED
+
+    def give_up(self, shown: str, *, dirty: bool) -> None:
+        """Its create failed, or (a temp file of .slfs/live) it was not renamed in time: its name is
+        gone and what is written later is not saved; `shown` is its path, `dirty` whether it holds
+        something not saved yet."""
+        self.failed = shown
+        self.dirty = dirty
 
 
 @attrs.define(eq=False)
@@ -370,6 +411,20 @@ class Folder(Node):
     def built(self) -> bool:
         """Whether its items and prims are built (a folder of an object listed but not read yet is not)."""
         return self.expander is None
+
+    # The tree's layout, its listings (world/listed.py) and the writer's utimens go through these:
+    # `entries`, `expander` and `mtime_ns` are written here only.
+
+    def expand_with(self, expander: Callable[[Folder], None] | None) -> None:
+        """The first read of its members calls `expander` to build them; None: they are built."""
+        self.expander = expander
+
+    def set_entries(self, entries: dict[str, Node]) -> None:
+        """Its listing is `entries` now (file name -> node)."""
+        self.entries = entries
+
+    def set_mtime(self, mtime_ns: int) -> None:
+        self.mtime_ns = mtime_ns
 
     @property
     def prim_count(self) -> int:

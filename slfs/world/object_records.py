@@ -67,7 +67,7 @@ class ObjectRecords:
         with self._reports.building(folder), paused_gc(freeze=True, young_first=True):
             self.put_object(obj, relayout=False)
         # Its listing is new to the kernel, not a change of it: the folder keeps its time.
-        folder.mtime_ns = mtime
+        folder.set_mtime(mtime)
         if len(folder.prims) != listed.prims:
             self._reports.touch(folder)
 
@@ -173,8 +173,8 @@ class ObjectRecords:
         # which would otherwise read as the deletion of every item or child prim.
         dropped = obj.dropped
         if folder is None:
-            folder = Folder(inode=self._registry.inode_for(obj.object_id), uuid=obj.object_id, object_id=obj.object_id)
-            folder.parent = self._registry.root
+            folder = Folder(inode=self._registry.inode_for(obj.object_id), uuid=obj.object_id, object_id=obj.object_id,
+                            parent=self._registry.root)
             self._objects[obj.object_id] = folder
             self._registry.register(folder)
             renamed = added = True
@@ -236,9 +236,8 @@ class ObjectRecords:
         if child is None:
             child = Folder(
                 inode=self._registry.inode_for(link.link_id), uuid=link.link_id, object_id=obj_folder.object_id,
-                is_child=True,
+                is_child=True, parent=obj_folder,
             )
-            child.parent = obj_folder
             obj_folder.prims[link.link_id] = child
             self._registry.register(child)
             dropped = frozenset()

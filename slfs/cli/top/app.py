@@ -198,18 +198,18 @@ class TopApp(App[int]):
                 header = True
             elif kind == "status":
                 header = header or data != self.model.status
-                self.model.status = data
+                self.model.set_status(data)
             elif kind == "state":  # a run, stop or reset answered
                 row = self.model.rows.get(self.model.rel(str(data.get("path", ""))))
                 if row is not None and data.get("state"):
-                    row.state = str(data["state"])
+                    self.model.set_state(row, str(data["state"]))
                     changed.add(row.key)
                     header = True
                 self.note(f"{data.get('word')}: {self.model.rel(str(data.get('path', '')))}: {data.get('state')}")
             elif kind == "diag":
                 self.push_screen(Diagnostics(*data))
             elif kind == "restarted":
-                self.model.cursor = 0  # a new daemon's events count from 1 again
+                self.model.restarted()  # a new daemon's events count from 1 again
             elif kind in ("note", "lost"):
                 self.note(str(data) if kind == "note" else f"event stream lost ({data}); retrying")
         if rebuild:

@@ -22,12 +22,12 @@ RETRY = 1.0  # a lost event stream is subscribed again after this
 def snapshot(client: MountClient) -> TopModel:
     """A model of the mount now: its status and listing, and the runtime lines kept so far."""
     model = TopModel(client.mountpoint)
-    model.status = client.status()
+    model.set_status(client.status())
     model.load(client.listing(recursive=True).get("entries", []))
     backlog = client.events(since=0)
     for e in backlog.get("events", []):
         model.apply(e, past=True)
-    model.cursor = max(model.cursor, int(backlog.get("cursor") or 0))
+    model.caught_up(int(backlog.get("cursor") or 0))
     return model
 
 

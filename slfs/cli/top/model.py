@@ -157,6 +157,23 @@ class TopModel:
         self.rows, self.order, self.changed = rows, order, changed
         return rebuild
 
+    # --- what the view and the feed tell it (its fields and its rows' are written here only)
+
+    def set_status(self, status: dict[str, Any]) -> None:
+        self.status = status
+
+    def caught_up(self, cursor: int) -> None:
+        """The backlog read goes up to event `cursor`."""
+        self.cursor = max(self.cursor, cursor)
+
+    def restarted(self) -> None:
+        """A new daemon's events count from 1 again."""
+        self.cursor = 0
+
+    def set_state(self, row: Row, state: str) -> None:
+        """A run, stop or reset answered with the script's state."""
+        row.state = state
+
     # --- events ----------------------------------------------------------------------------
 
     def apply(self, e: dict[str, Any], *, past: bool = False) -> Change:
