@@ -75,7 +75,7 @@ class Creator:
         scratch = NewFile(inode=self.tree.fresh_inode(), uuid="", name=name, parent=folder, folder=folder,
                        mode=0o644, dirty=True)
         self.tree.add_node(scratch)
-        folder.new_files[name] = scratch
+        folder.add_new_file(name, scratch)
         return scratch
 
     def open_memory_file(self, scratch: MemoryFile, *, truncate: bool) -> None:
@@ -131,27 +131,25 @@ class Creator:
         if not isinstance(scratch, NewFile):
             return  # an orphan has no name to leave
         folder = scratch.folder
-        if folder is not None and folder.new_files.get(scratch.name) is scratch:
-            del folder.new_files[scratch.name]
+        if folder is not None and folder.drop_new_file(scratch.name, scratch):
             self.tree.invalidate_entry(folder, scratch.name)
         scratch.folder = None
 
     def rename_new_file(self, scratch: NewFile, src_parent: Folder | OverlayNode, old: str, dst_parent: Folder,
                         new: str) -> None:
         """A new file not yet in-world keeps waiting for its first flush under the new name."""
-        if isinstance(src_parent, Folder) and src_parent.new_files.get(old) is scratch:
-            del src_parent.new_files[old]
+        if isinstance(src_parent, Folder):
+            src_parent.drop_new_file(old, scratch)
         scratch.rename(new)
         scratch.move(dst_parent)
         scratch.folder = dst_parent
-        dst_parent.new_files[new] = scratch
+        dst_parent.add_new_file(new, scratch)
 
     def take_out(self, scratch: NewFile, src_parent: Folder | OverlayNode, old: str) -> bool:
         """A new file renamed to a local (overlay) name: it leaves its folder's new files, and is
         never created in-world. Whether it was still there under `old`."""
-        if not (isinstance(src_parent, Folder) and src_parent.new_files.get(old) is scratch):
+        if not (isinstance(src_parent, Folder) and src_parent.drop_new_file(old, scratch)):
             return False
-        del src_parent.new_files[old]
         scratch.folder = None
         return True
 
@@ -262,7 +260,7 @@ class Creator:
         if item is None:
             # The response came before the viewer's object.update: enter the item now.
             item = Item(inode=inode, uuid=data.item_id, record=data, folder=folder, parent=folder)
-            folder.items[data.item_id] = item
+            folder.add_item(item)
             self.tree.register(item)
             self.tree.bind_key(item.uuid, inode)
         elif item.inode != inode:

@@ -55,7 +55,7 @@ class Deleter:
 
     def adopt(self, folder: Folder, name: str) -> Item | None:
         """A create of a name whose item was unlinked or renamed away: the item comes back."""
-        item = folder.tombstones.pop(name, None)
+        item = folder.unbury(name)
         if item is None:
             return None
         if item.folder is not folder or item.uuid not in folder.items:
@@ -70,7 +70,7 @@ class Deleter:
     def detach(self, folder: Folder, item: Item) -> Orphan:
         """`mv F F~`: the name leaves the listing locally; nothing happens in-world."""
         name = item.name
-        folder.tombstones[name] = item
+        folder.bury(name, item)
         orphan = self.rebind(item, self.tree.fresh_inode())
         self.tree.relayout(folder)
         return orphan
@@ -96,23 +96,21 @@ class Deleter:
     def tombstone(self, folder: Folder, name: str, item: Item) -> None:
         """The name leaves the listing now; the delete reaches the viewer after the grace period,
         unless a create of the name adopts the item first."""
-        folder.tombstones[name] = item
+        folder.bury(name, item)
         self.tree.relayout(folder)
         self.spawn(self._delete_later, folder, name, item)
 
     def take_back(self, folder: Folder, name: str, item: Item) -> None:
         """A file renamed over the tombstoned `item`'s name saves into it: the item is listed again."""
-        if item.folder is folder and folder.tombstones.get(name) is item:
-            del folder.tombstones[name]
+        if item.folder is folder and folder.unbury(name, item) is not None:
             self.tree.relayout(folder)
 
     async def _delete_later(self, folder: Folder, name: str, item: Item) -> None:
         with self.pending.counting():
             with trio.move_on_after(self.options.delete_grace):
                 await self._hurry.wait()  # set at shutdown: carry the delete out now
-            if folder.tombstones.get(name) is not item:
+            if folder.unbury(name, item) is None:
                 return  # re-created meanwhile: the item lives on
-            del folder.tombstones[name]
             shown = f"{self.tree.path_of(folder)}/{name}".lstrip("/")
             if item.uuid not in folder.items:
                 return

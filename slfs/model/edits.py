@@ -35,6 +35,14 @@ class Edits:
         self.ws = ws
         self.tree = ws.tree
 
+    def empty(self, item: Item) -> bool:
+        """An O_TRUNC open of an item being edited: its buffer empties; whether it held anything."""
+        buffer = item.edit.buffer
+        if not buffer:
+            return False
+        buffer.clear()
+        return True
+
     def set_buffer(self, item: Item, buffer: bytearray | None) -> None:
         """Start or end a local edit: what stat shows of the item is its buffer's while it lasts, so
         listings that kept its attributes are told (writes into the buffer need no telling: an item

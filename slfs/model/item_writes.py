@@ -58,12 +58,10 @@ class ItemWrites:
                 item.take_base(current)
                 trunc = current != b""
             else:
-                trunc = bool(item.edit.buffer)
-                item.edit.buffer.clear()
+                trunc = self.edits.empty(item)
         else:
             self.edits.refuse_unsaveable(item)
-            trunc = bool(item.edit.buffer)
-            item.edit.buffer.clear()
+            trunc = self.edits.empty(item)
         if trunc:
             self.edits.touch(item)
         return trunc

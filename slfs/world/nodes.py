@@ -426,6 +426,39 @@ class Folder(Node):
     def set_mtime(self, mtime_ns: int) -> None:
         self.mtime_ns = mtime_ns
 
+    # Its maps of members change here only too (release() empties them).
+
+    def add_item(self, item: Item) -> None:
+        self.items[item.uuid] = item
+
+    def add_prim(self, child: Folder) -> None:
+        self.prims[child.uuid] = child
+
+    def pop_prim(self, link_id: str) -> Folder:
+        return self.prims.pop(link_id)
+
+    def add_new_file(self, name: str, scratch: NewFile) -> None:
+        self.new_files[name] = scratch
+
+    def drop_new_file(self, name: str, scratch: NewFile) -> bool:
+        """`scratch` leaves its new files if it is still the one named `name`; whether it was."""
+        if self.new_files.get(name) is not scratch:
+            return False
+        del self.new_files[name]
+        return True
+
+    def bury(self, name: str, item: Item) -> None:
+        """`item`'s name leaves the listing (an unlink or a rename away waiting for its grace)."""
+        self.tombstones[name] = item
+
+    def unbury(self, name: str, item: Item | None = None) -> Item | None:
+        """The item tombstoned under `name` (only if it is `item`, when given), taken out."""
+        found = self.tombstones.get(name)
+        if found is None or (item is not None and found is not item):
+            return None
+        del self.tombstones[name]
+        return found
+
     @property
     def prim_count(self) -> int:
         """How many child prims it has, without building them."""

@@ -141,7 +141,7 @@ class ObjectRecords:
                 self._put_child(folder, added)
             for removed in changes.removed or []:
                 if removed in folder.prims:
-                    self._registry.detach(folder.prims.pop(removed))
+                    self._registry.detach(folder.pop_prim(removed))
             if changes.added or changes.removed:
                 self._relayout(folder, None)
         if root_renamed:
@@ -238,7 +238,7 @@ class ObjectRecords:
                 inode=self._registry.inode_for(link.link_id), uuid=link.link_id, object_id=obj_folder.object_id,
                 is_child=True, parent=obj_folder,
             )
-            obj_folder.prims[link.link_id] = child
+            obj_folder.add_prim(child)
             self._registry.register(child)
             dropped = frozenset()
         before = _folder_stat(child)
@@ -261,7 +261,7 @@ class ObjectRecords:
     def set_children(self, folder: Folder, links: list[LinkedObject], *, relayout: bool = True) -> None:
         keep = {link.link_id for link in links}
         for link_id in [k for k in folder.prims if k not in keep]:
-            self._registry.detach(folder.prims.pop(link_id))
+            self._registry.detach(folder.pop_prim(link_id))
         for link in links:
             self._put_child(folder, link)
         if relayout:

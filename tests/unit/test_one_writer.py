@@ -70,6 +70,17 @@ def test_each_container_field_is_changed_in_place_from_one_module() -> None:
         f"  {cls}.{field}: {', '.join(sorted(mods))}" for (cls, field), mods in sorted(multi.items()))
 
 
+def test_a_field_rebound_and_changed_in_place_is_so_in_one_module() -> None:
+    """Replacing a container and changing it in place are both writes of the field."""
+    both: dict[tuple[str, str], set[str]] = {}
+    for in_place in (False, True):
+        for key, mods in writers(_slfs_writes(), in_place=in_place).items():
+            both.setdefault(key, set()).update(mods)
+    multi = {k: v for k, v in both.items() if len(v) > 1 and k not in ALLOWED}
+    assert not multi, "fields replaced and changed in place from more than one module:\n" + "\n".join(
+        f"  {cls}.{field}: {', '.join(sorted(mods))}" for (cls, field), mods in sorted(multi.items()))
+
+
 def test_every_write_is_resolved_or_listed() -> None:
     found = unresolved(_slfs_writes())
     assert found == set(UNRESOLVED), (
