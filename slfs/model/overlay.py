@@ -1,9 +1,9 @@
 """The local overlay: dot and temp files, `.git/`, `.vscode/`... kept on disk beside the remote
 items of a folder, and passed through as they are. Each folder's are in its object's home, kept by
-the agent and the object's UUID, never by its name (model/overlay_homes.py).
+the agent and the object's UUID, never by its name (local/overlay_homes.py).
 
 The Overlay keeps the homes (which agent's, which object's, moved when an object is re-rezzed or
-an old overlay is found) and composes the disk side (model/overlay_disk.py) and the overlay files'
+an old overlay is found) and composes the disk side (local/overlay_disk.py) and the overlay files'
 inodes (model/overlay_inodes.py: the names of one disk file share one).
 """
 
@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from ..event_types import Event
+from ..local.overlay_disk import OverlayDisk
+from ..local.overlay_homes import OWN, PRIMS, Home, Index, adoptable, id_name, prim_moves
 from ..session.listener import SessionInfo
 from ..world import names
 from ..world.fs_errors import FsError
 from ..world.tree import Folder, Item, NewFile, Node, OverlayNode, Tree
 from .history import agent_key
-from .overlay_disk import OverlayDisk
-from .overlay_homes import OWN, PRIMS, Home, Index, adoptable, id_name, prim_moves
 from .overlay_inodes import OverlayInodes
 
 log = logging.getLogger(__name__)
@@ -35,7 +35,7 @@ LEGACY = "objects"  # the layout before homes: overlay/objects/<folder name>/...
 
 class Overlay:
     """The local overlay of one mount. Each folder's files live in its object's home
-    (model/overlay_homes.py), known once the session names the agent; it is also a service of the
+    (local/overlay_homes.py), known once the session names the agent; it is also a service of the
     fan-out (model/services.py): a connection selects the agent's homes."""
 
     def __init__(self, tree: Tree, *, shared: bool = False,
@@ -179,7 +179,7 @@ class Overlay:
         self._disk.make_dirs(base)
         return base
 
-    # Homes: which object's files a folder shows (model/overlay_homes.py).
+    # Homes: which object's files a folder shows (local/overlay_homes.py).
 
     def on_event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")

@@ -1,4 +1,4 @@
-"""The local overlay kept by object identity (model/overlay_homes.py): which home a folder shows,
+"""The local overlay kept by object identity (local/overlay_homes.py): which home a folder shows,
 which home a re-rezzed object takes, the index on disk, and old by-name overlays moving over."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from slfs.local.overlay_homes import Home, Index, adoptable, id_name, prim_moves
 from slfs.model.overlay import Overlay
-from slfs.model.overlay_homes import Home, Index, adoptable, id_name, prim_moves
 from slfs.protocol import from_json
 from slfs.protocol import types as t
 from slfs.session.listener import SessionInfo
