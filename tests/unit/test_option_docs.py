@@ -3,6 +3,7 @@ option lists of README.md and slfs(1), each default the docs show."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 
 import attrs
@@ -59,3 +60,31 @@ def test_the_man_page_renders_without_warnings() -> None:
     res = subprocess.run(["groff", "-man", "-ww", "-z", str(option_docs.ROOT / "man" / "slfs.1")],
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 0 and res.stderr == "", res.stderr
+
+
+def _slfs5_option_names() -> set[str]:
+    """The options slfs(5)'s MOUNT OPTIONS describes: the names each `.TP` entry's tag line gives."""
+    text = (option_docs.ROOT / "man" / "slfs.5").read_text()
+    section = text.split(".SH MOUNT OPTIONS\n", 1)[1].split("\n.SH ", 1)[0]
+    names: set[str] = set()
+    lines = section.splitlines()
+    for tp, tag in zip(lines, lines[1:], strict=False):
+        if tp != ".TP":
+            continue
+        # `.BI name= ARG`, `.BR name= a | b`, `.B name`, `.BR a ", " b ", " c`: every bare word that
+        # is a name, quoted separators and arguments after an `=` aside.
+        in_argument = False
+        for word in re.findall(r'"[^"]*"|\S+', tag.split(" ", 1)[1]):
+            if word.startswith('"'):
+                in_argument = in_argument and "," not in word  # `", "` starts the next name
+            elif not in_argument:
+                names.add(word.split("=", 1)[0])
+                in_argument = "=" in word
+    return names
+
+
+def test_slfs5_describes_exactly_the_table_s_options() -> None:
+    described = _slfs5_option_names()
+    assert described == set(OPTION_TABLE), (
+        f"slfs(5) MOUNT OPTIONS lacks {sorted(set(OPTION_TABLE) - described)} and describes options the table "
+        f"does not have: {sorted(described - set(OPTION_TABLE))}")
