@@ -11,6 +11,7 @@ from typing import Any
 
 import attrs
 
+from ..event_types import Compile
 from ..protocol.compile_output import compile_rows
 from ..protocol.text import one_line
 from ..protocol.types import CompilationResult, Diagnostic
@@ -50,19 +51,17 @@ def failure_report(message: str, note: str = "") -> CompileReport:
                          at=time.time(), note=note, landed=False)
 
 
-def event_fields(report: CompileReport) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "compiled": report.compiled, "note": report.note, "source": report.source,
-        "diagnostics": [{"row": d.row, "column": d.column, "level": d.level, "message": d.message}
-                        for d in report.diagnostics],
-        "preprocessed": report.preprocessed,
-    }
+def compile_event(report: CompileReport, *, path: str, item_id: str | None, script_id: str | None = None) -> Compile:
+    """The `compile` event of `report`: an item's at `path`, or a live file's (`script_id`)."""
+    diagnostics: list[dict[str, Any]] = [{"row": d.row, "column": d.column, "level": d.level, "message": d.message}
+                                         for d in report.diagnostics]
     if report.preprocessed:
-        out["includes"] = list(report.includes)
-        out["diagnostics"] = [{**d, "path": p.path, "row": p.row} if p is not None else d
-                              for d, p in zip(out["diagnostics"], (report.place_of(i) for i in
-                                                                    range(len(report.diagnostics))), strict=True)]
-    return out
+        diagnostics = [{**d, "path": p.path, "row": p.row} if p is not None else d
+                       for d, p in zip(diagnostics, (report.place_of(i) for i in range(len(report.diagnostics))),
+                                       strict=True)]
+    return Compile(path=path, script_id=script_id, item_id=item_id, compiled=report.compiled, note=report.note,
+                   source=report.source, diagnostics=diagnostics, preprocessed=report.preprocessed,
+                   includes=list(report.includes) if report.preprocessed else None)
 
 
 def diagnostic_rows(report: CompileReport, own_path: str) -> list[dict[str, object]]:
