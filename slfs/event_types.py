@@ -371,6 +371,11 @@ def event_of(kind: str, fields: Mapping[str, Any]) -> SlfsEvent:
     return cls(**{k: v for k, v in fields.items() if k in known}, extra=extra)
 
 
+def as_event(event: SlfsEvent | Mapping[str, Any]) -> SlfsEvent:
+    """An event, typed: for a reader's helpers that take an event as a caller holds it (its JSON too)."""
+    return event if isinstance(event, SlfsEvent) else event_from_json(event)
+
+
 def path_of(event: SlfsEvent) -> str:
     """The path an event names ("" if none): mount-relative, but a viewer.open_file's is the
     viewer's."""
@@ -392,7 +397,8 @@ def event_from_json(obj: Any) -> SlfsEvent:
     cls = EVENT_CLASSES.get(kind) if isinstance(kind, str) else None
     if cls is None:
         log.debug("an event of an unknown type %r, kept as it is", kind)
-        return UnknownEvent(kind=str(kind or ""), extra={k: v for k, v in obj.items() if k != "type"})
+        unknown = structure_as(UnknownEvent, {k: v for k, v in obj.items() if k != "type"})
+        return attrs.evolve(unknown, kind=kind if isinstance(kind, str) else "") if kind else unknown
     return structure_as(cls, {k: v for k, v in obj.items() if k != "type"})
 
 
@@ -445,7 +451,8 @@ _FIELDS: dict[type, _Fields] = {}
 def _fields_of(cls: type[SlfsEvent]) -> _Fields:
     spec = _FIELDS.get(cls)
     if spec is None:
-        fields = [f for f in attrs.fields(attrs.resolve_types(cls)) if f.name not in ("extra", "dropped")]
+        fields = [f for f in attrs.fields(attrs.resolve_types(cls))
+                  if f.name not in ("extra", "dropped") and f.metadata.get("wire", True)]
         spec = _FIELDS[cls] = _Fields({f.name: f.type for f in fields}, frozenset(f.name for f in fields),
                                       frozenset(f.name for f in fields if f.default is attrs.NOTHING))
     return spec
