@@ -18,9 +18,12 @@ import attrs
 import pytest
 
 from slfs import event_types as ev
+from slfs.cli import human
+from slfs.cli.top.model import TopModel
 from slfs.event_types import EVENT_CLASSES, Event, SlfsEvent, UnknownEvent, event_from_json, event_of
 from slfs.model import runtime
 from slfs.model.compiles import CompileReport, compile_event
+from slfs.model.services import Broadcast
 from slfs.protocol.types import Diagnostic, RuntimeDebug, RuntimeError_
 from slfs.world.places import Place
 from slfs.world.tree import Tree
@@ -140,6 +143,24 @@ def test_a_partial_event_is_read_with_empty_fields() -> None:
     event = event_from_json({"type": "script.state", "path": "A/b.lsl", "state": "running"})
     assert isinstance(event, ev.ScriptState) and event.item_id == "" and event.was is None
     assert event.to_json() == {"type": "script.state", "path": "A/b.lsl", "state": "running"}
+
+
+def test_the_broadcast_hands_services_the_json() -> None:
+    got: list[dict[str, Any]] = []
+    fanout = Broadcast()
+    fanout.connect([SimpleNamespace(on_event=got.append, status=dict)], [])  # type: ignore[list-item]
+    fanout.event(ev.Delete(path="A/b", item_id="i", time=5.0))
+    assert got == [{"time": 5.0, "type": "delete", "path": "A/b", "item_id": "i"}]
+
+
+@pytest.mark.parametrize("cls", _classes(), ids=lambda c: c.TYPE)
+def test_readers_say_the_same_of_an_event_and_of_its_json(cls: type[SlfsEvent]) -> None:
+    for event in _samples(cls):
+        wire = json.loads(json.dumps(event.to_json()))
+        assert human.event_line(event) == human.event_line(wire)
+        assert human.event_colour(event) == human.event_colour(wire)
+        typed, raw = TopModel("/m"), TopModel("/m")
+        assert typed.apply(event) == raw.apply(wire)
 
 
 # --- slfs(5) ------------------------------------------------------------------------------------------
