@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, TextIO
 
-from ..event_types import Event
+from .. import event_types as ev
 from ..protocol.text import printable
 
 RESET = "\x1b[0m"
@@ -47,86 +47,105 @@ def write_raw(stream: TextIO, text: str) -> None:
 
 # --- events ---------------------------------------------------------------------------------------
 
-_KIND_COLOUR = {Event.RUNTIME_ERROR: "red", Event.ERROR: "red", Event.REFUSED: "red", Event.RECOVERY: "red",
-                Event.DISCONNECTED: "yellow", Event.CONNECTED: "green", Event.RUNTIME_DEBUG: "blue",
-                Event.UNPUBLISH: "yellow", Event.PUBLISH: "green"}
+_CLASS_COLOUR: dict[type[ev.SlfsEvent], str] = {
+    ev.RuntimeError_: "red", ev.Error: "red", ev.Refused: "red", ev.Recovery: "red", ev.Disconnected: "yellow",
+    ev.Connected: "green", ev.RuntimeDebug: "blue", ev.Unpublish: "yellow", ev.Publish: "green"}
 _SKIP = {"seq", "time", "type", "path", "item_id", "object_id", "prim_id", "script_id", "scope",
          "object_name", "item_name", "channel", "diagnostics", "stack", "includes", "digest"}
+
+# An event as a caller holds it: typed (event_types), or its JSON (typed here).
+AnEvent = ev.SlfsEvent | Mapping[str, Any]
 
 
 def _one_line(text: Any) -> str:
     return " ".join(str(text).split())
 
 
-def event_message(e: dict[str, Any]) -> str:
+def event_message(event: AnEvent) -> str:
     """What an event says, in words, on one line."""
-    kind = e.get("type", "")
-    if kind == Event.CONNECTED:
-        viewer = " ".join(str(e[k]) for k in ("viewer", "version") if e.get(k))
-        return f"to {viewer}" if viewer else ""
-    if kind in (Event.DISCONNECTED, Event.UNPUBLISH):
-        return _one_line(e.get("reason") or "")
-    if kind == Event.PUBLISH:
-        return _one_line(e.get("name") or "")
-    if kind == Event.RUNTIME_DEBUG:
-        return _one_line(e.get("message", ""))
-    if kind == Event.RUNTIME_ERROR:
-        where = f" (line {e['line']})" if e.get("line") else ""
-        parts = [p for p in (_one_line(e.get("message", "")), _one_line(e.get("error", ""))) if p]
-        return ": ".join(parts) + where
-    if kind == Event.COMPILE:
-        diags = e.get("diagnostics") or []
-        errors = [d for d in diags if str(d.get("level", "")).lower() == "error"]
-        if e.get("compiled"):
-            return "ok" + (f", {len(diags)} warning{'s' if len(diags) != 1 else ''}" if diags else "")
-        first = errors[0] if errors else (diags[0] if diags else None)
-        n = len(errors)
-        head = f"failed, {n} error{'' if n == 1 else 's'}" if n else "failed"
-        if first is not None:
-            head += f": {first.get('row')}:{first.get('column')}: {_one_line(first.get('message', ''))}"
-        elif e.get("note"):
-            head += f": {_one_line(e['note'])}"
-        return head
-    if kind == Event.SCRIPT_STATE_REQUESTED:
-        return str(e.get("action", ""))
-    if kind == Event.SCRIPT_STATE:
-        return str(e.get("state", "")) + (f" (was {e['was']})" if e.get("was") else "")
-    if kind in (Event.REFUSED, Event.ERROR):
-        parts = [str(e[k]) for k in ("operation", "errno") if e.get(k)]
-        return " ".join([*parts, _one_line(e.get("message", ""))]).strip()
-    rest = {k: v for k, v in e.items() if k not in _SKIP and v not in (None, "", [], {})}
+    e = ev.as_event(event)
+    match e:
+        case ev.Connected():
+            viewer = " ".join(str(v) for v in (e.viewer, e.version) if v)
+            return f"to {viewer}" if viewer else ""
+        case ev.Disconnected() | ev.Unpublish():
+            return _one_line(e.reason or "")
+        case ev.Publish():
+            return _one_line(e.name or "")
+        case ev.RuntimeDebug():
+            return _one_line(e.message)
+        case ev.RuntimeError_():
+            where = f" (line {e.line})" if e.line else ""
+            parts = [p for p in (_one_line(e.message), _one_line(e.error)) if p]
+            return ": ".join(parts) + where
+        case ev.Compile():
+            return _compile_message(e)
+        case ev.ScriptStateRequested():
+            return e.action
+        case ev.ScriptState():
+            return e.state + (f" (was {e.was})" if e.was else "")
+        case ev.Refused():
+            return " ".join([*(v for v in (e.errno,) if v), _one_line(e.message)]).strip()
+        case ev.Error():
+            return " ".join([*(v for v in (e.operation, e.errno) if v), _one_line(e.message)]).strip()
+    rest = {k: v for k, v in e.to_json().items() if k not in _SKIP and v not in (None, "", [], {})}
     if "message" in rest:
         return _one_line(rest.pop("message")) + "".join(f" {k}={_one_line(v)}" for k, v in rest.items())
     return " ".join(f"{k}={_one_line(v)}" for k, v in rest.items())
 
 
-def event_where(e: dict[str, Any]) -> str:
+def _compile_message(e: ev.Compile) -> str:
+    diags = e.diagnostics
+    errors = [d for d in diags if str(d.get("level", "")).lower() == "error"]
+    if e.compiled:
+        return "ok" + (f", {len(diags)} warning{'s' if len(diags) != 1 else ''}" if diags else "")
+    first = errors[0] if errors else (diags[0] if diags else None)
+    n = len(errors)
+    head = f"failed, {n} error{'' if n == 1 else 's'}" if n else "failed"
+    if first is not None:
+        head += f": {first.get('row')}:{first.get('column')}: {_one_line(first.get('message', ''))}"
+    elif e.note:
+        head += f": {_one_line(e.note)}"
+    return head
+
+
+def event_where(event: AnEvent) -> str:
     """The mount-relative path the event is about (the names as the mount shows them), else the
     object's name, else nothing."""
-    path = e.get("path")
+    e = ev.as_event(event)
+    path = ev.path_of(e)
     if path:
-        return str(path).lstrip("/")
-    return str(e.get("object_name") or e.get("name") or "") if e.get("type") != Event.PUBLISH else ""
+        return path.lstrip("/")
+    match e:
+        case ev.RuntimeDebug() | ev.RuntimeError_():
+            return e.object_name
+        case ev.LiveSave() | ev.LiveSubscribe() | ev.LiveUnsubscribe():
+            return e.name
+        case ev.UnknownEvent():  # a newer daemon's: what it names, if it says
+            return str(e.extra.get("object_name") or e.extra.get("name") or "")
+    return ""
 
 
 STATE_COLOUR = {"running": "green", "stopped": "yellow", "faulted": "red"}
 
 
-def event_colour(e: dict[str, Any]) -> str | None:
-    kind = e.get("type", "")
-    if kind == Event.COMPILE:
-        return "green" if e.get("compiled") else "red"
-    if kind == Event.SCRIPT_STATE:
-        return STATE_COLOUR.get(str(e.get("state")))
-    return _KIND_COLOUR.get(kind)
+def event_colour(event: AnEvent) -> str | None:
+    e = ev.as_event(event)
+    match e:
+        case ev.Compile():
+            return "green" if e.compiled else "red"
+        case ev.ScriptState():
+            return STATE_COLOUR.get(e.state)
+    return _CLASS_COLOUR.get(type(e))
 
 
-def event_line(e: dict[str, Any], colour: bool = False) -> str:
+def event_line(event: AnEvent, colour: bool = False) -> str:
     """`HH:MM:SS  PATH  KIND  MESSAGE` in local time (its date too when not today)."""
-    at = float(e.get("time") or 0)
+    e = ev.as_event(event)
+    at = float(e.time or 0)
     fmt = "%H:%M:%S" if time.localtime(at)[:3] == time.localtime()[:3] else "%Y-%m-%d %H:%M:%S"
     stamp = paint(time.strftime(fmt, time.localtime(at)), "dim", colour)
-    kind = paint(str(e.get("type", "?")), event_colour(e), colour)
+    kind = paint(str(e.type or "?"), event_colour(e), colour)
     parts = [stamp]
     where = event_where(e)
     if where:

@@ -21,6 +21,7 @@ from typing import Any
 from .. import jsontext
 from ..client import ClientError, MountClient
 from ..client.operations import DIAG_WAIT
+from ..event_types import SlfsEvent
 from ..protocol.constants import RECOMPILE_TARGETS
 from ..stats import render as render_stats
 from ..status_text import status_values
@@ -331,21 +332,21 @@ def cmd_events(args: argparse.Namespace) -> int:
     client = MountClient.find(args.mount)
     colour = use_colour(sys.stdout)
 
-    def show(event: dict[str, Any]) -> None:
+    def show(event: SlfsEvent) -> None:
         if args.json:
-            emit_json(event)
+            emit_json(event.to_json())  # the JSON the daemon sent (event_types keeps what it did not know)
         else:
             write_raw(sys.stdout, event_line(event, colour) + "\n")
 
     if args.follow and args.since is None:
         cursor = client.cursor()  # like tail -f: from the end (--since for the past)
     elif seconds is not None or not args.follow:
-        data = client.events(cursor, seconds)
-        for event in data.get("events", []):
+        page = client.events(cursor, seconds)
+        for event in page.events:
             show(event)
         if not args.follow:
             return 0
-        cursor = int(data.get("cursor", 0))
+        cursor = page.cursor
     try:
         for event in client.follow(cursor or 0):
             show(event)

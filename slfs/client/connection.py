@@ -17,6 +17,7 @@ from types import TracebackType
 from typing import Any
 
 from .. import jsontext
+from ..event_types import SlfsEvent, event_from_json
 from .client_error import ClientError, ShutDown
 
 PROTOCOL_VERSION = 1
@@ -136,6 +137,11 @@ class ControlClient:
                 yield frame["event"]
             elif frame.get("type") == "subscription_ended":
                 raise ClientError(f"the event stream ended: {frame.get('reason', 'no reason given')}", "EAGAIN")
+
+    def events(self, since: int | None = None) -> Iterator[SlfsEvent]:
+        """subscribe(), each event typed (event_types.event_from_json)."""
+        for event in self.subscribe(since):
+            yield event_from_json(event)
 
     def close(self) -> None:
         try:

@@ -12,11 +12,12 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
-from ..event_types import RUNTIME, Event
+from .. import event_types as ev
 from ..world.fs_errors import FsError
 from ..world.names import CONTROL_DIR
 from ..world.naming_rules import NOTECARD_MAX, SCRIPT_MAX, is_overlay_name, parse_remote_name
@@ -170,14 +171,16 @@ def _under(path: str, folder: str) -> bool:
     return not folder or path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
-def concerns(event: dict[str, Any], rel: str) -> bool:
+def concerns(event: ev.SlfsEvent | Mapping[str, Any], rel: str) -> bool:
     """Whether an event is about the mount-relative `rel` (a file or folder; "" for all): its path
     is under it, or, for a line the viewer did not say which script spoke (G1, G3's plain lines:
     scope "object" or "mount"), it came from the object or prim `rel` is in."""
-    path = str(event.get("path") or "")
+    e = ev.as_event(event)
+    path = ev.path_of(e)
     if _under(path, rel):
         return True
-    return event.get("scope") in ("object", "mount") and _under(rel, path) and bool(path or not rel)
+    loose = isinstance(e, ev.RUNTIME_EVENTS) and e.scope in ("object", "mount")
+    return loose and _under(rel, path) and bool(path or not rel)
 
 
 def rel_of(client: MountClient, path: str) -> str:
@@ -225,13 +228,12 @@ def save(client: MountClient, path: str, text: str, *, create: bool, tail_s: flo
     if is_script:
         diag = client.diag(path, wait=True, wait_s=VERDICT_WAIT)
         waited = not diag.timed_out
-        ours = [e for e in client.events(before).get("events", [])
-                if e.get("type") == Event.COMPILE and e.get("path") == rel]
+        ours = [e for e in client.events(before).events if isinstance(e, ev.Compile) and e.path == rel]
         if ours:
             last = ours[-1]
-            compiled = bool(last.get("compiled"))
-            note = str(last.get("note") or "")
-            includes = [str(i) for i in last.get("includes") or []]
+            compiled = last.compiled
+            note = last.note
+            includes = list(last.includes or [])
             diagnostics = list(diag.data.get("diagnostics", []))
         elif not waited:
             note = f"no compile answer within {VERDICT_WAIT:g} s"
@@ -241,16 +243,16 @@ def save(client: MountClient, path: str, text: str, *, create: bool, tail_s: flo
     except ClientError:
         pass  # a live file has no item of its own here; its events name its path
 
-    def speaks(event: dict[str, Any]) -> bool:
-        if event.get("type") not in RUNTIME:
+    def speaks(event: ev.SlfsEvent) -> bool:
+        if not isinstance(event, ev.RUNTIME_EVENTS):
             return False
-        return (item_id is not None and event.get("item_id") == item_id) or concerns(event, rel)
+        return (item_id is not None and event.item_id == item_id) or concerns(event, rel)
 
     runtime: list[dict[str, Any]] = []
     cursor = before
     if is_script and tail_s > 0:
         got = (waiter or EventWait(client.entry)).collect(before, tail_s, speaks)
-        runtime, cursor = got.events, got.cursor
+        runtime, cursor = [e.to_json() for e in got.events], got.cursor
     else:
         cursor = client.cursor()
     return Saved(path=path, created=create, bytes=len(data), kind="script" if is_script else "notecard",

@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from ..event_types import SlfsEvent, event_from_json
 from . import mounts
 from .client_error import ClientError
 from .connection import REQUEST_TIMEOUT
@@ -21,6 +22,14 @@ from .temp_files import find_temp_file
 
 DIAG_WAIT = 70.0  # `diag --wait`: how long the daemon waits for the compile of the last save
 FIND_TIMEOUT = 10.0  # how long an item named by a launch URI may take to be published
+
+
+@attrs.frozen
+class EventPage:
+    """The events a mount kept that a request asked for, typed, and its cursor (the last seq) then."""
+
+    events: list[SlfsEvent]
+    cursor: int
 
 
 @attrs.frozen
@@ -108,24 +117,25 @@ class MountClient:
     def stats(self) -> dict[str, Any]:
         return dict(self.request("stats"))
 
-    def events(self, since: int | None = None, seconds: float | None = None) -> dict[str, Any]:
-        """{"events": [...], "cursor": SEQ}: events after the cursor `since` and/or within the last
-        `seconds`."""
+    def events(self, since: int | None = None, seconds: float | None = None) -> EventPage:
+        """The events kept after the cursor `since` and/or within the last `seconds`, typed, and
+        the cursor now."""
         params: dict[str, Any] = {}
         if since is not None:
             params["since"] = since
         if seconds is not None:
             params["seconds"] = seconds
-        return dict(self.request("events", **params))
+        data = dict(self.request("events", **params))
+        return EventPage([event_from_json(e) for e in data.get("events") or []], int(data.get("cursor") or 0))
 
     def cursor(self) -> int:
         """The event cursor now: later events have a higher seq."""
-        return int(self.events(seconds=0).get("cursor", 0))
+        return self.events(seconds=0).cursor
 
-    def follow(self, since: int) -> Iterator[dict[str, Any]]:
-        """Events after the cursor `since`, as they come, until the mount shuts down."""
+    def follow(self, since: int) -> Iterator[SlfsEvent]:
+        """Events after the cursor `since`, typed, as they come, until the mount shuts down."""
         with mounts.connect(self.entry) as c:
-            yield from c.subscribe(since=since)
+            yield from c.events(since=since)
 
     # --- scripts ----------------------------------------------------------------------------
 

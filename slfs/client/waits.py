@@ -11,11 +11,12 @@ from typing import Any
 
 import attrs
 
+from ..event_types import SlfsEvent, event_from_json
 from . import mounts
 from .client_error import ClientError, ShutDown
 from .connection import ControlClient
 
-Want = Callable[[dict[str, Any]], bool]
+Want = Callable[[SlfsEvent], bool]
 DRAIN = 0.05  # after the first match, how long to take events already on their way
 
 
@@ -24,7 +25,7 @@ class Collected:
     """The events that matched, the cursor to go on from (the last event seen), and whether the
     wait ended because it was cancelled."""
 
-    events: list[dict[str, Any]]
+    events: list[SlfsEvent]
     cursor: int
     cancelled: bool = False
 
@@ -49,7 +50,7 @@ class EventWait:
         """Events after `since` that `want` accepts, for `timeout` s (or, with `first`, until the
         first of them and those right behind it), at most `limit`."""
         deadline = time.monotonic() + max(0.0, timeout)
-        found: list[dict[str, Any]] = []
+        found: list[SlfsEvent] = []
         cursor = since
         conn = mounts.connect(self.entry)
         with self._lock:
@@ -75,12 +76,12 @@ class EventWait:
                     raise
                 if frame.get("type") == "subscription_ended":
                     break  # too far behind: what we have, and the cursor to go on from
-                event = frame.get("event")
-                if frame.get("type") != "event" or not isinstance(event, dict):
+                raw = frame.get("event")
+                if frame.get("type") != "event" or not isinstance(raw, dict):
                     continue
-                seq = event.get("seq")
-                if isinstance(seq, int) and seq > cursor:
-                    cursor = seq
+                event = event_from_json(raw)
+                if event.seq is not None and event.seq > cursor:
+                    cursor = event.seq
                 if want(event):
                     found.append(event)
         except ClientError:

@@ -20,8 +20,8 @@ from typing import Any
 
 import pyfuse3
 
+from .. import event_types as ev
 from ..debug_hooks import Debug
-from ..event_types import Event
 from ..model.overlay import Overlay
 from ..model.workspace import Workspace
 from ..model.writes import Writer
@@ -85,8 +85,8 @@ class Operations(pyfuse3.Operations):
         """An error the errno alone does not explain (a name the viewer cannot hold): the status's
         last_error and the log say why, and so does an `error` event."""
         self.ws.note_error(f"{handler}: {exc.message}")
-        self.ws.emit(Event.ERROR, operation=handler, errno=errno.errorcode.get(exc.errno, str(exc.errno)),
-                     message=exc.message)
+        self.ws.emit(ev.Error(operation=handler, errno=errno.errorcode.get(exc.errno, str(exc.errno)),
+                              message=exc.message))
 
     # --- Service: what `.slfs/status` shows of the kernel side
 

@@ -15,15 +15,15 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
+from .. import event_types as ev
 from ..client import ClientError, MountClient, NoMount, mounts
 from ..client import files as client_files
 from ..client.waits import EventWait
-from ..event_types import RUNTIME, Event
 from .calls import BUILD_TIMEOUT, SAVE_TIMEOUT, blocking
 from .confine import confine, relative
 from .results import done, fail, relativize
 
-WAITED = (Event.COMPILE, *RUNTIME)
+WAITED = (ev.Compile, *ev.RUNTIME_EVENTS)
 MAX_TAIL = 10.0
 MAX_WAIT = 300.0
 MAX_LOGS = 1000
@@ -168,9 +168,10 @@ class Tools:
         client = await self.client()
         if path:
             await self._path(client, path)
-        data = await self._call(client, client.events, since)
-        events = [e for e in data.get("events", []) if e.get("type") in RUNTIME and client_files.concerns(e, path)]
-        out = {"events": events[-limit:], "cursor": data.get("cursor", since), "more": max(0, len(events) - limit)}
+        page = await self._call(client, client.events, since)
+        events = [e.to_json() for e in page.events
+                  if isinstance(e, ev.RUNTIME_EVENTS) and client_files.concerns(e, path)]
+        out = {"events": events[-limit:], "cursor": page.cursor, "more": max(0, len(events) - limit)}
         return done(f"{len(out['events'])} runtime lines; cursor {out['cursor']}", out)
 
     async def slfs_wait(self, since: Cursor, timeout_s: Annotated[float, Field(gt=0, le=MAX_WAIT)] = 30.0,
@@ -183,12 +184,12 @@ class Tools:
             await self._path(client, path)
         waiter = EventWait(client.entry)
 
-        def want(event: dict[str, Any]) -> bool:
-            return event.get("type") in WAITED and client_files.concerns(event, path)
+        def want(event: ev.SlfsEvent) -> bool:
+            return isinstance(event, WAITED) and client_files.concerns(event, path)
 
         got = await blocking(waiter.collect, since, timeout_s, want, first=True, timeout=timeout_s + 10,
                              what="wait", cancel=waiter.cancel, mountpoint=client.mountpoint)
-        data = {"events": got.events, "cursor": got.cursor, "timed_out": not got.events}
+        data = {"events": [e.to_json() for e in got.events], "cursor": got.cursor, "timed_out": not got.events}
         return done(f"{len(got.events)} events; cursor {got.cursor}" if got.events
                     else f"nothing within {timeout_s:g} s; cursor {got.cursor}", data)
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import attrs
 
-from ..event_types import Event
+from ..event_types import Compile
 from ..protocol.compile_output import compile_rows
 from ..protocol.text import one_line
 from ..protocol.types import CompilationResult, Diagnostic
@@ -59,7 +59,7 @@ class CompileReports(dict[str, CompileReport]):
     def record(self, item: Item, report: CompileReport, path: str) -> None:
         """The viewer's answer to a compile of `item`: F.diag, F.state, root diagnostics, an event."""
         self.note(item.uuid, report)
-        self._emit(Event.COMPILE, path=path, item_id=item.uuid, **event_fields(report))
+        self._emit(compile_event(report, path=path, item_id=item.uuid))
 
     def note(self, key: str, report: CompileReport) -> None:
         """The compile report of an item or a live file (`key`); a failed attempt's, which never
@@ -94,19 +94,17 @@ def failure_report(message: str, note: str = "") -> CompileReport:
                          at=time.time(), note=note, landed=False)
 
 
-def event_fields(report: CompileReport) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "compiled": report.compiled, "note": report.note, "source": report.source,
-        "diagnostics": [{"row": d.row, "column": d.column, "level": d.level, "message": d.message}
-                        for d in report.diagnostics],
-        "preprocessed": report.preprocessed,
-    }
+def compile_event(report: CompileReport, *, path: str, item_id: str | None, script_id: str | None = None) -> Compile:
+    """The `compile` event of `report`: an item's at `path`, or a live file's (`script_id`)."""
+    diagnostics: list[dict[str, Any]] = [{"row": d.row, "column": d.column, "level": d.level, "message": d.message}
+                                         for d in report.diagnostics]
     if report.preprocessed:
-        out["includes"] = list(report.includes)
-        out["diagnostics"] = [{**d, "path": p.path, "row": p.row} if p is not None else d
-                              for d, p in zip(out["diagnostics"], (report.place_of(i) for i in
-                                                                    range(len(report.diagnostics))), strict=True)]
-    return out
+        diagnostics = [{**d, "path": p.path, "row": p.row} if p is not None else d
+                       for d, p in zip(diagnostics, (report.place_of(i) for i in range(len(report.diagnostics))),
+                                       strict=True)]
+    return Compile(path=path, script_id=script_id, item_id=item_id, compiled=report.compiled, note=report.note,
+                   source=report.source, diagnostics=diagnostics, preprocessed=report.preprocessed,
+                   includes=list(report.includes) if report.preprocessed else None)
 
 
 def diagnostic_rows(report: CompileReport, own_path: str) -> list[dict[str, object]]:

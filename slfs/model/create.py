@@ -14,7 +14,7 @@ from collections import defaultdict
 import attrs
 import trio
 
-from ..event_types import Event
+from .. import event_types as ev
 from ..protocol.types import ItemCreateParams, ItemCreateResponse
 from ..world import names
 from ..world.fs_errors import FsError, Refused, region_down
@@ -270,5 +270,5 @@ class Creator:
             log.info("viewer named the new item %r (asked for %r)", item.name, want.sl_name)
         if want.type == "script":
             self.saver.created_script(item)
-        self.ws.emit(Event.CREATE, path=self.tree.path_of(item), item_id=item.uuid)
+        self.ws.emit(ev.Create(path=self.tree.path_of(item), item_id=item.uuid))
         return item

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import trio
 
-from ..event_types import Event
+from .. import event_types as ev
 from ..local.keep import TRASH, KeptCopies
 from ..protocol.types import (
     ItemDeleteParams,
@@ -145,7 +145,7 @@ class Deleter:
         except FsError as exc:
             exc.message = f"deleting {shown} failed: {exc.message}"
             raise
-        self.emit(Event.DELETE, path=shown, item_id=item.uuid)
+        self.emit(ev.Delete(path=shown, item_id=item.uuid))
         log.info("deleted %s (item %s)", shown, item.uuid)
 
     async def delete_now(self, folder: Folder, item: Item) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import errno
 import time
 
-from ..event_types import Event
+from .. import event_types as ev
 from ..world.fs_errors import FsError
 from ..world.naming_rules import size_limit
 from ..world.tree import Item
@@ -93,5 +93,5 @@ class Edits:
         error to raise."""
         message = f"{exc.message}; nothing was saved, the in-world text is unchanged"
         self.ws.note_error(message)
-        self.ws.emit(Event.REFUSED, path=shown, errno=errno.errorcode.get(exc.errno, str(exc.errno)), message=message)
+        self.ws.emit(ev.Refused(path=shown, errno=errno.errorcode.get(exc.errno, str(exc.errno)), message=message))
         return FsError(exc.errno, message)

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 import attrs
 import trio
 
-from ..event_types import Event
+from .. import event_types as ev
 from ..local import live_files
 from ..protocol import constants
 from ..protocol.types import (
@@ -41,7 +41,7 @@ from ..world.fs_errors import FsError
 from ..world.places import Place
 from ..world.tree import Item, NewFile, Tree
 from .calls import Calls
-from .compiles import CompileReport, CompileReports, compiled_report, diagnostic_rows, event_fields
+from .compiles import CompileReport, CompileReports, compile_event, compiled_report, diagnostic_rows
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +137,7 @@ class LiveHost(Protocol):
     paths: PathTranslator
 
     def note_error(self, message: str) -> None: ...
-    def emit(self, kind: str, **fields: Any) -> None: ...
+    def emit(self, event: ev.SlfsEvent, /) -> None: ...
     def invalidate_live_name(self, name: str) -> None: ...
 
 
@@ -239,8 +239,7 @@ class LiveScripts:
         await self.refresh(ls)
         ls.mtime_s = int(ls.seen_stamp[0] // 1_000_000_000) if ls.seen_stamp else 0
         log.info("live: subscribed to %s (%s) at %s", ls.name, script_id, temp_path)
-        self.ws.emit(Event.LIVE_SUBSCRIBE, name=ls.name, script_id=script_id, temp_path=temp_path,
-                     item_id=res.item_id)
+        self.ws.emit(ev.LiveSubscribe(name=ls.name, script_id=script_id, temp_path=temp_path, item_id=res.item_id))
         return ls
 
     async def _subscribe_call(self, script_id: str, script_name: str, language: str) -> ScriptSubscribeResponse:
@@ -266,7 +265,7 @@ class LiveScripts:
         self._relayout()
         ls.compiled.set()
         log.info("live: %s: %s", ls.name, why)
-        self.ws.emit(Event.LIVE_UNSUBSCRIBE, name=ls.name, script_id=ls.script_id, why=why)
+        self.ws.emit(ev.LiveUnsubscribe(name=ls.name, script_id=ls.script_id, why=why))
 
     async def resubscribe_all(self) -> None:
         """After a reconnect: subscribe again; a script the viewer no longer knows goes."""
@@ -407,8 +406,8 @@ class LiveScripts:
         ls.compiled.set()
         ls.compiled = trio.Event()
         self.ws.compiles.note(ls.key, report)
-        self.ws.emit(Event.COMPILE, path=f"{names.CONTROL_DIR}/live/{ls.name}", script_id=ls.script_id,
-                     item_id=ls.item_id, **event_fields(report))
+        self.ws.emit(compile_event(report, path=f"{names.CONTROL_DIR}/live/{ls.name}", script_id=ls.script_id,
+                                   item_id=ls.item_id))
         return True
 
     def report(self, ls: LiveScript) -> CompileReport | None:

@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
-from ..event_types import Event
+from .. import event_types as ev
 from ..local import live_files
 from ..world.fs_errors import FsError
 from ..world.naming_rules import is_replacement_name, size_limit
@@ -91,7 +91,7 @@ class LiveWriter:
         ls.local, ls.dirty = None, False
         message = f"{shown}: scripts hold at most {limit} bytes; nothing was saved, the in-world text is unchanged"
         self.ws.note_error(message)
-        self.ws.emit(Event.REFUSED, path=shown, errno="EFBIG", message=message)
+        self.ws.emit(ev.Refused(path=shown, errno="EFBIG", message=message))
         raise FsError(errno.EFBIG, message)
 
     def _buffer(self, ls: LiveScript) -> bytearray:
@@ -162,8 +162,8 @@ class LiveWriter:
         if ls.local is not None and bytes(ls.local) == data:
             ls.local, ls.dirty = None, False
         log.info("live: wrote %s to %s (%d bytes)", shown, ls.temp_path, len(out.encode("utf-8")))
-        self.ws.emit(Event.LIVE_SAVE, name=ls.name, script_id=ls.script_id, bytes=len(out.encode("utf-8")),
-                     preprocessed=build is not None)
+        self.ws.emit(ev.LiveSave(name=ls.name, script_id=ls.script_id, bytes=len(out.encode("utf-8")),
+                                 preprocessed=build is not None))
         item = self.ws.tree.find(ls.item_id or "")
         if isinstance(item, Item) and item.attached:  # a script of a published object: a version of it
             self.ws.history.record(item, SAVED, data, inworld=out.encode("utf-8") if build is not None else None)

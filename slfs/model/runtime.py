@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from ..event_types import Event
+from .. import event_types as ev
 from ..protocol.constants import NULL_UUID
 from ..protocol.text import clean
 from ..protocol.types import ItemRef, RuntimeDebug, RuntimeError_
@@ -44,7 +44,7 @@ MAX_LOG_LINES = 2000  # per log: each script's, each object's, the mount's
 
 
 class EventSink(Protocol):
-    def event(self, event: dict[str, Any]) -> None: ...
+    def event(self, event: ev.SlfsEvent) -> None: ...
 
 
 class Runtime:
@@ -57,13 +57,12 @@ class Runtime:
         self.logs = RuntimeLogs()
 
     def on_runtime_debug(self, msg: RuntimeDebug) -> None:
-        self._spoke(Event.RUNTIME_DEBUG, debug_fields(self.tree, self.live, msg))
+        self._spoke(ev.RuntimeDebug(time=time.time(), **debug_fields(self.tree, self.live, msg)))
 
     def on_runtime_error(self, msg: RuntimeError_) -> None:
-        self._spoke(Event.RUNTIME_ERROR, error_fields(self.tree, self.live, msg))
+        self._spoke(ev.RuntimeError_(time=time.time(), **error_fields(self.tree, self.live, msg)))
 
-    def _spoke(self, kind: Event, fields: dict[str, Any]) -> None:
-        event = {"time": time.time(), "type": kind, **fields}
+    def _spoke(self, event: ev.RuntimeDebug | ev.RuntimeError_) -> None:
         self.logs.add(event)
         self.sink.event(event)
 
@@ -78,16 +77,15 @@ class RuntimeLogs:
         self.objects: dict[str, collections.deque[str]] = {}
         self.mount: collections.deque[str] = collections.deque(maxlen=MAX_LOG_LINES)
 
-    def add(self, event: dict[str, Any]) -> None:
-        scope = event.get("scope")
+    def add(self, event: ev.RuntimeDebug | ev.RuntimeError_) -> None:
         lines = _render(event)
-        if scope == ITEM:
-            _log_for(self.scripts, event["item_id"]).extend(lines)
-        if scope in (ITEM, OBJECT):
-            who = f"{event.get('item_name') or event.get('object_name') or '?'}: "
-            _log_for(self.objects, event["object_id"]).extend(who + line for line in lines)
+        if event.scope == ITEM:
+            _log_for(self.scripts, event.item_id).extend(lines)
+        if event.scope in (ITEM, OBJECT):
+            who = f"{event.item_name or event.object_name or '?'}: "
+            _log_for(self.objects, event.object_id).extend(who + line for line in lines)
         else:
-            who = f"{event.get('object_name') or event.get('object_id') or 'unknown object'}: "
+            who = f"{event.object_name or event.object_id or 'unknown object'}: "
             self.mount.extend(who + line for line in lines)
 
     def script_log(self, item_id: str) -> bytes:
@@ -108,15 +106,14 @@ def _stamp(t: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t)) + f".{int(t * 1000) % 1000:03d}"
 
 
-def _render(event: dict[str, Any]) -> list[str]:
+def _render(event: ev.RuntimeDebug | ev.RuntimeError_) -> list[str]:
     # The texts were made terminal-safe with the event (debug_fields, error_fields); lines stay lines.
-    text = str(event.get("message", "")).replace("\n", " ")
-    stamp = _stamp(event["time"])
-    if event["type"] != Event.RUNTIME_ERROR:
-        return [f"{stamp} {event.get('channel', 'debug')}: {text}"]
-    where = f" (line {event['line']})" if event.get("line") else ""
-    detail = event.get("error") or text
-    return [f"{stamp} error{where}: {detail}"] + [f"    {frame}" for frame in event.get("stack") or []]
+    text = event.message.replace("\n", " ")
+    stamp = _stamp(event.time or time.time())
+    if not isinstance(event, ev.RuntimeError_):
+        return [f"{stamp} {event.channel}: {text}"]
+    where = f" (line {event.line})" if event.line else ""
+    return [f"{stamp} error{where}: {event.error or text}"] + [f"    {frame}" for frame in event.stack]
 
 
 def _lines_text(lines: collections.deque[str] | None) -> bytes:

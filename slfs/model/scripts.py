@@ -6,7 +6,7 @@ from __future__ import annotations
 import errno
 import os
 
-from ..event_types import Event
+from .. import event_types as ev
 from ..protocol.types import ScriptResetParams, SetRunningParams
 from ..world.fs_errors import FsError
 from ..world.tree import Item, Node
@@ -44,7 +44,7 @@ class Scripts:
         except FsError as exc:
             self.ws.note_error(exc.message)  # the writer of F.state sees only an errno
             raise
-        self.ws.emit(Event.SCRIPT_STATE_REQUESTED, path=self.tree.path_of(item), item_id=item.uuid, action=word)
+        self.ws.emit(ev.ScriptStateRequested(path=self.tree.path_of(item), item_id=item.uuid, action=word))
 
     def abspath(self, node: Node) -> str:
         return os.path.join(self.ws.mountpoint or "/", self.tree.path_of(node))

@@ -15,6 +15,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
+from ..event_types import SlfsEvent
 from ..world.tree import Invalidation
 
 log = logging.getLogger(__name__)
@@ -22,7 +23,8 @@ log = logging.getLogger(__name__)
 
 class Service(Protocol):
     def on_event(self, event: dict[str, Any]) -> None:
-        """Called on the trio thread for every event; must not block or await."""
+        """Called on the trio thread for every event, as its JSON (event_types' to_json: what the
+        event log keeps and the control socket sends); must not block or await."""
 
     def status(self) -> dict[str, Any]:
         """Lines for `.slfs/status` (key -> value)."""
@@ -46,12 +48,14 @@ class Broadcast:
             raise RuntimeError("a fan-out is connected once, when the mount's services are built")
         self.services, self.listeners, self.connected = tuple(services), tuple(listeners), True
 
-    def event(self, event: dict[str, Any]) -> None:
+    def event(self, event: SlfsEvent) -> None:
+        """Each service gets the event's JSON (made once here): what the event log keeps and sends."""
+        data = event.to_json()
         for service in self.services:
             try:
-                service.on_event(event)
+                service.on_event(data)
             except Exception:
-                log.exception("%s failed on the %s event", type(service).__name__, event.get("type"))
+                log.exception("%s failed on the %s event", type(service).__name__, event.type)
 
     def status(self) -> dict[str, Any]:
         out: dict[str, Any] = {}

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 import attrs
 import trio
 
-from ..event_types import Event
+from .. import event_types as ev
 from ..local.keep import KeptCopies, kept_clause
 from ..world.fs_errors import FsError
 from ..world.tree import Item, NewFile, Tree
@@ -135,10 +135,9 @@ class Unsent:
                 base = item.edit.base if item.edit.base is not None else item.cache.content
                 self.entries[item.uuid] = Recovered(item.uuid, item_path, bytes(data), kept.path, why, err, base,
                                                     time.time())
-            self.emit(Event.RECOVERY, path=item_path, item_id=item.uuid if item is not None else None,
-                         recovery=str(kept.path) if kept.path is not None else None, reason=why,
-                         code=errno.errorcode.get(err, str(err)), made=kept.made,
-                         state=state_of(err))
+            self.emit(ev.Recovery(path=item_path, item_id=item.uuid if item is not None else None,
+                                     recovery=str(kept.path) if kept.path is not None else None, reason=why,
+                                     code=errno.errorcode.get(err, str(err)), made=kept.made, state=state_of(err)))
         self.note_error(f"{why}; {clause}")
         return clause
 
@@ -263,6 +262,7 @@ class Unsent:
         if item.edit.buffer is not None and bytes(item.edit.buffer) == data:
             self.saver.edits.drop(item)
 
-    def _resent(self, out: dict[str, Any], outcome: str, **fields: Any) -> None:
-        self.emit(Event.RESEND, path=out["path"], item_id=out["item_id"], recovery=out["recovery"], outcome=outcome,
-                     **fields)
+    def _resent(self, out: dict[str, Any], outcome: str, *, error: str | None = None, code: str | None = None,
+                force: bool | None = None) -> None:
+        self.emit(ev.Resend(path=out["path"], item_id=out["item_id"], recovery=out["recovery"], outcome=outcome,
+                               error=error, code=code, force=force))

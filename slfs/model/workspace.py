@@ -17,12 +17,13 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, overload
 
+import attrs
 import trio
 
+from .. import event_types as ev
 from ..debug_hooks import Debug
-from ..event_types import Event
 from ..local.item_times import ItemTimes
 from ..protocol.types import (
     CompilationResult,
@@ -155,8 +156,18 @@ class Workspace:
     def _invalidate(self, inv: Invalidation) -> None:
         self.invalidations.add(inv)
 
-    def emit(self, kind: str, **fields: Any) -> None:
-        self.fanout.event({"time": time.time(), "type": kind, **fields})
+    @overload
+    def emit(self, event: ev.SlfsEvent, /) -> None: ...
+    @overload
+    def emit(self, event: str, /, **fields: Any) -> None: ...
+
+    def emit(self, event: ev.SlfsEvent | str, /, **fields: Any) -> None:
+        """An event to every consumer, stamped with the time now. The second form, a type and its
+        fields, is for the emitters that still give those: EditorCommands' host and History's
+        callback (both faked so by their unit tests); the event is built from them here
+        (event_types.event_of)."""
+        typed = ev.event_of(event, fields) if isinstance(event, str) else event
+        self.fanout.event(attrs.evolve(typed, time=time.time()))
 
     def note_error(self, message: str) -> None:
         """Record a user-visible failure for `.slfs/status` and the log."""
@@ -201,8 +212,8 @@ class Workspace:
         self._changed()
         log.info("connected to %s %s as %s: %d objects", info.viewer_name, info.viewer_version,
                  info.agent_name, len(objects))
-        self.emit(Event.CONNECTED, viewer=info.viewer_name, version=info.viewer_version,
-                  agent=info.agent_name, objects=len(objects))
+        self.emit(ev.Connected(viewer=info.viewer_name, version=info.viewer_version, agent=info.agent_name,
+                               objects=len(objects)))
         if self.live.by_id:
             self.spawn(self.live.resubscribe_all)  # subscriptions end with the connection
 
@@ -217,14 +228,14 @@ class Workspace:
                 if exc.errno == errno.ENOENT and self.tree.unpublish(object_id):
                     log.info("%s is gone in-world: %s", object_id, exc.message)
                     self._changed()
-                    self.emit(Event.UNPUBLISH, object_id=object_id, reason="not found after a reconnect")
+                    self.emit(ev.Unpublish(object_id=object_id, reason="not found after a reconnect"))
                 else:
                     log.warning("could not ask the viewer to publish %s again: %s", object_id, exc.message)
 
     def on_disconnected(self, reason: str) -> None:
         self.calls.dropped()
         self.tree.end_own_updates()
-        self.emit(Event.DISCONNECTED, reason=reason)
+        self.emit(ev.Disconnected(reason=reason))
 
     def on_state(self, state: str, detail: str) -> None:
         self.state = state
@@ -235,12 +246,12 @@ class Workspace:
     def on_publish(self, obj: PublishedObject) -> None:
         self.tree.publish(obj)
         self._changed()
-        self.emit(Event.PUBLISH, object_id=obj.object_id, name=obj.object_name)
+        self.emit(ev.Publish(object_id=obj.object_id, name=obj.object_name))
 
     def on_unpublish(self, msg: ObjectUnpublish) -> None:
         if self.tree.unpublish(msg.object_id):
             self._changed()
-            self.emit(Event.UNPUBLISH, object_id=msg.object_id, reason=msg.reason)
+            self.emit(ev.Unpublish(object_id=msg.object_id, reason=msg.reason))
 
     def on_update(self, msg: ObjectUpdate) -> None:
         before = self._run_states(msg.object_id)
@@ -271,14 +282,13 @@ class Workspace:
             state = item.run_state
             was = before.get(item.uuid)
             if was != state:
-                self.emit(Event.SCRIPT_STATE, path=self.tree.path_of(item), item_id=item.uuid, state=state,
-                          was=was)
+                self.emit(ev.ScriptState(path=self.tree.path_of(item), item_id=item.uuid, state=state, was=was))
 
     def on_syntax_change(self, msg: SyntaxChange) -> None:
-        self.emit(Event.SYNTAX_CHANGE, id=msg.id)
+        self.emit(ev.SyntaxChange(id=msg.id))
 
     def on_compiled(self, msg: CompilationResult) -> None:
-        self.emit(Event.SCRIPT_COMPILED, script_id=msg.script_id, success=msg.success)
+        self.emit(ev.ScriptCompiled(script_id=msg.script_id, success=msg.success))
         if self.live.on_compiled(msg):
             return  # a live-synced save's answer
         # Newer viewers broadcast the result of a save made in the viewer itself (its editor, Script
@@ -304,7 +314,7 @@ class Workspace:
     def on_editor_command(self, command: str, params: dict[str, Any]) -> None:
         # editor.open_file and editor.show_message start programs on the peer's word: editor_commands.py.
         if not self.editor.on_command(command, params):
-            self.emit(Event.VIEWER_COMMAND, command=command, params=params)
+            self.emit(ev.ViewerCommand(command=command, params=params))
 
     # --- status -----------------------------------------------------------------------------
 

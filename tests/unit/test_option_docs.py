@@ -3,6 +3,7 @@ option lists of README.md and slfs(1), each default the docs show."""
 
 from __future__ import annotations
 
+import itertools
 import re
 import subprocess
 
@@ -68,7 +69,7 @@ def _slfs5_option_names() -> set[str]:
     section = text.split(".SH MOUNT OPTIONS\n", 1)[1].split("\n.SH ", 1)[0]
     names: set[str] = set()
     lines = section.splitlines()
-    for tp, tag in zip(lines, lines[1:], strict=False):
+    for tp, tag in itertools.pairwise(lines):
         if tp != ".TP":
             continue
         # `.BI name= ARG`, `.BR name= a | b`, `.B name`, `.BR a ", " b ", " c`: every bare word that

@@ -7,6 +7,7 @@ import hashlib
 import time
 from typing import Any
 
+from slfs import event_types as ev
 from slfs.model.runtime import ITEM, MOUNT, OBJECT, RuntimeLogs, attribute
 from slfs.protocol import from_json
 from slfs.protocol import types as t
@@ -75,13 +76,13 @@ def test_nothing_known_is_the_mount() -> None:
 def test_each_scope_has_its_log() -> None:
     log = RuntimeLogs()
     now = time.time()
-    log.add({"time": now, "type": "runtime.debug", "scope": "item", "item_id": MAIN, "object_id": ROOT,
-                "item_name": "Main", "channel": "owner_say", "message": "hello"})
-    log.add({"time": now, "type": "runtime.error", "scope": "object", "item_id": "", "object_id": ROOT,
-                "object_name": "House", "message": "Script run-time error", "error": "Math Error", "line": 3,
-                "stack": ["at x"]})
-    log.add({"time": now, "type": "runtime.debug", "scope": "mount", "object_id": "", "object_name": "Far",
-                "message": "lost"})
+    log.add(ev.RuntimeDebug(time=now, scope="item", item_id=MAIN, object_id=ROOT, prim_id=ROOT, item_name="Main",
+                            object_name="House", channel="owner_say", message="hello"))
+    log.add(ev.RuntimeError_(time=now, scope="object", item_id="", object_id=ROOT, prim_id="", object_name="House",
+                             channel="debug", message="Script run-time error", error="Math Error", line=3,
+                             column=0, stack=["at x"]))
+    log.add(ev.RuntimeDebug(time=now, scope="mount", object_id="", prim_id="", item_id="", object_name="Far",
+                            channel="debug", message="lost"))
     assert log.script_log(MAIN).decode().endswith("owner_say: hello\n")
     obj = log.object_log(ROOT).decode().splitlines()
     assert obj[0].endswith("owner_say: hello") and obj[0].startswith("Main: ")

@@ -30,7 +30,7 @@ def cmd_top(args: argparse.Namespace) -> int:
         if args.json:
             emit_json({"header": model.header(), "status": model.status,
                        "rows": [model.rows[k].as_json() for k in model.order],
-                       "events": list(model.events)[-EVENT_LINES:]})
+                       "events": [e.to_json() for e in list(model.events)[-EVENT_LINES:]]})
             return 0
         # The terminal's width (or $COLUMNS); off a terminal, ONCE_WIDTH.
         width = shutil.get_terminal_size((ONCE_WIDTH, 50)).columns

@@ -22,7 +22,7 @@ from textual.widgets import DataTable, Footer, Input, RichLog, Static
 
 from ...client import MountClient
 from ..edit import editor_argv
-from ..human import COLOURS, event_colour, event_line
+from ..human import COLOURS, AnEvent, event_colour, event_line
 from ..output import VerbError
 from .feed import Feed
 from .frame import COLUMNS, compile_colour, cut, state_colour, widths
@@ -170,7 +170,7 @@ class TopApp(App[int]):
     def note(self, text: str) -> None:
         self.query_one("#message", Static).update(Text(cut(" ".join(text.split()), max(20, self.size.width))))
 
-    def event_text(self, e: dict[str, Any]) -> Text:
+    def event_text(self, e: AnEvent) -> Text:
         return Text(event_line(e), style=STYLE.get(event_colour(e) or "", ""), no_wrap=True, end="")
 
     # --- the feed --------------------------------------------------------------------------

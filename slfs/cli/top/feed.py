@@ -25,9 +25,9 @@ def snapshot(client: MountClient) -> TopModel:
     model.set_status(client.status())
     model.load(client.listing(recursive=True).get("entries", []))
     backlog = client.events(since=0)
-    for e in backlog.get("events", []):
+    for e in backlog.events:
         model.apply(e, past=True)
-    model.caught_up(int(backlog.get("cursor") or 0))
+    model.caught_up(backlog.cursor)
     return model
 
 
@@ -93,9 +93,9 @@ class Feed:
                     self._want_listing.set()  # what happened meanwhile
                     lost = False
                 with conn:
-                    for event in conn.subscribe(since=self.cursor):
-                        if isinstance(event.get("seq"), int):
-                            self.cursor = event["seq"]
+                    for event in conn.events(since=self.cursor):
+                        if event.seq is not None:
+                            self.cursor = event.seq
                         self.out.put(("event", event))
                 ended = "the mount's daemon closed the event stream"
             except ClientError as exc:

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import collections
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
 
-from ...event_types import RUNTIME, Event
-from ..human import event_line, event_message
+from ... import event_types as ev
+from ..human import AnEvent, event_line, event_message
 
 EVENTS_KEPT = 500  # lines of the events pane
 # Events after which the rows' set may differ: the listing is asked again.
-RESYNC_EVENTS = frozenset({Event.PUBLISH, Event.UNPUBLISH, Event.CONNECTED, Event.CREATE, Event.DELETE})
+RESYNC_EVENTS = (ev.Publish, ev.Unpublish, ev.Connected, ev.Create, ev.Delete)
 
 
 @attrs.define
@@ -78,13 +78,13 @@ def listing_compile(last: dict[str, Any] | None) -> tuple[bool | None, str]:
                                   str(last.get("note") or ""))
 
 
-def event_compile(e: dict[str, Any]) -> tuple[bool, str]:
-    """A `compile` event -> (compiled, cell text)."""
-    diags = [d for d in e.get("diagnostics") or [] if isinstance(d, dict)]
+def event_compile(event: ev.Compile | Mapping[str, Any]) -> tuple[bool, str]:
+    """A `compile` event (or its fields) -> (compiled, cell text)."""
+    e = event if isinstance(event, ev.Compile) else ev.structure_as(ev.Compile, event)
+    diags = e.diagnostics
     errors = [d for d in diags if str(d.get("level", "")).lower() == "error"]
-    compiled = bool(e.get("compiled"))
     first = (errors or diags)[0] if diags else None
-    return compiled, compile_text(compiled, len(errors), first, str(e.get("note") or ""))
+    return e.compiled, compile_text(e.compiled, len(errors), first, e.note)
 
 
 @attrs.frozen
@@ -119,7 +119,7 @@ class TopModel:
         self.root = mountpoint.rstrip("/") + "/"
         self.rows: dict[str, Row] = {}
         self.order: list[str] = []
-        self.events: collections.deque[dict[str, Any]] = collections.deque(maxlen=EVENTS_KEPT)
+        self.events: collections.deque[ev.SlfsEvent] = collections.deque(maxlen=EVENTS_KEPT)
         self.cursor = 0  # the last event's seq
         self.status: dict[str, Any] = {}
         self.changed: set[str] = set()  # the rows the last load() changed
@@ -176,39 +176,39 @@ class TopModel:
 
     # --- events ----------------------------------------------------------------------------
 
-    def apply(self, e: dict[str, Any], *, past: bool = False) -> Change:
+    def apply(self, event: AnEvent, *, past: bool = False) -> Change:
         """One event; `past` for the backlog read after the listing, whose run states and
         compiles are older than the listing's (only its runtime lines are taken)."""
-        seq = e.get("seq")
-        if isinstance(seq, int):
-            if seq <= self.cursor:
+        e = ev.as_event(event)
+        if e.seq is not None:
+            if e.seq <= self.cursor:
                 return Change(fresh=False)  # seen already (a backlog that overlaps what came live)
-            self.cursor = seq
+            self.cursor = e.seq
         self.events.append(e)
-        kind = str(e.get("type", ""))
-        path = str(e.get("path") or "").strip("/")
+        path = ev.path_of(e).strip("/")
         row = self.rows.get(path) if path else None
-        if past and kind not in RUNTIME:
+        if past and not isinstance(e, ev.RUNTIME_EVENTS):
             return Change()
-        if kind in RESYNC_EVENTS:
-            return Change(resync=True, status=kind == Event.CONNECTED)
-        if kind == Event.DISCONNECTED:
-            return Change(status=True)
-        if kind == Event.SCRIPT_STATE:
-            if row is None:
-                return Change(resync=True)
-            row.state = str(e.get("state", ""))
-            return Change(rows=frozenset({path}), status=True)
-        if kind == Event.COMPILE:
-            if row is None:
-                return Change()  # a live file's, or a script not listed yet (its create resyncs)
-            row.compiled, row.compile = event_compile(e)
-            return Change(rows=frozenset({path}))
-        if kind in RUNTIME and row is not None:
-            row.output = event_message(e)
-            row.output_at = float(e.get("time") or time.time())
-            row.output_error = kind == Event.RUNTIME_ERROR
-            return Change(rows=frozenset({path}))
+        if isinstance(e, RESYNC_EVENTS):
+            return Change(resync=True, status=isinstance(e, ev.Connected))
+        match e:
+            case ev.Disconnected():
+                return Change(status=True)
+            case ev.ScriptState():
+                if row is None:
+                    return Change(resync=True)
+                row.state = e.state
+                return Change(rows=frozenset({path}), status=True)
+            case ev.Compile():
+                if row is None:
+                    return Change()  # a live file's, or a script not listed yet (its create resyncs)
+                row.compiled, row.compile = event_compile(e)
+                return Change(rows=frozenset({path}))
+            case ev.RuntimeDebug() | ev.RuntimeError_() if row is not None:
+                row.output = event_message(e)
+                row.output_at = float(e.time or time.time())
+                row.output_error = isinstance(e, ev.RuntimeError_)
+                return Change(rows=frozenset({path}))
         return Change()
 
     # --- what is shown ---------------------------------------------------------------------
