@@ -362,15 +362,6 @@ EVENT_CLASSES: dict[str, type[SlfsEvent]] = {cls.TYPE: cls for cls in (
 RUNTIME_EVENTS = (RuntimeDebug, RuntimeError_)
 
 
-def event_of(kind: str, fields: Mapping[str, Any]) -> SlfsEvent:
-    """The event of type `kind` with `fields` (keys no field of it names go in `extra`): for an
-    emitter that still gives a type and its fields (Workspace.emit's second form)."""
-    cls = EVENT_CLASSES[kind]
-    known = attrs.fields_dict(cls)
-    extra = {k: v for k, v in fields.items() if k not in known}
-    return cls(**{k: v for k, v in fields.items() if k in known}, extra=extra)
-
-
 def as_event(event: SlfsEvent | Mapping[str, Any]) -> SlfsEvent:
     """An event, typed: for a reader's helpers that take an event as a caller holds it (its JSON too)."""
     return event if isinstance(event, SlfsEvent) else event_from_json(event)

@@ -90,7 +90,7 @@ class Operations(pyfuse3.Operations):
 
     # --- Service: what `.slfs/status` shows of the kernel side
 
-    def on_event(self, event: dict[str, Any]) -> None:
+    def on_event(self, event: ev.SlfsEvent) -> None:
         pass
 
     def status(self) -> dict[str, Any]:

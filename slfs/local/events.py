@@ -27,6 +27,7 @@ from typing import Any
 import trio
 
 from .. import paths
+from ..event_types import SlfsEvent
 
 log = logging.getLogger(__name__)
 
@@ -128,8 +129,8 @@ class EventLog:
 
     # Service (model/services.py): the workspace's events come in here.
 
-    def on_event(self, event: dict[str, Any]) -> None:
-        self.append(event)
+    def on_event(self, event: SlfsEvent) -> None:
+        self.append(event.to_json())
 
     def status(self) -> dict[str, Any]:
         return {"event_log_errors": self.write_errors, "event_log_error": self.last_write_error or "none"}

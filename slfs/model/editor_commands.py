@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
-from ..event_types import Event
+from .. import event_types as ev
 from ..local.launch import MAX_LINE, MAX_NOTE, Notifier, editor_argv, run_editor
 from ..protocol.text import one_line
 from ..winpaths import WindowsPathError, is_windows_path, match_case
@@ -102,8 +102,7 @@ class EditorHost(Protocol):
     live: LiveScripts
 
     def spawn(self, fn: Callable[..., Any], *args: Any) -> None: ...
-    # A type and its fields (Workspace.emit's second form): the unit tests' hosts record them so.
-    def emit(self, kind: str, /, **fields: Any) -> None: ...
+    def emit(self, event: ev.SlfsEvent, /) -> None: ...
     def note_error(self, message: str) -> None: ...
 
 
@@ -129,7 +128,7 @@ class EditorCommands:
         level = raw_level if raw_level in ("info", "warn", "error") else "warn" if raw_level == "warning" else "info"
         log.log(logging.ERROR if level == "error" else logging.WARNING if level == "warn" else logging.INFO,
                 "viewer says: %s", one_line(message, MAX_NOTE))
-        self.host.emit(Event.VIEWER_MESSAGE, level=level, message=message)
+        self.host.emit(ev.ViewerMessage(level=level, message=message))
         self.notifier.show(level, message)
 
     def open_file(self, params: dict[str, Any]) -> None:
@@ -145,7 +144,7 @@ class EditorCommands:
     def refuse(self, path: str, line: int, why: str) -> None:
         # note_error logs it too (a warning) and puts it in `.slfs/status`'s last_error.
         self.host.note_error(f"editor.open_file {one_line(path, 200)}: refused: {one_line(why, 500)}")
-        self.host.emit(Event.VIEWER_OPEN_FILE, path=path, line=line, error=why)
+        self.host.emit(ev.ViewerOpenFile(path=path, line=line, error=why))
 
     async def _open(self, given: str, line: int) -> None:
         live = {ls.temp_path: self.host.live.abspath(ls) for ls in self.host.live.by_id.values() if ls.gone is None}
@@ -154,7 +153,7 @@ class EditorCommands:
         except Refused as exc:
             self.refuse(given, line, str(exc))
             return
-        self.host.emit(Event.VIEWER_OPEN_FILE, path=given, line=line, opened=real)
+        self.host.emit(ev.ViewerOpenFile(path=given, line=line, opened=real))
         if self.host.options.open_cmd:
             await self.run_editor(editor_argv(check_template(self.host.options.open_cmd), real, line))
 

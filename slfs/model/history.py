@@ -29,8 +29,8 @@ from typing import Any
 import attrs
 import trio
 
+from .. import event_types as ev
 from .. import paths
-from ..event_types import Event
 from ..local.history_store import DELETED, Place, Store, Version, digest_of
 from ..protocol.ids import is_uuid
 from ..world.nodes import Item
@@ -92,7 +92,7 @@ class History:
     """The history store's trio side: record (queue), the worker, reads, status."""
 
     def __init__(self, options: Options, path_of: Callable[[Any], str],
-                 emit: Callable[..., None] = lambda _kind, **_f: None) -> None:
+                 emit: Callable[[ev.SlfsEvent], None] = lambda _event: None) -> None:
         self.max_bytes = options.history_max
         self.max_days = options.history_days
         self.enabled = self.max_bytes > 0
@@ -212,8 +212,8 @@ class History:
                 self._opened.set()
             for pending, version in results:
                 if version is not None:
-                    self._emit(Event.VERSION, path=pending.place.path, origin=version.origin, digest=version.digest,
-                               item_id=version.place.item_id, version=version.id, size=version.size)
+                    self._emit(ev.Version(path=pending.place.path, origin=version.origin, digest=version.digest,
+                                          item_id=version.place.item_id, version=version.id, size=version.size))
             self.done += len(batch)
             self.generation += 1
             self._progress.set()
@@ -441,7 +441,7 @@ class History:
 
     # --- Service (model/services.py) ----------------------------------------------------------
 
-    def on_event(self, event: dict[str, Any]) -> None:
+    def on_event(self, event: ev.SlfsEvent) -> None:
         pass
 
     def status(self) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..event_types import Event
+from .. import event_types as ev
 from ..local.overlay_disk import OverlayDisk
 from ..local.overlay_homes import OWN, PRIMS, Home, Index, adoptable, id_name, prim_moves
 from ..session.listener import SessionInfo
@@ -181,13 +181,12 @@ class Overlay:
 
     # Homes: which object's files a folder shows (local/overlay_homes.py).
 
-    def on_event(self, event: dict[str, Any]) -> None:
-        kind = event.get("type")
-        if kind == Event.CONNECTED:
+    def on_event(self, event: ev.SlfsEvent) -> None:
+        if isinstance(event, ev.Connected):
             info = self._session()
             if info is not None:
                 self._connected(agent_key(info.agent_id, info.agent_name), info.lists_objects)
-        elif kind == Event.DISCONNECTED:
+        elif isinstance(event, ev.Disconnected):
             self._live = False  # the next connection's load is not the viewer's state until it ends
 
     def status(self) -> dict[str, Any]:

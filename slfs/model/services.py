@@ -22,9 +22,8 @@ log = logging.getLogger(__name__)
 
 
 class Service(Protocol):
-    def on_event(self, event: dict[str, Any]) -> None:
-        """Called on the trio thread for every event, as its JSON (event_types' to_json: what the
-        event log keeps and the control socket sends); must not block or await."""
+    def on_event(self, event: SlfsEvent) -> None:
+        """Called on the trio thread for every event; must not block or await."""
 
     def status(self) -> dict[str, Any]:
         """Lines for `.slfs/status` (key -> value)."""
@@ -49,11 +48,9 @@ class Broadcast:
         self.services, self.listeners, self.connected = tuple(services), tuple(listeners), True
 
     def event(self, event: SlfsEvent) -> None:
-        """Each service gets the event's JSON (made once here): what the event log keeps and sends."""
-        data = event.to_json()
         for service in self.services:
             try:
-                service.on_event(data)
+                service.on_event(event)
             except Exception:
                 log.exception("%s failed on the %s event", type(service).__name__, event.type)
 

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from ..event_types import Event
+from .. import event_types as ev
 from ..protocol.types import SyntaxCacheFile, SyntaxCacheGetParams, SyntaxCacheList
 from ..world.fs_errors import CallCut, FsError
 from .calls import Calls
@@ -22,9 +22,9 @@ class SyntaxFiles:
         self.files: dict[str, bytes] = {}
         self.syntax_id = ""
 
-    def on_event(self, event: dict[str, Any]) -> None:
+    def on_event(self, event: ev.SlfsEvent) -> None:
         # The files change with the session and with the viewer's syntax.
-        if event["type"] in (Event.CONNECTED, Event.SYNTAX_CHANGE):
+        if isinstance(event, (ev.Connected, ev.SyntaxChange)):
             self.spawn(self.refresh)
 
     def status(self) -> dict[str, Any]:

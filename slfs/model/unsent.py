@@ -107,7 +107,7 @@ class Unsent:
 
     # Service (model/services.py): the `unsent` lines of the status.
 
-    def on_event(self, event: dict[str, Any]) -> None:
+    def on_event(self, event: ev.SlfsEvent) -> None:
         pass
 
     def status(self) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from typing import Any, overload
+from typing import Any
 
 import attrs
 import trio
@@ -156,18 +156,9 @@ class Workspace:
     def _invalidate(self, inv: Invalidation) -> None:
         self.invalidations.add(inv)
 
-    @overload
-    def emit(self, event: ev.SlfsEvent, /) -> None: ...
-    @overload
-    def emit(self, event: str, /, **fields: Any) -> None: ...
-
-    def emit(self, event: ev.SlfsEvent | str, /, **fields: Any) -> None:
-        """An event to every consumer, stamped with the time now. The second form, a type and its
-        fields, is for the emitters that still give those: EditorCommands' host and History's
-        callback (both faked so by their unit tests); the event is built from them here
-        (event_types.event_of)."""
-        typed = ev.event_of(event, fields) if isinstance(event, str) else event
-        self.fanout.event(attrs.evolve(typed, time=time.time()))
+    def emit(self, event: ev.SlfsEvent, /) -> None:
+        """An event to every consumer, stamped with the time now."""
+        self.fanout.event(attrs.evolve(event, time=time.time()))
 
     def note_error(self, message: str) -> None:
         """Record a user-visible failure for `.slfs/status` and the log."""

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import event_types as ev
 from ..local.keep import TRASH, KeptCopies, folder_of
 from .create import Creator
 from .deletes import Deleter
@@ -110,7 +111,7 @@ class Writer:
 
     # Service (model/services.py): the writer's status lines.
 
-    def on_event(self, event: dict[str, Any]) -> None:
+    def on_event(self, event: ev.SlfsEvent) -> None:
         pass
 
     def status(self) -> dict[str, Any]:

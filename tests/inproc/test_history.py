@@ -16,6 +16,7 @@ import trio
 from support.inproc import Driver, fails, fs_against_sim
 from support.writes import MAIN, MAIN_TEXT, NOTE, NOTE_TEXT, OBJ, write_world
 
+from slfs.event_types import SlfsEvent
 from slfs.local.history_store import digest_of
 from slfs.world.fs_errors import FsError
 from slfs.world.tree import Item
@@ -78,8 +79,8 @@ class _Recorder:
     def __init__(self, events: list[dict[str, Any]]) -> None:
         self.events = events
 
-    def on_event(self, event: dict[str, Any]) -> None:
-        self.events.append(event)
+    def on_event(self, event: SlfsEvent) -> None:
+        self.events.append(event.to_json())
 
     def status(self) -> dict[str, Any]:
         return {}

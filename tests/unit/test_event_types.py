@@ -20,7 +20,8 @@ import pytest
 from slfs import event_types as ev
 from slfs.cli import human
 from slfs.cli.top.model import TopModel
-from slfs.event_types import EVENT_CLASSES, Event, SlfsEvent, UnknownEvent, event_from_json, event_of
+from slfs.event_types import EVENT_CLASSES, Event, SlfsEvent, UnknownEvent, event_from_json
+from slfs.local.events import EventLog
 from slfs.model import runtime
 from slfs.model.compiles import CompileReport, compile_event
 from slfs.model.services import Broadcast
@@ -102,16 +103,14 @@ def test_compile_event_is_the_json_compiles_always_had() -> None:
         "type", "path", "script_id", "item_id", "compiled", "note", "source", "diagnostics", "preprocessed"]
 
 
-def test_runtime_fields_make_the_same_json_through_event_of() -> None:
-    """The runtime handlers still emit a type and model/runtime.py's fields: the JSON is theirs."""
+def test_runtime_fields_make_the_same_json_through_the_classes() -> None:
+    """model/runtime.py builds the runtime events from its fields: the JSON is those fields'."""
     live = SimpleNamespace(by_id={})
     debug = runtime.debug_fields(Tree(), live, RuntimeDebug(object_id="o", message="hi", script_id="S"))  # type: ignore[arg-type]
     error = runtime.error_fields(Tree(), live, RuntimeError_(message="m", error="e", line=3, stack=["a"]))  # type: ignore[arg-type]
     for kind, fields in ((Event.RUNTIME_DEBUG, debug), (Event.RUNTIME_ERROR, error)):
-        event = event_of(kind, fields)
-        assert type(event) is EVENT_CLASSES[kind]
+        event = EVENT_CLASSES[kind](**fields)
         assert list(event.to_json().items()) == [("type", kind), *fields.items()]
-    assert event_of(Event.RUNTIME_DEBUG, {**debug, "newer": 1}).to_json()["newer"] == 1
 
 
 def test_an_unknown_type_and_unknown_fields_survive() -> None:
@@ -145,12 +144,15 @@ def test_a_partial_event_is_read_with_empty_fields() -> None:
     assert event.to_json() == {"type": "script.state", "path": "A/b.lsl", "state": "running"}
 
 
-def test_the_broadcast_hands_services_the_json() -> None:
-    got: list[dict[str, Any]] = []
+def test_the_broadcast_hands_services_the_typed_event_and_the_log_its_json() -> None:
+    got: list[SlfsEvent] = []
+    log = EventLog(None)
     fanout = Broadcast()
-    fanout.connect([SimpleNamespace(on_event=got.append, status=dict)], [])  # type: ignore[list-item]
-    fanout.event(ev.Delete(path="A/b", item_id="i", time=5.0))
-    assert got == [{"time": 5.0, "type": "delete", "path": "A/b", "item_id": "i"}]
+    fanout.connect([SimpleNamespace(on_event=got.append, status=dict), log], [])  # type: ignore[list-item]
+    event = ev.Delete(path="A/b", item_id="i", time=5.0)
+    fanout.event(event)
+    assert got == [event]
+    assert log.since(0) == [{"seq": 1, "time": 5.0, "type": "delete", "path": "A/b", "item_id": "i"}]
 
 
 @pytest.mark.parametrize("cls", _classes(), ids=lambda c: c.TYPE)

@@ -185,7 +185,7 @@ def _item(name: str = "Main") -> Item:
 async def running(history: History, writes: list[bytes] = ()) -> AsyncIterator[list[dict[str, object]]]:
     """The history's worker running, its store open and `writes` recorded and written: the events."""
     events: list[dict[str, object]] = []
-    history._emit = lambda kind, **f: events.append({"type": kind, **f})
+    history._emit = lambda event: events.append(event.to_json())
     async with trio.open_nursery() as nursery:
         nursery.start_soon(history.run)
         history.open_for(AGENT, "Agent")

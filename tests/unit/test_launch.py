@@ -15,6 +15,7 @@ import attrs
 import pytest
 import trio
 
+from slfs.event_types import SlfsEvent
 from slfs.local import launch
 from slfs.local.launch import MAX_LINE, MAX_NOTE, Notifier, editor_argv, notify_argv
 from slfs.model.editor_commands import EditorCommands, Refused, line_number, resolve_in_mount
@@ -168,8 +169,8 @@ class Host:
         assert self.nursery is not None
         self.nursery.start_soon(fn, *args)
 
-    def emit(self, kind: str, **fields: Any) -> None:
-        self.events.append((kind, fields))
+    def emit(self, event: SlfsEvent) -> None:
+        self.events.append((event.type, {k: v for k, v in event.to_json().items() if k != "type"}))
 
     def note_error(self, message: str) -> None:
         self.errors.append(message)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from slfs import event_types as ev
 from slfs.local.overlay_homes import Home, Index, adoptable, id_name, prim_moves
 from slfs.model.overlay import Overlay
 from slfs.protocol import from_json
@@ -41,11 +42,11 @@ class Mount:
         self.overlay = Overlay(self.tree, session=lambda: self.session)
 
     def connect(self, objects: list[t.PublishedObject], *, agent: str | None = None) -> None:
-        self.overlay.on_event({"type": "disconnected"})
+        self.overlay.on_event(ev.Disconnected(reason="test"))
         if agent is not None:
             self.session = info(agent)
         self.tree.replace_all(objects)
-        self.overlay.on_event({"type": "connected"})
+        self.overlay.on_event(ev.Connected(viewer="v", version="1", agent="a", objects=0))
 
     def folder(self, name: str) -> Folder:
         node = self.tree.root.entries[name]

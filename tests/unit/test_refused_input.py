@@ -19,6 +19,7 @@ from slfs import jsontext, registry
 from slfs.cli.verbs import parse_params
 from slfs.control.requests import MAX_DEPTH, ViewerCommandParams, depth, structure
 from slfs.control.server import encode_frame
+from slfs.event_types import SlfsEvent
 from slfs.mcp.arguments import closed, problems
 from slfs.model import editor_commands
 from slfs.model.options import Options
@@ -276,8 +277,8 @@ async def test_open_file_resolves_off_the_loop_under_a_bound(monkeypatch: pytest
         def spawn(self, fn: Any, *args: Any) -> None:
             self.nursery.start_soon(fn, *args)
 
-        def emit(self, kind: str, **fields: Any) -> None:
-            self.events.append(fields)
+        def emit(self, event: SlfsEvent) -> None:
+            self.events.append({k: v for k, v in event.to_json().items() if k != "type"})
 
         def note_error(self, message: str) -> None:
             self.errors.append(message)
