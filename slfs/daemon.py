@@ -195,7 +195,8 @@ def build_services(mountpoint: str, host: str, port: int, options: Options, *, e
     sources = Sources(overlay, ws.content, tree=ws.tree, options=ws.options, compiles=ws.compiles,
                       session_info=lambda: ws.info, mountpoint=ws.mountpoint)
     writer = Writer(ws, overlay, KeptCopies(), sources)
-    scripts = Scripts(ws, ws.calls)
+    scripts = Scripts(ws.calls, tree=ws.tree, compiles=ws.compiles, emit=ws.emit, note_error=ws.note_error,
+                      mountpoint=ws.mountpoint)
     control = Control(ws, ws.content, events, ws.runtime.logs, syntax, scripts, stats)
     ops = Operations(ws, writer, overlay, control, lookups=lookups, stats=stats, debug=debug)
     control_server = ControlServer(ws, scripts, writer, events, stats, socket_path)

@@ -10,6 +10,7 @@ import errno
 import logging
 import time
 from collections import defaultdict
+from collections.abc import Callable
 
 import attrs
 import trio
@@ -19,16 +20,18 @@ from ..protocol.types import ItemCreateParams, ItemCreateResponse
 from ..world import names
 from ..world.fs_errors import FsError, Refused, region_down
 from ..world.naming_rules import RemoteName, parse_remote_name
-from ..world.tree import Folder, Item, MemoryFile, NewFile, OverlayNode
+from ..world.tree import Folder, Item, MemoryFile, NewFile, OverlayNode, Tree
 from . import buffers
+from .calls import Calls
+from .content import Content
 from .deletes import Deleter
 from .edits import Edits, check_size, decode
-from .history import SAVED
+from .history import SAVED, History
 from .live_writes import LiveWriter
+from .options import Options
 from .pending import PendingSaves
 from .routing import goes_local
 from .save import Saver
-from .workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -36,10 +39,15 @@ log = logging.getLogger(__name__)
 class Creator:
     """New files and the creates of items: the per-prim create locks."""
 
-    def __init__(self, ws: Workspace, edits: Edits, pending: PendingSaves, saver: Saver, deleter: Deleter,
-                 live: LiveWriter) -> None:
-        self.ws = ws
-        self.tree = ws.tree
+    def __init__(self, edits: Edits, pending: PendingSaves, saver: Saver, deleter: Deleter, live: LiveWriter, *,
+                 tree: Tree, calls: Calls, content: Content, history: History, options: Options,
+                 emit: Callable[[ev.SlfsEvent], None]) -> None:
+        self.tree = tree
+        self.calls = calls
+        self.content = content
+        self.history = history
+        self.options = options
+        self.emit = emit
         self.edits = edits
         self.pending = pending
         self.saver = saver
@@ -57,9 +65,9 @@ class Creator:
         fails at close as any save does, with the text kept in the recovery folder."""
         if name in folder.tombstones:
             return
-        if not await self.ws.calls.await_viewer():
+        if not await self.calls.await_viewer():
             raise Refused(errno.EIO, f"{self.tree.path_of(folder)}/{name}: cannot create a file while not "
-                          f"connected to the viewer ({self.ws.session.state_detail})")
+                          f"connected to the viewer ({self.calls.session.state_detail})")
 
     def new_file(self, folder: Folder, name: str) -> Item | NewFile:
         """create(2) of an item name: the item unlinked or renamed away under it comes back, else a
@@ -113,7 +121,7 @@ class Creator:
         """utimens: an item keeps it while it holds its text (Workspace.set_mtime); a new file
         carries it into the item it becomes; a folder shows it until its listing changes."""
         if isinstance(node, Item):
-            self.ws.content.set_mtime(node, mtime_ns)
+            self.content.set_mtime(node, mtime_ns)
         elif isinstance(node, Folder):
             if node is self.tree.root:
                 return  # its time is the mount's (accepted, as before, and not kept)
@@ -191,7 +199,7 @@ class Creator:
             # Written while the create was in flight: that belongs to the item now (its inode).
             self.edits.start(item, bytearray(scratch.data))
         else:
-            self.ws.content.set_mtime(item, scratch.mtime_ns)  # the file's time goes on (cp -p set it)
+            self.content.set_mtime(item, scratch.mtime_ns)  # the file's time goes on (cp -p set it)
 
     # --- creating ---------------------------------------------------------------------------
 
@@ -214,8 +222,8 @@ class Creator:
             item.take_base(None)
             await self.saver.save(item)
         else:
-            self.ws.content.set_content(item, data, valid=True)
-            self.ws.history.record(item, SAVED, data)
+            self.content.set_content(item, data, valid=True)
+            self.history.record(item, SAVED, data)
             item.take_base(data)
         return item
 
@@ -235,8 +243,8 @@ class Creator:
             item = await self._create(folder, want, "" if want.type == "script" else text,
                                       self.tree.fresh_inode(), shown)
         if want.type != "script":
-            self.ws.content.set_content(item, data, valid=True)
-            self.ws.history.record(item, SAVED, data)
+            self.content.set_content(item, data, valid=True)
+            self.history.record(item, SAVED, data)
             item.take_base(data)
         else:
             item.take_base(None)
@@ -244,14 +252,14 @@ class Creator:
 
     async def _create(self, folder: Folder, want: RemoteName, text: str, inode: int, shown: str) -> Item:
         if want.type == "script":
-            vm = "luau" if want.subtype == 1 else self.ws.options.vm
+            vm = "luau" if want.subtype == 1 else self.options.vm
             params = ItemCreateParams(prim_id=folder.uuid, name=want.sl_name, type=want.type, vm=vm)
         else:
             params = ItemCreateParams(prim_id=folder.uuid, name=want.sl_name, type=want.type, text=text)
         async with self._create_locks[folder.uuid]:
             # A region that is down answers before anything is created: safe to retry.
-            res: ItemCreateResponse = await self.ws.calls.call(f"create {shown}", "object.item.create", params,
-                                                         ItemCreateResponse, retries=self.ws.options.save_retries,
+            res: ItemCreateResponse = await self.calls.call(f"create {shown}", "object.item.create", params,
+                                                         ItemCreateResponse, retries=self.options.save_retries,
                                                          transient=region_down)
         data = res.as_item()
         if data.subtype is None and want.type == "script":
@@ -270,5 +278,5 @@ class Creator:
             log.info("viewer named the new item %r (asked for %r)", item.name, want.sl_name)
         if want.type == "script":
             self.saver.created_script(item)
-        self.ws.emit(ev.Create(path=self.tree.path_of(item), item_id=item.uuid))
+        self.emit(ev.Create(path=self.tree.path_of(item), item_id=item.uuid))
         return item

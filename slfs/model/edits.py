@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import errno
 import time
+from collections.abc import Callable
 
 from .. import event_types as ev
 from ..world.fs_errors import FsError
 from ..world.naming_rules import size_limit
-from ..world.tree import Item
-from .workspace import Workspace
+from ..world.tree import Item, Tree
+from .content import Content
 
 
 def check_size(item_type: str, size: int, shown: str) -> None:
@@ -31,9 +32,12 @@ def decode(data: bytes, path: str) -> str:
 class Edits:
     """Start, touch and end items' local edits; the refusals said before anything is sent."""
 
-    def __init__(self, ws: Workspace) -> None:
-        self.ws = ws
-        self.tree = ws.tree
+    def __init__(self, tree: Tree, content: Content, *, emit: Callable[[ev.SlfsEvent], None],
+                 note_error: Callable[[str], None]) -> None:
+        self.tree = tree
+        self.content = content
+        self.emit = emit
+        self.note_error = note_error
 
     def empty(self, item: Item) -> bool:
         """An O_TRUNC open of an item being edited: its buffer empties; whether it held anything."""
@@ -65,7 +69,7 @@ class Edits:
     def touch(self, item: Item) -> None:
         """The buffer changed: to be saved, and the file's time moves."""
         item.edit.dirty = True
-        self.ws.content.set_edit_mtime(item, time.time_ns())
+        self.content.set_edit_mtime(item, time.time_ns())
 
     def undo(self, item: Item, *, data: bool) -> None:
         """The edit ends as if never made, its mtime too; the kernel is told (its data as well when
@@ -73,7 +77,7 @@ class Edits:
         before = item.edit.mtime_before
         self.drop(item)
         if before is not None and item.mtime_ns != before:
-            self.ws.content.set_edit_mtime(item, before)
+            self.content.set_edit_mtime(item, before)
             self.tree.invalidate_item(item, data=data)
         elif data:
             self.tree.invalidate_item(item, data=True)
@@ -85,13 +89,13 @@ class Edits:
         if why is not None:
             message = f"{self.tree.path_of(item)}: {why}"
             if item.writable:
-                self.ws.note_error(message)
+                self.note_error(message)
             raise FsError(errno.EACCES, message)
 
     def refused(self, shown: str, exc: FsError) -> FsError:
         """A text refused before anything was sent, said in the status, the log and an event; the
         error to raise."""
         message = f"{exc.message}; nothing was saved, the in-world text is unchanged"
-        self.ws.note_error(message)
-        self.ws.emit(ev.Refused(path=shown, errno=errno.errorcode.get(exc.errno, str(exc.errno)), message=message))
+        self.note_error(message)
+        self.emit(ev.Refused(path=shown, errno=errno.errorcode.get(exc.errno, str(exc.errno)), message=message))
         return FsError(exc.errno, message)

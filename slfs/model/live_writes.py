@@ -33,12 +33,13 @@ from .. import event_types as ev
 from ..local import live_files
 from ..world.fs_errors import FsError
 from ..world.naming_rules import is_replacement_name, size_limit
-from ..world.tree import Item, LiveState, NewFile
+from ..world.tree import Item, LiveState, NewFile, Tree
 from . import buffers
-from .history import SAVED
+from .compiles import CompileReports
+from .history import SAVED, History
 from .live import POLL_MARGIN, VIEWER_POLL, LiveScript, LiveScripts
+from .options import Options
 from .sources import BuildFailed, Sources, wants_build
-from .workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -50,9 +51,19 @@ SCRATCH_GRACE = 60.0
 
 
 class LiveWriter:
-    def __init__(self, ws: Workspace, sources: Sources, recover: Recover) -> None:
-        self.ws = ws
-        self.live: LiveScripts = ws.live
+    def __init__(self, sources: Sources, recover: Recover, *, tree: Tree, live: LiveScripts,
+                 compiles: CompileReports, history: History, options: Options, emit: Callable[[ev.SlfsEvent], None],
+                 note_error: Callable[[str], None], spawn: Callable[..., None],
+                 invalidate_live_name: Callable[[str], None]) -> None:
+        self.tree = tree
+        self.live = live
+        self.compiles = compiles
+        self.history = history
+        self.options = options
+        self.emit = emit
+        self.note_error = note_error
+        self.spawn = spawn
+        self.invalidate_live_name = invalidate_live_name
         self.sources = sources
         self.recover = recover
         self._locks: defaultdict[str, trio.Lock] = defaultdict(trio.Lock)
@@ -90,8 +101,8 @@ class LiveWriter:
         shown = self._shown_name(ls)
         ls.local, ls.dirty = None, False
         message = f"{shown}: scripts hold at most {limit} bytes; nothing was saved, the in-world text is unchanged"
-        self.ws.note_error(message)
-        self.ws.emit(ev.Refused(path=shown, errno="EFBIG", message=message))
+        self.note_error(message)
+        self.emit(ev.Refused(path=shown, errno="EFBIG", message=message))
         raise FsError(errno.EFBIG, message)
 
     def _buffer(self, ls: LiveScript) -> bytearray:
@@ -132,7 +143,7 @@ class LiveWriter:
             # save it, recompile and reset the script (and a build stamp a new //last_compiled).
             ls.local, ls.dirty = None, False
             log.debug("%s: the text is what the viewer's file holds; nothing to save", shown)
-            self.ws.compiles.forget_failed_attempt(ls.key, shown)  # its diagnostics describe that text again
+            self.compiles.forget_failed_attempt(ls.key, shown)  # its diagnostics describe that text again
             return
         if built:
             try:
@@ -140,7 +151,7 @@ class LiveWriter:
                                                       enveloped=ls.inworld is not None, vm=self._vm(ls),
                                                       search_dir=self.live.item_folder_path(ls))
             except BuildFailed as exc:
-                self.ws.compiles.note(ls.key, exc.report)
+                self.compiles.note(ls.key, exc.report)
                 raise exc.error from None
         out = build.inworld if build is not None else text
         await self._pace(ls)
@@ -162,11 +173,11 @@ class LiveWriter:
         if ls.local is not None and bytes(ls.local) == data:
             ls.local, ls.dirty = None, False
         log.info("live: wrote %s to %s (%d bytes)", shown, ls.temp_path, len(out.encode("utf-8")))
-        self.ws.emit(ev.LiveSave(name=ls.name, script_id=ls.script_id, bytes=len(out.encode("utf-8")),
+        self.emit(ev.LiveSave(name=ls.name, script_id=ls.script_id, bytes=len(out.encode("utf-8")),
                                  preprocessed=build is not None))
-        item = self.ws.tree.find(ls.item_id or "")
+        item = self.tree.find(ls.item_id or "")
         if isinstance(item, Item) and item.attached:  # a script of a published object: a version of it
-            self.ws.history.record(item, SAVED, data, inworld=out.encode("utf-8") if build is not None else None)
+            self.history.record(item, SAVED, data, inworld=out.encode("utf-8") if build is not None else None)
 
     async def replace(self, ls: LiveScript, data: bytes) -> None:
         """`data` as the whole live file, saved as a write and close of it would be (its errors,
@@ -192,10 +203,10 @@ class LiveWriter:
             raise FsError(errno.EPERM, f".slfs/live/{name}: live files come only from `slfs edit`; a new file "
                           "here needs a tool's temporary name (sed -i, perl -pi) and is saved by a rename over "
                           "a live file")
-        scratch = NewFile(inode=self.ws.tree.fresh_inode(), uuid="", name=name, mode=0o644, live=LiveState.NAMED)
-        self.ws.tree.add_node(scratch)
+        scratch = NewFile(inode=self.tree.fresh_inode(), uuid="", name=name, mode=0o644, live=LiveState.NAMED)
+        self.tree.add_node(scratch)
         self.live.new_files[name] = scratch
-        self.ws.spawn(self._expire, scratch)
+        self.spawn(self._expire, scratch)
         return scratch
 
     def remove(self, scratch: NewFile) -> None:
@@ -208,7 +219,7 @@ class LiveWriter:
         """The new file leaves .slfs/live; open handles keep its data."""
         if self.live.new_files.get(scratch.name) is scratch:
             del self.live.new_files[scratch.name]
-            self.ws.invalidate_live_name(scratch.name)
+            self.invalidate_live_name(scratch.name)
         scratch.live = None
 
     async def rename(self, scratch: NewFile, new: str, *, replace: bool) -> LiveScript | None:
@@ -226,8 +237,8 @@ class LiveWriter:
             await self.replace(target, bytes(scratch.data))
             # Saved: the name means the live file, through the inode the kernel now has for it.
             self._drop(scratch)
-            self.ws.tree.drop_node(scratch.inode)
-            self.ws.tree.bind_key(target.key, scratch.inode)
+            self.tree.drop_node(scratch.inode)
+            self.tree.bind_key(target.key, scratch.inode)
             target.inode = scratch.inode
             log.info("live: .slfs/live/%s renamed over %s: saved into it", old, target.name)
             return target
@@ -279,12 +290,12 @@ class LiveWriter:
                 shown = f".slfs/live/{scratch.name}"
                 await self.recover(shown, bytes(scratch.data),
                                    "daemon stopped before the new file was renamed over a live file")
-        for node in list(self.ws.tree.nodes.values()):
+        for node in list(self.tree.nodes.values()):
             if isinstance(node, NewFile) and node.live is LiveState.EXPIRED and node.dirty:
                 await self.recover(node.failed, bytes(node.data), "written after it was given up; not saved")
 
     def _vm(self, ls: LiveScript) -> str:
-        node = self.ws.tree.find(ls.item_id or "")
+        node = self.tree.find(ls.item_id or "")
         if isinstance(node, Item) and node.info.vm:
             return node.info.vm
         if ls.inworld is not None:
@@ -292,7 +303,7 @@ class LiveWriter:
             unwrapped = envelope.unwrap(ls.inworld.decode("utf-8", "replace"))
             if unwrapped is not None and unwrapped.target in ("mono", "lsl2", "luau"):
                 return unwrapped.target
-        return self.ws.options.vm
+        return self.options.vm
 
     async def _pace(self, ls: LiveScript) -> None:
         """Until the viewer has polled past its own last write of the temp file (which it ignores

@@ -5,23 +5,27 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Callable
 
 from .. import event_types as ev
 from ..protocol.types import ScriptResetParams, SetRunningParams
 from ..world.fs_errors import FsError
-from ..world.tree import Item, Node
+from ..world.tree import Item, Node, Tree
 from .calls import Calls
-from .compiles import diagnostic_rows
-from .workspace import Workspace
+from .compiles import CompileReports, diagnostic_rows
 
 STATE_WORDS = ("run", "stop", "reset")
 
 
 class Scripts:
-    def __init__(self, ws: Workspace, calls: Calls) -> None:
-        self.ws = ws
-        self.tree = ws.tree
+    def __init__(self, calls: Calls, *, tree: Tree, compiles: CompileReports, emit: Callable[[ev.SlfsEvent], None],
+                 note_error: Callable[[str], None], mountpoint: str) -> None:
         self.calls = calls
+        self.tree = tree
+        self.compiles = compiles
+        self.emit = emit
+        self.note_error = note_error
+        self.mountpoint = mountpoint
 
     @staticmethod
     def state_word(item: Item) -> str:
@@ -42,15 +46,15 @@ class Scripts:
                 running = SetRunningParams(prim_id=item.folder.uuid, item_id=item.uuid, running=word == "run")
                 await self.calls.call(what, "object.script.set_running", running)
         except FsError as exc:
-            self.ws.note_error(exc.message)  # the writer of F.state sees only an errno
+            self.note_error(exc.message)  # the writer of F.state sees only an errno
             raise
-        self.ws.emit(ev.ScriptStateRequested(path=self.tree.path_of(item), item_id=item.uuid, action=word))
+        self.emit(ev.ScriptStateRequested(path=self.tree.path_of(item), item_id=item.uuid, action=word))
 
     def abspath(self, node: Node) -> str:
-        return os.path.join(self.ws.mountpoint or "/", self.tree.path_of(node))
+        return os.path.join(self.mountpoint or "/", self.tree.path_of(node))
 
     def diagnostics_of(self, item: Item) -> list[dict[str, object]]:
-        report = self.ws.compiles.get(item.uuid)
+        report = self.compiles.get(item.uuid)
         if report is None:
             return []
         return diagnostic_rows(report, self.abspath(item))

@@ -56,16 +56,20 @@ class Writer:
         self.keeper = keeper
         self.sources = sources
         self.pending = PendingSaves()
-        self.edits = Edits(ws)
+        self.edits = Edits(ws.tree, ws.content, emit=ws.emit, note_error=ws.note_error)
         self.saver = Saver(keeper, sources, self.edits, self.pending, tree=ws.tree, calls=ws.calls,
                            content=ws.content, history=ws.history, compiles=ws.compiles, options=ws.options,
                            emit=ws.emit, note_error=ws.note_error, mountpoint=ws.mountpoint)
         self.unsent = self.saver.unsent  # the texts not in-world, and `slfs resend`
-        self.live = LiveWriter(ws, sources, self.saver.recover)  # the live files' saves
+        self.live = LiveWriter(sources, self.saver.recover, tree=ws.tree, live=ws.live, compiles=ws.compiles,
+                               history=ws.history, options=ws.options, emit=ws.emit, note_error=ws.note_error,
+                               spawn=ws.spawn, invalidate_live_name=ws.invalidate_live_name)  # the live files' saves
         self.deleter = Deleter(keeper, self.edits, self.pending, tree=ws.tree, calls=ws.calls, content=ws.content,
                                history=ws.history, options=ws.options, emit=ws.emit, note_error=ws.note_error,
                                spawn=ws.spawn)
-        self.creator = Creator(ws, self.edits, self.pending, self.saver, self.deleter, self.live)
+        self.creator = Creator(self.edits, self.pending, self.saver, self.deleter, self.live, tree=ws.tree,
+                               calls=ws.calls, content=ws.content, history=ws.history, options=ws.options,
+                               emit=ws.emit)
         self.items = ItemWrites(self.edits, self.saver, tree=ws.tree, content=ws.content)
         self.renamer = Renamer(overlay, self.edits, self.saver, self.creator, self.deleter, tree=ws.tree,
                                calls=ws.calls, content=ws.content)
