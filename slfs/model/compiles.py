@@ -49,7 +49,7 @@ class CompileReports(dict[str, CompileReport]):
     """Item id (or a live file's key) -> the report of its last compile this session: the one writer
     of that state. `.slfs/F.diag`, `F.state`, the root `diagnostics` and `slfs diag` read it."""
 
-    def __init__(self, emit: Callable[..., None]) -> None:
+    def __init__(self, emit: Callable[[Compile], None]) -> None:
         super().__init__()
         self._emit = emit
         # key -> the report of the in-world text (None: none) while this holds a failed attempt's,
